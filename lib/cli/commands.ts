@@ -1,0 +1,113 @@
+import { Command } from "npm:@commander-js/extra-typings@15.1.0";
+import { DEFAULT_CONFIG_NAME, loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
+import { toYaml } from "../config/to_yaml.ts";
+
+const OVERRIDES_HELP = "Hydra-style overrides: key=value, +key=value, ++key=value, ~key, group=option";
+const CONFIG_PATH_HELP = "folder of the primary config (default: agentrl's configs/)";
+const CONFIG_NAME_HELP = `primary config name without .yaml (default: ${DEFAULT_CONFIG_NAME})`;
+
+interface ConfigFlags {
+  configPath?: string;
+  configName?: string;
+}
+
+function loadOptions(flags: ConfigFlags, overrides: string[]): LoadConfigOptions {
+  return {
+    ...(flags.configPath !== undefined ? { configPath: flags.configPath } : {}),
+    ...(flags.configName !== undefined ? { configName: flags.configName } : {}),
+    overrides,
+  };
+}
+
+/** Thrown by a subcommand to end the process with a status and a message. */
+export class ExitRequest extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+function printNotices(notices: string[]): void {
+  for (const n of notices) console.error(`note: ${n}`);
+}
+
+/** `agentrl config`: prints the composed, resolved and validated config. */
+export function configCommand() {
+  return new Command("config")
+    .description("print the composed and resolved config as YAML (like Hydra's --cfg job)")
+    .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
+    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .option("--json", "print JSON instead of YAML")
+    .option("--full", "print the validated config with every default and derived value")
+    .argument("[overrides...]", OVERRIDES_HELP)
+    .action(async (overrides, flags) => {
+      const loaded = await loadConfig(loadOptions(flags, overrides));
+      printNotices(loaded.notices);
+      // The run's own keys first, then the variables that only feed interpolations.
+      const own = Object.fromEntries(
+        Object.entries(loaded.resolved).filter(([k]) => !(k in loaded.variables)),
+      );
+      const shown = flags.full ? loaded.config : { ...own, ...loaded.variables };
+      console.log(flags.json ? JSON.stringify(shown, null, 2) : toYaml(shown).trimEnd());
+    });
+}
+
+/** `agentrl train`: composes and validates; the pipeline itself lands with issue #7. */
+export function trainCommand() {
+  return new Command("train")
+    .description("train an agent with the AgenticPipeline (default: the embedded FrozenLake config)")
+    .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
+    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .argument("[overrides...]", OVERRIDES_HELP)
+    .action(async (overrides, flags) => {
+      const { config, notices, files } = await loadConfig(loadOptions(flags, overrides));
+      printNotices(notices);
+      const train = config.train_env_manager;
+      console.log(`config ok: ${files[files.length - 1]} (${files.length} files composed)`);
+      console.log(
+        `  ${config.exp_name}: ${config.adv_estimator}, ${config.max_steps} steps, ` +
+          `${config.rollout_batch_size} trajectories per step ` +
+          `(${train.num_env_groups} groups x ${train.group_size}) on ${train.tags.join(", ")}`,
+      );
+      console.log(
+        "Training is not implemented yet: the pipeline (rollout, PPO/GRPO, checkpoints) " +
+          "lands with the AgenticPipeline issue (#7). Nothing was trained.",
+      );
+    });
+}
+
+/** A subcommand whose engine is not built yet: it says so and exits with status 1. */
+function notBuilt(name: string, description: string, issue: string) {
+  return new Command(name)
+    .description(`${description} [not built yet: ${issue}]`)
+    .action(() => {
+      throw new ExitRequest(1, `agentrl ${name} is not built yet: it lands with ${issue}.`);
+    });
+}
+
+/** `agentrl eval` (lands with the rollout issue). */
+export function evalCommand() {
+  return notBuilt("eval", "run validation rollouts and print metrics", "the rollout issue (#6)")
+    .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
+    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .option("--checkpoint <dir>", "checkpoint to evaluate (default: the config's pretrain)")
+    .option("--json", "print the metrics as JSON")
+    .argument("[overrides...]", OVERRIDES_HELP);
+}
+
+/** `agentrl rollout` (lands with the environments issue). */
+export function rolloutCommand() {
+  return notBuilt("rollout", "run multi-turn episodes locally and print every turn", "the environments issue (#5)")
+    .option("--env <tag>", "environment tag or type, e.g. FrozenLake")
+    .option("--env-config <k=v...>", "environment config values")
+    .option("--policy <policy>", "random | human | scripted | model:PATH")
+    .option("--episodes <n>", "number of episodes")
+    .option("--seed <n>", "first episode seed")
+    .option("--render <dir>", "write PNG frames and a GIF per episode")
+    .option("--json", "print a JSON summary");
+}
+
+/** `agentrl bench` (lands with the kernels issue). */
+export function benchCommand() {
+  return notBuilt("bench", "run benchmarks and write bench/results/NAME.json", "the kernels issue (#3)")
+    .argument("[name]", "benchmark: kernels, model, envs, rollout");
+}

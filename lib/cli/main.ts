@@ -1,0 +1,53 @@
+import { Command, CommanderError } from "npm:@commander-js/extra-typings@15.1.0";
+import { ConfigError } from "../config/errors.ts";
+import { normalizeArgv } from "./argv.ts";
+import {
+  benchCommand,
+  configCommand,
+  evalCommand,
+  ExitRequest,
+  rolloutCommand,
+  trainCommand,
+} from "./commands.ts";
+
+/** Exit status for a user's mistake in a config, an override or an argument. */
+export const USAGE_ERROR = 2;
+
+/** Builds the `agentrl` command line. */
+export function buildProgram(): Command {
+  const program = new Command("agentrl")
+    .description("Train LLM agents with reinforcement learning on multi-turn environments")
+    .version("0.1.0")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  for (const sub of [trainCommand(), evalCommand(), rolloutCommand(), configCommand(), benchCommand()]) {
+    program.addCommand(sub.exitOverride() as unknown as Command);
+  }
+  return program as unknown as Command;
+}
+
+/** Runs the CLI and returns the process exit status. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(normalizeArgv(argv), { from: "user" });
+    return 0;
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.format());
+      return USAGE_ERROR;
+    }
+    if (e instanceof ExitRequest) {
+      console.error(e.message);
+      return e.status;
+    }
+    if (e instanceof CommanderError) {
+      // Commander has printed its message (or the help) already.
+      return e.exitCode === 0 ? 0 : USAGE_ERROR;
+    }
+    throw e;
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await runCli(Deno.args));
+}

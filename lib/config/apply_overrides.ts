@@ -1,0 +1,174 @@
+import { didYouMean } from "../util/did_you_mean.ts";
+import { ConfigError, describeValue } from "./errors.ts";
+import { parseInterpolation } from "./interpolation.ts";
+import { formatKeyPath, getChild, getPath, normalizeSegment, parseKeyPath } from "./key_path.ts";
+import type { OriginMap } from "./origins.ts";
+import type { Override } from "./override_parser.ts";
+import { type CfgObject, type CfgValue, cloneCfg, isCfgObject, type KeySegment } from "./types.ts";
+
+/** Tells whether a key path is declared by the config schema (so it may be set). */
+export type KnownKey = (path: readonly KeySegment[]) => boolean;
+
+/**
+ * Applies value overrides to a composed config, in order, with Hydra's rules:
+ * `a=v` needs `a` to exist (in the config or its schema), `+a=v` needs it absent,
+ * `++a=v` sets either way, `~a` deletes (`~a=v` only if the value is `v`).
+ */
+export function applyOverrides(
+  root: CfgObject,
+  origins: OriginMap,
+  overrides: readonly Override[],
+  knownKey: KnownKey = () => false,
+): void {
+  for (const o of overrides) applyOne(root, origins, o, knownKey);
+}
+
+function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: KnownKey): void {
+  const origin = { source: "command line", override: o.text };
+  const fail = (message: string, extra: Partial<ConstructorParameters<typeof ConfigError>[1]> = {}) =>
+    new ConfigError(message, { key: o.key, origin, ...extra });
+  let path: KeySegment[];
+  try {
+    path = parseKeyPath(o.key);
+  } catch {
+    throw fail(`Invalid key '${o.key}'`, { expected: "a dotted key such as a.b.c" });
+  }
+  if (path.length === 0) throw fail("An override needs a key");
+  const parentPath = path.slice(0, -1);
+  const create = o.kind === "add" || o.kind === "force" || knownKey(path);
+  const parent = walk(root, origins, parentPath, create, fail);
+  const last = normalizeSegment(parent, path[path.length - 1]!);
+  const fullPath = [...parentPath, last];
+  const existing = parent === undefined ? undefined : getChild(parent, last);
+
+  switch (o.kind) {
+    case "set":
+      if (existing === undefined && !knownKey(fullPath)) {
+        throw fail(`Could not override '${o.key}': no such key in the config`, {
+          hint: suggest(parent, last) ?? `to add a new key, use +${o.text}`,
+        });
+      }
+      break;
+    case "add":
+      if (existing !== undefined) {
+        throw fail(`Could not add '${o.key}': it already has a value`, {
+          found: describeValue(existing),
+          hint: `to replace it, use ${o.text.slice(1)} (or ++${o.text.slice(1)})`,
+        });
+      }
+      break;
+    case "delete":
+      if (existing === undefined) {
+        throw fail(`Could not delete '${o.key}': no such key in the config`, {
+          hint: suggest(parent, last),
+        });
+      }
+      if (o.value !== undefined && JSON.stringify(o.value) !== JSON.stringify(existing)) {
+        throw fail(`Could not delete '${o.key}': its value is not the one given`, {
+          found: describeValue(existing),
+          expected: describeValue(o.value),
+        });
+      }
+      if (Array.isArray(parent)) parent.splice(last as number, 1);
+      else delete (parent as CfgObject)[String(last)];
+      origins.deleteTree(fullPath);
+      return;
+  }
+  if (Array.isArray(parent)) {
+    if (typeof last !== "number" || last >= parent.length) {
+      throw fail(`Index ${String(last)} is outside the list at '${formatKeyPath(parentPath)}'`, {
+        found: `a list of ${parent.length}`,
+      });
+    }
+    parent[last] = cloneCfg(o.value ?? null);
+  } else if (isCfgObject(parent)) {
+    parent[String(last)] = cloneCfg(o.value ?? null);
+  } else {
+    throw fail(`Could not set '${o.key}': '${formatKeyPath(parentPath)}' is not a mapping`, {
+      found: describeValue(parent),
+    });
+  }
+  origins.deleteTree(fullPath);
+  origins.set(fullPath, origin);
+}
+
+/**
+ * Walks to a container, creating mappings when allowed. A node that is an
+ * interpolation of another node (`${custom_env.FrozenLake}`) is replaced by a
+ * copy of its target so that the override changes this place only.
+ */
+function walk(
+  root: CfgObject,
+  origins: OriginMap,
+  path: KeySegment[],
+  create: boolean,
+  fail: (m: string, extra?: Partial<ConstructorParameters<typeof ConfigError>[1]>) => ConfigError,
+): CfgValue | undefined {
+  let node: CfgValue = root;
+  const done: KeySegment[] = [];
+  for (const raw of path) {
+    const seg = normalizeSegment(node, raw);
+    let child = getChild(node, seg);
+    if (typeof child === "string") {
+      const target = nodeReference(child);
+      const copied = target ? materialize(root, target, 0) : undefined;
+      if (copied !== undefined) {
+        setChild(node, seg, copied);
+        origins.copyFrom(origins, target!, [...done, seg]);
+        child = copied;
+      }
+    }
+    if (child === undefined || child === null) {
+      if (!create) {
+        if (child === undefined) {
+          throw fail(`Could not override '${formatKeyPath(path)}': no such key in the config`, {
+            hint: suggest(node, seg) ?? `to add a new key, use +`,
+          });
+        }
+        return undefined;
+      }
+      if (!isCfgObject(node)) return undefined;
+      child = {};
+      node[String(seg)] = child;
+    }
+    if (!isCfgObject(child) && !Array.isArray(child)) {
+      throw fail(`Could not set a key under '${formatKeyPath([...done, seg])}': it is not a mapping`, {
+        found: describeValue(child),
+      });
+    }
+    done.push(seg);
+    node = child;
+  }
+  return node;
+}
+
+function setChild(node: CfgValue, seg: KeySegment, value: CfgValue): void {
+  if (Array.isArray(node) && typeof seg === "number") node[seg] = value;
+  else if (isCfgObject(node)) node[String(seg)] = value;
+}
+
+/** The absolute key a whole-value `${a.b}` string refers to, if it is one. */
+function nodeReference(text: string): KeySegment[] | undefined {
+  if (!text.includes("${")) return undefined;
+  try {
+    const pieces = parseInterpolation(text);
+    const only = pieces.length === 1 ? pieces[0] : undefined;
+    return only?.kind === "node" && only.up === 0 ? only.segments : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function materialize(root: CfgObject, target: KeySegment[], depth: number): CfgValue | undefined {
+  if (depth > 16) return undefined;
+  const value = getPath(root, target);
+  if (typeof value === "string") {
+    const next = nodeReference(value);
+    return next ? materialize(root, next, depth + 1) : undefined;
+  }
+  return value !== null && typeof value === "object" ? cloneCfg(value) : undefined;
+}
+
+function suggest(container: CfgValue | undefined, key: KeySegment): string | undefined {
+  return isCfgObject(container) ? didYouMean(String(key), Object.keys(container)) : undefined;
+}

@@ -1,0 +1,202 @@
+import { didYouMean } from "../util/did_you_mean.ts";
+import { type EnvManagerKind, envManagerKind, groupFilterClass, type Mapping, workerClass } from "./compat.ts";
+import { ENGINE_DESCRIPTIONS, STRATEGY_ENGINES } from "./compat.ts";
+import { ConfigError, ConfigErrors, describeValue } from "./errors.ts";
+import type { OriginMap } from "./origins.ts";
+import type { AgenticConfig } from "./agentic_config.ts";
+import { formatKeyPath } from "./key_path.ts";
+import type { KeySegment } from "./types.ts";
+
+const ROLES = ["actor_train", "actor_infer", "critic", "reference"] as const;
+const MANAGERS = ["train_env_manager", "val_env_manager"] as const;
+
+/**
+ * Applies ROLL's cross-field rules and derivations to a parsed config, in place:
+ * lengths, env-group partitions, batch-size divisibility, generation settings,
+ * model paths, reward-normalization defaults and the reference/recompute flags.
+ * Returns one-line notices for names that run as something else here.
+ */
+export function finalizeConfig(config: AgenticConfig, origins: OriginMap): string[] {
+  const errors: ConfigError[] = [];
+  const notices: string[] = [];
+  const fail = (path: KeySegment[], message: string, extra: { found?: unknown; expected?: string; hint?: string | undefined } = {}) => {
+    errors.push(
+      new ConfigError(message, {
+        key: formatKeyPath(path),
+        origin: origins.find(path),
+        found: "found" in extra ? describeValue(extra.found) : undefined,
+        expected: extra.expected,
+        hint: extra.hint,
+      }),
+    );
+  };
+  const check = <T>(path: KeySegment[], m: Mapping<T>): T | undefined => {
+    if (m.ok) return m.value;
+    fail(path, m.reason, { hint: m.hint });
+    return undefined;
+  };
+
+  if (!(config.max_steps > 0 || config.max_steps === -1)) {
+    fail(["max_steps"], "max_steps must be positive, or -1", { found: config.max_steps, expected: "> 0 or -1" });
+  }
+
+  // Lengths (BaseConfig): sequence_length = prompt_length + response_length when unset.
+  if (config.sequence_length === null) {
+    if (config.response_length === null) {
+      fail(["sequence_length"], "Set sequence_length (or response_length with prompt_length)", {
+        expected: "a positive token count, e.g. sequence_length: 8192",
+      });
+    } else config.sequence_length = config.response_length + (config.prompt_length ?? 0);
+  }
+  if ((config.val_prompt_length === null) !== (config.val_sequence_length === null)) {
+    fail(["val_sequence_length"], "val_prompt_length and val_sequence_length must be set together");
+  }
+  config.val_prompt_length ??= config.prompt_length;
+  config.val_sequence_length ??= config.sequence_length;
+
+  // Env managers: older spellings, partitions, tags, managers.
+  for (const name of MANAGERS) {
+    const m = config[name];
+    if (m.env_groups !== null) {
+      if (origins.get([name, "num_env_groups"]) && m.num_env_groups !== m.env_groups) {
+        fail([name, "env_groups"], "env_groups and num_env_groups disagree (they are one setting)", { found: m.env_groups });
+      }
+      m.num_env_groups = m.env_groups;
+      m.env_groups = null;
+    }
+    if (m.n_groups !== null) {
+      m.num_groups_partition ??= m.n_groups;
+      m.n_groups = null;
+    }
+    if (m.num_groups_partition === null) {
+      // The seeds: "if not set, all env names divide nums equally".
+      const base = Math.floor(m.num_env_groups / m.tags.length);
+      const extra = m.num_env_groups % m.tags.length;
+      m.num_groups_partition = m.tags.map((_, i) => base + (i < extra ? 1 : 0));
+    } else if (m.num_groups_partition.length !== m.tags.length) {
+      fail([name, "num_groups_partition"], "num_groups_partition needs one count per tag", {
+        found: m.num_groups_partition,
+        expected: `${m.tags.length} counts (tags: ${m.tags.join(", ")})`,
+      });
+    } else {
+      const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
+      if (sum !== m.num_env_groups) {
+        fail([name, "num_groups_partition"], `num_groups_partition adds up to ${sum}, not num_env_groups`, {
+          found: m.num_groups_partition,
+          expected: `counts that add up to num_env_groups (${m.num_env_groups})`,
+        });
+      }
+    }
+    m.tags.forEach((tag, i) => {
+      if (!(tag in config.custom_envs)) {
+        fail([name, "tags", i], `Tag '${tag}' is not defined in custom_envs`, {
+          expected: `one of: ${Object.keys(config.custom_envs).join(", ") || "(custom_envs is empty)"}`,
+          hint: didYouMean(tag, Object.keys(config.custom_envs)),
+        });
+      }
+    });
+    check([name, "worker_cls"], workerClass(m.worker_cls));
+    check([name, "group_filter_cls"], groupFilterClass(m.group_filter_cls));
+    if (m.max_env_num_per_worker <= 0) m.max_env_num_per_worker = m.num_env_groups * (m.group_size + m.group_size_redundancy);
+  }
+
+  const kinds = new Map<string, EnvManagerKind>();
+  for (const [tag, env] of Object.entries(config.custom_envs)) {
+    const kind = check(["custom_envs", tag, "env_manager_cls"], envManagerKind(env.env_manager_cls));
+    if (kind) {
+      kinds.set(tag, kind);
+      env.env_manager_cls = kind;
+    }
+  }
+  if (config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce") {
+    for (const tag of config.train_env_manager.tags) {
+      if (kinds.get(tag) === "traj") {
+        fail(["custom_envs", tag, "env_manager_cls"], `${config.adv_estimator} trains step-wise, but '${tag}' uses the trajectory-wise env manager`, {
+          expected: "env_manager_cls: step (ROLL's StepEnvManager), e.g. compose with envs=step",
+        });
+      }
+    }
+  }
+
+  // Batch sizes (ROLL's asserts).
+  const train = config.train_env_manager;
+  if (config.rollout_batch_size > 0 && config.rollout_batch_size % train.group_size !== 0) {
+    fail(["rollout_batch_size"], "rollout_batch_size counts trajectories and must be a multiple of train_env_manager.group_size", {
+      found: config.rollout_batch_size,
+      expected: `a multiple of ${train.group_size}, e.g. ${Math.max(1, Math.round(config.rollout_batch_size / train.group_size)) * train.group_size}`,
+    });
+  }
+  const trainEnvs = train.num_env_groups * train.group_size;
+  const trajPerEnv = Math.ceil(Math.max(config.rollout_batch_size, 0) / trainEnvs);
+  if (config.async_generation_ratio > 0 || train.max_traj_per_env < 0) train.max_traj_per_env = trajPerEnv;
+  else if (train.max_traj_per_env < trajPerEnv) {
+    fail(["train_env_manager", "max_traj_per_env"], "max_traj_per_env is too small to fill rollout_batch_size", {
+      found: train.max_traj_per_env,
+      expected: `at least ${trajPerEnv}`,
+    });
+  }
+  const val = config.val_env_manager;
+  const valEnvs = val.num_env_groups * val.group_size;
+  if (config.val_batch_size >= 0) {
+    if (config.val_batch_size % valEnvs !== 0) {
+      fail(["val_batch_size"], "val_batch_size must be a multiple of the number of validation environments", {
+        found: config.val_batch_size,
+        expected: `a multiple of val_env_manager.num_env_groups x group_size = ${valEnvs}`,
+      });
+    } else if (val.max_traj_per_env < 0) val.max_traj_per_env = config.val_batch_size / valEnvs;
+  }
+
+  // Generation settings: an env manager's own win; missing ones come from actor_infer.
+  const inferGen = config.actor_infer.generating_args;
+  if (!inferGen && !train.generating_args) {
+    fail(["actor_infer", "generating_args"], "Generation settings are missing", {
+      expected: "generating_args under actor_infer or train_env_manager",
+    });
+  }
+  for (const name of MANAGERS) {
+    const m = config[name];
+    if (!m.generating_args && inferGen) m.generating_args = { ...inferGen };
+  }
+  config.actor_infer.generating_args ??= train.generating_args ? { ...train.generating_args } : null;
+  for (const g of [config.actor_infer.generating_args, train.generating_args, val.generating_args]) {
+    if (g) g.num_return_sequences = 1;
+  }
+
+  // Roles: worker classes, strategies, model paths.
+  for (const role of ROLES) {
+    const w = config[role];
+    check([role, "worker_cls"], workerClass(w.worker_cls));
+    const strategy = w.strategy_args?.strategy_name;
+    if (strategy) {
+      const engine = STRATEGY_ENGINES[strategy]!;
+      if (strategy !== engine) {
+        const keys = Object.keys(w.strategy_args?.strategy_config ?? {});
+        const ignored = keys.length ? `; strategy_config keys not used here: ${keys.join(", ")}` : "";
+        notices.push(`${role}: strategy '${strategy}' runs as ${ENGINE_DESCRIPTIONS[engine]}${ignored}`);
+      }
+    }
+  }
+  for (const role of ["actor_train", "actor_infer", "reference"] as const) {
+    config[role].model_args.model_name_or_path ??= config.pretrain;
+  }
+  config.critic.model_args.model_name_or_path ??= config.reward_pretrain ?? config.pretrain;
+
+  // Reward normalization: ROLL derives the mean/std scopes from the deprecated method.
+  const rn = config.reward_normalization;
+  const scope = rn.grouping.toLowerCase() === "batch" ? "batch" : "group";
+  if (rn.method === "mean") rn.norm_mean_type ??= scope;
+  if (rn.method === "mean_std" || rn.method === "asym_clip") {
+    rn.norm_mean_type ??= scope;
+    rn.norm_std_type ??= scope;
+  }
+
+  // Which roles run.
+  if (config.use_kl_loss || config.init_kl_coef > 0 || config.add_token_level_kl) config.enable_reference = true;
+  if (!config.force_disable_old_logprobs_recompute && (config.ppo_epochs > 1 || config.enable_reference || config.adv_estimator === "gigpo")) {
+    config.enable_old_logprobs_recompute = true;
+  }
+
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) throw new ConfigErrors(errors);
+  return notices;
+}

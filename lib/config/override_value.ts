@@ -1,0 +1,174 @@
+import { ConfigError } from "./errors.ts";
+import type { CfgObject, CfgValue } from "./types.ts";
+
+const SWEEP_FUNCTIONS = ["choice", "range", "interval", "glob", "sort", "shuffle", "tag"];
+
+/**
+ * Parses the value of a command-line override with Hydra's grammar: `null`,
+ * booleans, ints (`1_000`), floats (`1e-5`, `inf`, `nan`), quoted strings,
+ * lists `[a, b]` and dicts `{a: 1}`. Anything else is a string (interpolations
+ * such as `${seed}` included). Sweeps (`a,b`, `range(...)`) need multirun,
+ * which this tool does not run, and are errors.
+ */
+export function parseOverrideValue(text: string): CfgValue {
+  const p = new ValueParser(text);
+  p.skipSpace();
+  if (p.done()) return "";
+  const fn = /^([a-z_]+)\s*\(/.exec(text.trim());
+  if (fn && SWEEP_FUNCTIONS.includes(fn[1]!)) {
+    throw new ConfigError(`Sweep '${fn[1]}(...)' needs multirun, which agentrl does not run`, {
+      found: text,
+      expected: "a single value (quote it to pass the text as a string)",
+    });
+  }
+  const value = p.element(true);
+  p.skipSpace();
+  if (p.text[p.i] === ",") {
+    throw new ConfigError(`Ambiguous value '${text}': a comma-separated sweep needs multirun`, {
+      found: text,
+      expected: "a single value; write a list as [a,b] or quote the string",
+    });
+  }
+  if (!p.done()) throw p.fail("unexpected text after the value");
+  return value;
+}
+
+/** Types an unquoted primitive as Hydra does. */
+export function typePrimitive(raw: string): CfgValue {
+  const text = raw.trim();
+  const lower = text.toLowerCase();
+  if (lower === "null") return null;
+  if (lower === "true") return true;
+  if (lower === "false") return false;
+  if (/^[-+]?\d[\d_]*$/.test(text) && !/__/.test(text)) return Number(text.replaceAll("_", ""));
+  if (/^[-+]?(?:inf|nan)$/.test(lower)) {
+    if (lower.endsWith("nan")) return NaN;
+    return lower.startsWith("-") ? -Infinity : Infinity;
+  }
+  if (
+    /^[-+]?(?:\d[\d_]*\.[\d_]*|\.\d[\d_]*|\d[\d_]*)(?:e[-+]?\d+)?$/i.test(text) &&
+    /[.e]/i.test(text)
+  ) {
+    return Number(text.replaceAll("_", ""));
+  }
+  return text;
+}
+
+class ValueParser {
+  i = 0;
+  constructor(readonly text: string) {}
+
+  done(): boolean {
+    return this.i >= this.text.length;
+  }
+
+  fail(what: string): ConfigError {
+    return new ConfigError(`Invalid override value '${this.text}': ${what}`, {
+      found: `${what} at character ${this.i + 1}`,
+      expected: "null, true/false, a number, a quoted string, [list] or {dict}",
+    });
+  }
+
+  skipSpace(): void {
+    while (!this.done() && /\s/.test(this.text[this.i]!)) this.i++;
+  }
+
+  element(top: boolean): CfgValue {
+    this.skipSpace();
+    const ch = this.text[this.i];
+    if (ch === "[") return this.list();
+    if (ch === "{") return this.dict();
+    if (ch === "'" || ch === '"') return this.quoted();
+    return this.primitive(top);
+  }
+
+  list(): CfgValue[] {
+    this.i++;
+    const out: CfgValue[] = [];
+    this.skipSpace();
+    if (this.text[this.i] === "]") {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      out.push(this.element(false));
+      this.skipSpace();
+      const ch = this.text[this.i];
+      this.i++;
+      if (ch === "]") return out;
+      if (ch !== ",") throw this.fail("expected ',' or ']' in a list");
+    }
+  }
+
+  dict(): CfgObject {
+    this.i++;
+    const out: CfgObject = {};
+    this.skipSpace();
+    if (this.text[this.i] === "}") {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      this.skipSpace();
+      const key = this.dictKey();
+      this.skipSpace();
+      if (this.text[this.i] !== ":") throw this.fail("expected ':' after a dict key");
+      this.i++;
+      out[key] = this.element(false);
+      this.skipSpace();
+      const ch = this.text[this.i];
+      this.i++;
+      if (ch === "}") return out;
+      if (ch !== ",") throw this.fail("expected ',' or '}' in a dict");
+    }
+  }
+
+  dictKey(): string {
+    const ch = this.text[this.i];
+    if (ch === "'" || ch === '"') return this.quoted();
+    const m = /^[^\s:,{}[\]'"]+/.exec(this.text.slice(this.i));
+    if (!m) throw this.fail("expected a dict key");
+    this.i += m[0].length;
+    return m[0];
+  }
+
+  quoted(): string {
+    const q = this.text[this.i]!;
+    this.i++;
+    let out = "";
+    while (!this.done()) {
+      const ch = this.text[this.i]!;
+      if (ch === "\\" && (this.text[this.i + 1] === q || this.text[this.i + 1] === "\\")) {
+        out += this.text[this.i + 1];
+        this.i += 2;
+      } else if (ch === q) {
+        this.i++;
+        return out;
+      } else {
+        out += ch;
+        this.i++;
+      }
+    }
+    throw this.fail("unterminated quoted string");
+  }
+
+  primitive(top: boolean): CfgValue {
+    let out = "";
+    let depth = 0;
+    while (!this.done()) {
+      const ch = this.text[this.i]!;
+      if (ch === "$" && this.text[this.i + 1] === "{") depth++;
+      if (ch === "}" && depth > 0) depth--;
+      else if (depth === 0 && (ch === "," || (!top && (ch === "]" || ch === "}")))) break;
+      else if (depth === 0 && !top && (ch === "[" || ch === "{")) throw this.fail(`unexpected '${ch}'`);
+      if (ch === "\\" && "\\,[]{}():= '\"".includes(this.text[this.i + 1] ?? "$")) {
+        out += this.text[this.i + 1];
+        this.i += 2;
+        continue;
+      }
+      out += ch;
+      this.i++;
+    }
+    return typePrimitive(out);
+  }
+}

@@ -1,0 +1,77 @@
+import { ConfigError } from "./errors.ts";
+import { parseOverrideValue } from "./override_value.ts";
+import type { CfgValue } from "./types.ts";
+
+/** What a resolver can ask of the config being resolved. */
+export interface ResolverContext {
+  /** The fully resolved value at an absolute key, or `undefined` when absent. */
+  select(key: string): CfgValue | undefined;
+  /** Reads an environment variable. */
+  env(name: string): string | undefined;
+  /** The time `${now:...}` formats (fixed for one composition). */
+  now: Date;
+}
+
+/** A resolver: `${name:arg1,arg2}`. Arguments arrive already resolved. */
+export type Resolver = (args: CfgValue[], ctx: ResolverContext) => CfgValue;
+
+function envResolver(args: CfgValue[], ctx: ResolverContext): CfgValue {
+  const [name, ...rest] = args;
+  if (typeof name !== "string" || name === "" || rest.length > 1) {
+    throw new ConfigError("oc.env takes a variable name and an optional default", {
+      expected: "${oc.env:NAME} or ${oc.env:NAME,default}",
+    });
+  }
+  const value = ctx.env(name);
+  if (value !== undefined) return value;
+  if (rest.length === 1) return rest[0] === null ? null : String(rest[0]);
+  throw new ConfigError(`Environment variable '${name}' is not set`, {
+    expected: `set ${name}, or give a default: \${oc.env:${name},default}`,
+  });
+}
+
+const STRFTIME: Record<string, (d: Date) => string> = {
+  Y: (d) => String(d.getFullYear()),
+  m: (d) => pad(d.getMonth() + 1),
+  d: (d) => pad(d.getDate()),
+  H: (d) => pad(d.getHours()),
+  M: (d) => pad(d.getMinutes()),
+  S: (d) => pad(d.getSeconds()),
+  f: (d) => String(d.getMilliseconds() * 1000).padStart(6, "0"),
+  "%": () => "%",
+};
+
+function pad(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+/** The resolvers OmegaConf and Hydra configs use. */
+export const RESOLVERS: Record<string, Resolver> = {
+  "oc.env": envResolver,
+  env: envResolver,
+  "oc.select": (args, ctx) => {
+    const [key, fallback] = args;
+    if (typeof key !== "string" || args.length > 2) {
+      throw new ConfigError("oc.select takes a key and an optional default", {
+        expected: "${oc.select:key} or ${oc.select:key,default}",
+      });
+    }
+    const v = ctx.select(key);
+    return v === undefined ? fallback ?? null : v;
+  },
+  "oc.decode": (args) => {
+    const [text] = args;
+    if (args.length !== 1) {
+      throw new ConfigError("oc.decode takes one string", { expected: "${oc.decode:'...'}" });
+    }
+    if (text === null || typeof text !== "string") return text ?? null;
+    return parseOverrideValue(text);
+  },
+  now: (args, ctx) => {
+    const [format] = args;
+    if (typeof format !== "string") {
+      throw new ConfigError("now takes a strftime pattern", { expected: "${now:%Y-%m-%d}" });
+    }
+    return format.replace(/%(.)/g, (m, code: string) => STRFTIME[code]?.(ctx.now) ?? m);
+  },
+};

@@ -1,0 +1,95 @@
+import type { z } from "npm:zod@4.6.7";
+import { didYouMean } from "../util/did_you_mean.ts";
+import { ConfigError, ConfigErrors, describeValue } from "./errors.ts";
+import { formatKeyPath } from "./key_path.ts";
+import type { OriginMap } from "./origins.ts";
+import { keysAt } from "./schema/walk.ts";
+import type { KeySegment } from "./types.ts";
+
+/**
+ * Parses `data` with a zod schema and turns every issue into a ConfigError that
+ * names the key, where it was written, what was found, what was expected, and
+ * (for unknown keys) the closest known key.
+ */
+export function parseWithSchema<S extends z.core.$ZodType>(
+  schema: S,
+  data: unknown,
+  origins: OriginMap,
+  prefix: readonly KeySegment[] = [],
+): z.output<S> {
+  const result = (schema as unknown as z.ZodType).safeParse(data, { reportInput: true });
+  if (result.success) return result.data as z.output<S>;
+  const errors = result.error.issues.flatMap((issue) => toErrors(schema, issue, origins, prefix));
+  throw errors.length === 1 ? errors[0]! : new ConfigErrors(errors);
+}
+
+function toErrors(
+  schema: z.core.$ZodType,
+  issue: z.core.$ZodIssue,
+  origins: OriginMap,
+  prefix: readonly KeySegment[],
+): ConfigError[] {
+  const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p)) as KeySegment[];
+  const full = [...prefix, ...path];
+  if (issue.code === "unrecognized_keys") {
+    const known = keysAt(schema, path);
+    return issue.keys.map((key) =>
+      new ConfigError(`Unknown key '${key}'`, {
+        key: formatKeyPath([...full, key]),
+        origin: origins.find([...full, key]),
+        expected: path.length === 0
+          ? "a field of the AgenticConfig (or a variable that an interpolation uses)"
+          : `a field of '${formatKeyPath(full)}'`,
+        hint: didYouMean(key, known),
+      })
+    );
+  }
+  const input = (issue as { input?: unknown }).input;
+  return [
+    new ConfigError(messageOf(issue), {
+      key: formatKeyPath(full),
+      origin: origins.find(full),
+      found: input === undefined ? "nothing (the key is missing)" : describeValue(input),
+      expected: expectedOf(issue),
+    }),
+  ];
+}
+
+function messageOf(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return "Wrong type";
+    case "invalid_value":
+      return "Value not allowed";
+    case "too_small":
+    case "too_big":
+      return "Value out of range";
+    case "invalid_union":
+      return "Value matches none of the allowed forms";
+    default:
+      return issue.message;
+  }
+}
+
+function expectedOf(issue: z.core.$ZodIssue): string | undefined {
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.expected === "int" ? "an integer" : `a ${issue.expected}`;
+    case "invalid_value":
+      return `one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "too_small":
+      return issue.origin === "array"
+        ? `at least ${issue.minimum} items`
+        : `a value ${issue.inclusive ? ">=" : ">"} ${issue.minimum}`;
+    case "too_big":
+      return issue.origin === "array"
+        ? `at most ${issue.maximum} items`
+        : `a value ${issue.inclusive ? "<=" : "<"} ${issue.maximum}`;
+    case "invalid_format":
+      return `a ${issue.format}`;
+    case "not_multiple_of":
+      return `a multiple of ${issue.divisor}`;
+    default:
+      return undefined;
+  }
+}
