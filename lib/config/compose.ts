@@ -144,7 +144,6 @@ class Composer {
     const loaded = loadYaml(text, source);
     const entries = parseDefaultsList(loaded.value.defaults ?? null, loaded.origins);
     delete loaded.value.defaults;
-    loaded.origins.deleteTree(["defaults"]);
 
     let pkg = frame.package;
     if (explicitPackage === undefined && loaded.packageHeader !== undefined) {

@@ -1,0 +1,217 @@
+import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { ConfigErrors } from "../../lib/config/errors.ts";
+import { loadConfig } from "../../lib/config/load_config.ts";
+import { configError, writeTree } from "../_helpers.ts";
+
+const FIXTURE = new URL("../fixtures/roll_layout/qwen-agentic/", import.meta.url);
+
+Deno.test("every shipped experiment config composes and validates", async () => {
+  for (const name of [
+    "agent_val_frozen_lake",
+    "agent_val_frozen_lake_async",
+    "agent_val_frozen_lake_gigpo",
+    "agent_val_sokoban",
+    "agent_val_webshop",
+  ]) {
+    const { config } = await loadConfig({ configName: name });
+    equal(config.exp_name, name);
+    ok(config.train_env_manager.tags.every((t) => t in config.custom_envs), name);
+  }
+});
+
+Deno.test("the embedded default is FrozenLake 4x4, p=0.8, not slippery, 10 actions, GRPO", async () => {
+  const { config } = await loadConfig();
+  const lake = config.custom_envs.FrozenLake!;
+  equal(config.adv_estimator, "grpo");
+  equal(lake.env_type, "frozen_lake");
+  equal(lake.max_steps, 10);
+  equal(lake.env_manager_cls, "traj");
+  deepStrictEqual(
+    [lake.env_config?.size, lake.env_config?.p, lake.env_config?.is_slippery],
+    [4, 0.8, false],
+  );
+  equal(lake.env_config?.action_pattern, "<answer>(.*?)</answer>");
+  equal(config.rollout_batch_size % config.train_env_manager.group_size, 0);
+});
+
+Deno.test("group override envs=step switches to the step-wise env manager", async () => {
+  const { config, choices } = await loadConfig({ overrides: ["envs=step"] });
+  equal(choices.envs, "step");
+  equal(config.custom_envs.FrozenLake!.env_manager_cls, "step");
+  equal(config.custom_envs.FrozenLake!.history_length, 5);
+});
+
+Deno.test("a ROLL-shaped config composes without edits", async () => {
+  const loaded = await loadConfig({ configPath: FIXTURE, configName: "frozen_lake" });
+  const { config, notices, variables } = loaded;
+  equal(config.exp_name, "lake_run");
+  deepStrictEqual(config.actor_train.device_mapping, [0, 1, 2, 3, 4, 5, 6, 7]);
+  equal(config.actor_train.training_args.learning_rate, 1e-6);
+  equal(config.actor_train.model_args.model_type, null);
+  equal(config.reference.strategy_args?.strategy_config, null);
+  equal(config.hydra.run.dir, ".");
+  equal(config.tracker_kwargs.log_dir, "./out/tb/lake_run");
+  // The primary file's max_tokens_per_step (48) overrides the shared file's (100).
+  equal(config.custom_envs.Lake!.max_tokens_per_step, 48);
+  equal(config.custom_envs.Lake!.env_manager_cls, "traj");
+  match(config.custom_envs.Lake!.agent_template!, /Turn \{turn_idx\}, \{actions_left\} actions/);
+  equal(config.custom_envs.Boxes!.env_config?.grid_lookup && typeof config.custom_envs.Boxes!.env_config.grid_lookup, "object");
+  equal(config.train_env_manager.generating_args?.temperature, 1.0);
+  equal(config.val_env_manager.generating_args?.temperature, 0.1);
+  equal(config.actor_infer.generating_args?.top_k, 50);
+  equal(config.actor_train.model_args.model_name_or_path, "/models/some-instruct");
+  ok("custom_env" in variables && "grid_penalty" in variables);
+  ok(notices.some((n) => /actor_train: strategy 'megatron_train' runs as agentrl's trainer/.test(n)));
+  ok(notices.some((n) => /tensor_model_parallel_size/.test(n)));
+  ok(notices.some((n) => /actor_infer: strategy 'vllm'/.test(n)));
+  ok(notices.some((n) => /reference: strategy 'hf_infer'/.test(n)));
+});
+
+Deno.test("the seeds' custom_envs and older env-manager spellings are accepted", async () => {
+  const { config } = await loadConfig({
+    configPath: FIXTURE,
+    configName: "frozen_lake",
+    overrides: [
+      "~train_env_manager.num_env_groups",
+      "~train_env_manager.num_groups_partition",
+      "+train_env_manager.env_groups=32",
+      "+train_env_manager.n_groups=[32]",
+    ],
+  });
+  equal(config.train_env_manager.num_env_groups, 32);
+  deepStrictEqual(config.train_env_manager.num_groups_partition, [32]);
+});
+
+Deno.test("without num_groups_partition the groups divide equally among the tags", async () => {
+  const { config } = await loadConfig({
+    configPath: FIXTURE,
+    configName: "frozen_lake",
+    overrides: ["~val_env_manager.num_groups_partition"],
+  });
+  deepStrictEqual(config.val_env_manager.num_groups_partition, [32, 32]);
+});
+
+Deno.test("an unknown key in a file names the file, line, column and a close key", async () => {
+  const dir = await writeTree({
+    "bad.yaml": "defaults:\n  - envs: traj\n  - workers: cpu\n  - _self_\nmax_step: 10\n",
+  });
+  const e = await configError(() => loadConfig({ configPath: dir, configName: "bad" }));
+  const all = e instanceof ConfigErrors ? e.errors : [e];
+  const unknown = all.find((x) => /Unknown key 'max_step'/.test(x.message));
+  ok(unknown, e.format());
+  equal(unknown.details.key, "max_step");
+  equal(unknown.details.hint, "did you mean 'max_steps'?");
+  match(unknown.details.origin?.source ?? "", /bad\.yaml$/);
+  equal(unknown.details.origin?.line, 5);
+  equal(unknown.details.origin?.column, 11);
+});
+
+Deno.test("a type error names the key, its location, what was found and expected", async () => {
+  const dir = await writeTree({
+    "typed.yaml": [
+      "defaults:",
+      "  - agent_val_frozen_lake",
+      "  - _self_",
+      "actor_train:",
+      "  training_args:",
+      "    learning_rate: fast",
+      "",
+    ].join("\n"),
+  });
+  const e = await configError(() => loadConfig({ configPath: dir, configName: "typed" }));
+  equal(e.details.key, "actor_train.training_args.learning_rate");
+  equal(e.details.origin?.line, 6);
+  equal(e.details.found, '"fast" (string)');
+  equal(e.details.expected, "a number");
+});
+
+Deno.test("enum and range errors list what is allowed", async () => {
+  const bad = await configError(() => loadConfig({ overrides: ["adv_estimator=ppo"] }));
+  equal(bad.details.key, "adv_estimator");
+  match(bad.details.expected ?? "", /"gae", "grpo"/);
+  deepStrictEqual(bad.details.origin, { source: "command line", override: "adv_estimator=ppo" });
+  const range = await configError(() => loadConfig({ overrides: ["lambd=1.5"] }));
+  match(range.details.expected ?? "", /<= 1/);
+});
+
+Deno.test("cross-field rules: batch multiples, partitions, tags, lengths", async () => {
+  const batch = await configError(() => loadConfig({ overrides: ["rollout_batch_size=60"] }));
+  equal(batch.details.key, "rollout_batch_size");
+  match(batch.message, /multiple of train_env_manager.group_size/);
+  const part = await configError(() =>
+    loadConfig({ overrides: ["train_env_manager.num_groups_partition=[4]"] })
+  );
+  match(part.message, /adds up to 4, not num_env_groups/);
+  const tag = await configError(() => loadConfig({ overrides: ["train_env_manager.tags=[FrozenLak]"] }));
+  equal(tag.details.hint, "did you mean 'FrozenLake'?");
+  equal(tag.details.key, "train_env_manager.tags[0]");
+  const len = await configError(() => loadConfig({ overrides: ["sequence_length=null"] }));
+  match(len.message, /sequence_length/);
+  const val = await configError(() => loadConfig({ overrides: ["val_batch_size=100"] }));
+  match(val.message, /multiple of the number of validation environments/);
+});
+
+Deno.test("response_length derives sequence_length as ROLL does", async () => {
+  const { config } = await loadConfig({
+    overrides: ["sequence_length=null", "response_length=512", "prompt_length=256"],
+  });
+  equal(config.sequence_length, 768);
+});
+
+Deno.test("Python class paths map to our managers, or fail clearly", async () => {
+  const ok1 = await loadConfig({
+    overrides: ["custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager"],
+  });
+  equal(ok1.config.custom_envs.FrozenLake!.env_manager_cls, "step");
+  const vl = await configError(() =>
+    loadConfig({
+      overrides: ["custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.vl_traj_env_manager.VLTrajEnvManager"],
+    })
+  );
+  match(vl.message, /not available in agentrl/);
+  equal(vl.details.key, "custom_envs.FrozenLake.env_manager_cls");
+  const worker = await configError(() => loadConfig({ overrides: ["+actor_train.worker_cls=my.Worker"] }));
+  match(worker.message, /worker class 'my.Worker' is not available/);
+});
+
+Deno.test("gigpo needs the step-wise env manager", async () => {
+  const e = await configError(() => loadConfig({ overrides: ["adv_estimator=gigpo"] }));
+  match(e.message, /trains step-wise/);
+  const { config } = await loadConfig({ overrides: ["adv_estimator=gigpo", "envs=step"] });
+  equal(config.adv_estimator, "gigpo");
+});
+
+Deno.test("derived values: model paths, reward-normalization scopes, reference role", async () => {
+  const { config } = await loadConfig({ overrides: ["pretrain=/m/base", "use_kl_loss=true", "kl_loss_coef=0.01"] });
+  equal(config.actor_infer.model_args.model_name_or_path, "/m/base");
+  equal(config.critic.model_args.model_name_or_path, "/m/base");
+  equal(config.reward_normalization.norm_mean_type, "group");
+  equal(config.reward_normalization.norm_std_type, "group");
+  equal(config.enable_reference, true);
+});
+
+Deno.test("device_mapping accepts ROLL's Python expressions and rejects others", async () => {
+  const { config } = await loadConfig({ overrides: ["actor_train.device_mapping='list(range(2,4))+[7]'"] });
+  deepStrictEqual(config.actor_train.device_mapping, [2, 3, 7]);
+  const e = await configError(() => loadConfig({ overrides: ["actor_train.device_mapping='os.system(1)'"] }));
+  equal(e.details.key, "actor_train.device_mapping");
+});
+
+Deno.test("interpolation variables must be used: a stray top-level key is an error", async () => {
+  const e = await configError(() => loadConfig({ overrides: ["+my_var=1"] }));
+  match(e.message, /Unknown key 'my_var'/);
+  const { variables } = await loadConfig({ overrides: ["+my_var=1", "exp_name=run_${my_var}"] });
+  equal(variables.my_var, 1);
+});
+
+const ROLL_EXAMPLES = Deno.env.get("ROLL_EXAMPLES_DIR");
+Deno.test({
+  name: "ROLL's own agentic example configs compose (set ROLL_EXAMPLES_DIR to a ROLL checkout's examples/)",
+  ignore: !ROLL_EXAMPLES,
+  async fn() {
+    for (const name of ["agent_val_frozen_lake", "agent_val_frozen_lake_async", "agent_val_frozen_lake_gigpo", "agentic_val_sokoban"]) {
+      const { config } = await loadConfig({ configPath: `${ROLL_EXAMPLES}/qwen2.5-0.5B-agentic`, configName: name });
+      ok(config.train_env_manager.tags.length > 0, name);
+    }
+  },
+});

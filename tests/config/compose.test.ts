@@ -1,0 +1,172 @@
+import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { composeConfig, type GroupOverride } from "../../lib/config/compose.ts";
+import { configError, writeTree } from "../_helpers.ts";
+
+async function compose(files: Record<string, string>, name = "main", groupOverrides: GroupOverride[] = []) {
+  const dir = await writeTree(files);
+  return await composeConfig({ configDir: dir, configName: name, groupOverrides });
+}
+
+Deno.test("_self_ is implicitly last: the primary config overrides its defaults", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - db: mysql\nport: 1\ndb:\n  user: me\n",
+    "db/mysql.yaml": "host: localhost\nuser: root\n",
+  });
+  deepStrictEqual(c.value, { db: { host: "localhost", user: "me" }, port: 1 });
+  deepStrictEqual(c.choices, { db: "mysql" });
+});
+
+Deno.test("an explicit _self_ first lets the defaults override the primary config", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - _self_\n  - db: mysql\ndb:\n  user: me\n",
+    "db/mysql.yaml": "user: root\n",
+  });
+  deepStrictEqual(c.value, { db: { user: "root" } });
+});
+
+Deno.test("merge: mappings merge deeply, lists replace, scalars last-wins, ??? keeps a value", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - base\na:\n  b: 2\n  list: [9]\n  keep: ???\n",
+    "base.yaml": "a:\n  b: 1\n  c: 3\n  list: [1, 2, 3]\n  keep: kept\n",
+  });
+  deepStrictEqual(c.value, { a: { b: 2, c: 3, list: [9], keep: "kept" } });
+  ok(!("defaults" in c.value));
+});
+
+Deno.test("packages: group default, @pkg relative, @_global_, @_here_, # @package header", async () => {
+  const c = await compose({
+    "main.yaml": [
+      "defaults:",
+      "  - db@src: mysql",
+      "  - db@_global_.dst: mysql",
+      "  - lib/shared@_here_",
+      "  - server/apache",
+      "  - env: prod",
+      "",
+    ].join("\n"),
+    "db/mysql.yaml": "port: 3306\n",
+    "lib/shared.yaml": "shared: true\n",
+    "server/apache.yaml": "defaults:\n  - db: sqlite\nname: apache\n",
+    "server/db/sqlite.yaml": "file: x.db\n",
+    "env/prod.yaml": "# @package _global_\nmode: prod\n",
+  });
+  deepStrictEqual(c.value, {
+    src: { port: 3306 },
+    dst: { port: 3306 },
+    shared: true,
+    server: { db: { file: "x.db" }, name: "apache" },
+    mode: "prod",
+  });
+});
+
+Deno.test("a package given in the defaults list wins over the # @package header", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - env@here_pkg: prod\n",
+    "env/prod.yaml": "# @package _global_\nmode: prod\n",
+  });
+  deepStrictEqual(c.value, { here_pkg: { mode: "prod" } });
+});
+
+Deno.test("the header's _group_ and _name_ expand", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - db: mysql\n",
+    "db/mysql.yaml": "# @package _group_._name_\nport: 1\n",
+  });
+  deepStrictEqual(c.value, { db: { mysql: { port: 1 } } });
+});
+
+Deno.test("ROLL's relative form ../config/traj_envs@_here_ resolves against the including file", async () => {
+  const c = await compose(
+    {
+      "examples/run/agent.yaml": "defaults:\n  - ../config/traj_envs@_here_\nmax_tokens_per_step: 64\n",
+      "examples/config/traj_envs.yaml": "max_tokens_per_step: 128\ncustom_env:\n  A: {env_type: x}\n",
+    },
+    "examples/run/agent",
+  );
+  deepStrictEqual(c.value, { max_tokens_per_step: 64, custom_env: { A: { env_type: "x" } } });
+  ok(c.files[0]!.endsWith("examples/config/traj_envs.yaml"));
+});
+
+Deno.test("override in a defaults list replaces a group chosen deeper in the tree", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - base\n  - override db: sqlite\n",
+    "base.yaml": "defaults:\n  - db: mysql\n",
+    "db/mysql.yaml": "kind: mysql\n",
+    "db/sqlite.yaml": "kind: sqlite\n",
+  });
+  deepStrictEqual(c.value, { db: { kind: "sqlite" } });
+  equal(c.choices.db, "sqlite");
+});
+
+Deno.test("optional skips a missing option; null skips the group; lists load several options", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - optional extra: missing\n  - db: null\n  - plugins: [a, b]\n",
+    "extra/other.yaml": "x: 1\n",
+    "db/mysql.yaml": "kind: mysql\n",
+    "plugins/a.yaml": "a: 1\nshared: a\n",
+    "plugins/b.yaml": "b: 2\nshared: b\n",
+  });
+  deepStrictEqual(c.value, { plugins: { a: 1, b: 2, shared: "b" } });
+});
+
+Deno.test("a missing option names the group, lists the options and suggests one", async () => {
+  const e = await configError(() =>
+    compose({
+      "main.yaml": "defaults:\n  - db: mysq\n",
+      "db/mysql.yaml": "kind: mysql\n",
+      "db/sqlite.yaml": "kind: sqlite\n",
+    })
+  );
+  match(e.message, /Could not find 'mysq' in config group 'db'/);
+  equal(e.details.expected, "one of: mysql, sqlite");
+  equal(e.details.hint, "did you mean 'mysql'?");
+  match(e.details.origin?.source ?? "", /main\.yaml$/);
+  equal(e.details.origin?.line, 2);
+});
+
+Deno.test("a missing primary config and a missing plain config are clear errors", async () => {
+  const missing = await configError(() => compose({ "other.yaml": "a: 1\n" }));
+  match(missing.message, /Config file not found: .*main\.yaml/);
+  const plain = await configError(() => compose({ "main.yaml": "defaults:\n  - nowhere/x\n" }));
+  match(plain.message, /Could not find config 'nowhere\/x'/);
+  equal(plain.details.key, "defaults[0]");
+});
+
+Deno.test("command-line group overrides: set, append, delete, and unknown groups", async () => {
+  const files = {
+    "main.yaml": "defaults:\n  - db: mysql\n  - cache: redis\n",
+    "db/mysql.yaml": "kind: mysql\n",
+    "db/sqlite.yaml": "kind: sqlite\n",
+    "cache/redis.yaml": "ttl: 5\n",
+    "extra/on.yaml": "extra: true\n",
+  };
+  const c = await compose(files, "main", [
+    { kind: "set", group: "db", option: "sqlite", text: "db=sqlite" },
+    { kind: "append", group: "extra", option: "on", text: "+extra=on" },
+    { kind: "delete", group: "cache", text: "~cache" },
+  ]);
+  deepStrictEqual(c.value, { db: { kind: "sqlite" }, extra: { extra: true } });
+  const e = await configError(() =>
+    compose(files, "main", [{ kind: "set", group: "extra", option: "on", text: "extra=on" }])
+  );
+  match(e.message, /Could not override 'extra'/);
+  equal(e.details.hint, "to add it to the defaults list, use +extra=...");
+  deepStrictEqual(e.details.origin, { source: "command line", override: "extra=on" });
+});
+
+Deno.test("a defaults cycle is an error, not a hang", async () => {
+  const e = await configError(() =>
+    compose({ "main.yaml": "defaults:\n  - a\n", "a.yaml": "defaults:\n  - main\n" })
+  );
+  match(e.message, /nests more than/);
+});
+
+Deno.test("invalid defaults entries are errors naming the entry", async () => {
+  const two = await configError(() => compose({ "main.yaml": "defaults:\n  - {a: x, b: y}\n" }));
+  match(two.message, /exactly one key/);
+  equal(two.details.key, "defaults[0]");
+  const word = await configError(() => compose({ "main.yaml": "defaults:\n  - maybe db: x\n" }));
+  match(word.message, /Unknown keyword 'maybe'/);
+  const notList = await configError(() => compose({ "main.yaml": "defaults: db\n" }));
+  match(notList.message, /must be a list/);
+});
