@@ -16,7 +16,9 @@
  *
  * The script imports only modules relative to this repository (and those use
  * explicit `npm:` specifiers), so it runs the same from disk or over HTTP: the
- * built-in configs are then fetched from beside the served modules.
+ * built-in configs are then fetched from beside the served modules, which is
+ * what `--allow-net=HOST` is for. `--allow-env` is needed in both cases (for
+ * `${oc.env:...}` and for npm:yaml, which reads `LOG_TOKENS`).
  *
  * @module
  */

@@ -2,7 +2,8 @@ import { Command } from "npm:@commander-js/extra-typings@15.1.0";
 import { DEFAULT_CONFIG_NAME, loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { toYaml } from "../config/to_yaml.ts";
 
-const OVERRIDES_HELP = "Hydra-style overrides: key=value, +key=value, ++key=value, ~key, group=option";
+const OVERRIDES_HELP =
+  "Hydra-style overrides: key=value, +key=value, ++key=value, ~key, group=option";
 const CONFIG_PATH_HELP = "folder of the primary config (default: agentrl's configs/)";
 const CONFIG_NAME_HELP = `primary config name without .yaml (default: ${DEFAULT_CONFIG_NAME})`;
 
@@ -54,7 +55,9 @@ export function configCommand() {
 /** `agentrl train`: composes and validates; the pipeline itself lands with issue #7. */
 export function trainCommand() {
   return new Command("train")
-    .description("train an agent with the AgenticPipeline (default: the embedded FrozenLake config)")
+    .description(
+      "train an agent with the AgenticPipeline (default: the embedded FrozenLake config)",
+    )
     .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
     .option("-n, --config-name <name>", CONFIG_NAME_HELP)
     .argument("[overrides...]", OVERRIDES_HELP)
@@ -96,7 +99,11 @@ export function evalCommand() {
 
 /** `agentrl rollout` (lands with the environments issue). */
 export function rolloutCommand() {
-  return notBuilt("rollout", "run multi-turn episodes locally and print every turn", "the environments issue (#5)")
+  return notBuilt(
+    "rollout",
+    "run multi-turn episodes locally and print every turn",
+    "the environments issue (#5)",
+  )
     .option("--env <tag>", "environment tag or type, e.g. FrozenLake")
     .option("--env-config <k=v...>", "environment config values")
     .option("--policy <policy>", "random | human | scripted | model:PATH")
@@ -108,6 +115,10 @@ export function rolloutCommand() {
 
 /** `agentrl bench` (lands with the kernels issue). */
 export function benchCommand() {
-  return notBuilt("bench", "run benchmarks and write bench/results/NAME.json", "the kernels issue (#3)")
+  return notBuilt(
+    "bench",
+    "run benchmarks and write bench/results/NAME.json",
+    "the kernels issue (#3)",
+  )
     .argument("[name]", "benchmark: kernels, model, envs, rollout");
 }

@@ -20,7 +20,9 @@ export function buildProgram(): Command {
     .version("0.1.0")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
-  for (const sub of [trainCommand(), evalCommand(), rolloutCommand(), configCommand(), benchCommand()]) {
+  for (
+    const sub of [trainCommand(), evalCommand(), rolloutCommand(), configCommand(), benchCommand()]
+  ) {
     program.addCommand(sub.exitOverride() as unknown as Command);
   }
   return program as unknown as Command;

@@ -8,7 +8,16 @@ import { parseWithSchema } from "./validate.ts";
 /** The validated configuration of an agentic RL run (ROLL's AgenticConfig). */
 export type AgenticConfig = z.output<typeof AgenticConfigObject>;
 
-/** The zod schema of {@linkcode AgenticConfig}. */
+/**
+ * The zod schema of {@linkcode AgenticConfig}: every field with ROLL's default.
+ *
+ * @example
+ * ```ts
+ * import { AgenticConfigSchema } from "./agentic_config.ts";
+ * const defaults = AgenticConfigSchema.parse({});
+ * console.log(defaults.adv_estimator, defaults.loss_agg_mode); // "gae" "seq-mean-token-mean"
+ * ```
+ */
 export const AgenticConfigSchema = AgenticConfigObject;
 
 /**
@@ -54,6 +63,15 @@ export interface ValidatedConfig {
  * Validates a resolved config against the AgenticConfig schema and ROLL's
  * cross-field rules. Top-level keys outside the schema are accepted only as
  * interpolation variables: keys that `referenced` names, or ROLL's library keys.
+ *
+ * @example
+ * ```ts
+ * import { validateAgenticConfig } from "./agentic_config.ts";
+ * import { loadYaml } from "./yaml_load.ts";
+ * const { value, origins } = loadYaml("sequence_length: 512\nactor_infer:\n  generating_args: {}\ncustom_envs:\n  SimpleSokoban: {env_type: sokoban}\n", "run.yaml");
+ * const { config } = validateAgenticConfig(value, origins);
+ * console.log(config.sequence_length); // 512
+ * ```
  */
 export function validateAgenticConfig(
   resolved: CfgObject,
@@ -63,7 +81,8 @@ export function validateAgenticConfig(
   const data: CfgObject = {};
   const variables: CfgObject = {};
   for (const [key, value] of Object.entries(resolved)) {
-    const isVariable = !(key in agenticShape) && (referenced.has(key) || LIBRARY_VARIABLES.has(key));
+    const isVariable = !(key in agenticShape) &&
+      (referenced.has(key) || LIBRARY_VARIABLES.has(key));
     (isVariable ? variables : data)[key] = value;
   }
   const config = parseWithSchema(AgenticConfigObject, data, origins);

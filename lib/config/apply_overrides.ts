@@ -13,6 +13,16 @@ export type KnownKey = (path: readonly KeySegment[]) => boolean;
  * Applies value overrides to a composed config, in order, with Hydra's rules:
  * `a=v` needs `a` to exist (in the config or its schema), `+a=v` needs it absent,
  * `++a=v` sets either way, `~a` deletes (`~a=v` only if the value is `v`).
+ *
+ * @example
+ * ```ts
+ * import { applyOverrides } from "./apply_overrides.ts";
+ * import { OriginMap } from "./origins.ts";
+ * import { parseOverride } from "./override_parser.ts";
+ * const config = { trainer: { lr: 0.1 } };
+ * applyOverrides(config, new OriginMap(), ["trainer.lr=0.01", "+trainer.wd=0"].map(parseOverride));
+ * console.log(config); // { trainer: { lr: 0.01, wd: 0 } }
+ * ```
  */
 export function applyOverrides(
   root: CfgObject,
@@ -25,8 +35,10 @@ export function applyOverrides(
 
 function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: KnownKey): void {
   const origin = { source: "command line", override: o.text };
-  const fail = (message: string, extra: Partial<ConstructorParameters<typeof ConfigError>[1]> = {}) =>
-    new ConfigError(message, { key: o.key, origin, ...extra });
+  const fail = (
+    message: string,
+    extra: Partial<ConstructorParameters<typeof ConfigError>[1]> = {},
+  ) => new ConfigError(message, { key: o.key, origin, ...extra });
   let path: KeySegment[];
   try {
     path = parseKeyPath(o.key);
@@ -36,7 +48,7 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
   if (path.length === 0) throw fail("An override needs a key");
   const parentPath = path.slice(0, -1);
   const create = o.kind === "add" || o.kind === "force" || knownKey(path);
-  const parent = walk(root, origins, parentPath, create, fail);
+  const parent = walk(root, origins, parentPath, create, fail, o);
   const last = normalizeSegment(parent, path[path.length - 1]!);
   const fullPath = [...parentPath, last];
   const existing = parent === undefined ? undefined : getChild(parent, last);
@@ -44,8 +56,12 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
   switch (o.kind) {
     case "set":
       if (existing === undefined && !knownKey(fullPath)) {
+        const outside = Array.isArray(parent) && typeof last === "number";
         throw fail(`Could not override '${o.key}': no such key in the config`, {
-          hint: suggest(parent, last) ?? `to add a new key, use +${o.text}`,
+          hint: suggest(parent, last) ??
+            (outside
+              ? `the list has ${(parent as CfgValue[]).length} items`
+              : `to add a new key, use +${o.text}`),
         });
       }
       break;
@@ -63,7 +79,7 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
           hint: suggest(parent, last),
         });
       }
-      if (o.value !== undefined && JSON.stringify(o.value) !== JSON.stringify(existing)) {
+      if (o.value !== undefined && !sameValue(o.value, existing)) {
         throw fail(`Could not delete '${o.key}': its value is not the one given`, {
           found: describeValue(existing),
           expected: describeValue(o.value),
@@ -103,6 +119,7 @@ function walk(
   path: KeySegment[],
   create: boolean,
   fail: (m: string, extra?: Partial<ConstructorParameters<typeof ConfigError>[1]>) => ConfigError,
+  o: Override,
 ): CfgValue | undefined {
   let node: CfgValue = root;
   const done: KeySegment[] = [];
@@ -121,9 +138,16 @@ function walk(
     if (child === undefined || child === null) {
       if (!create) {
         if (child === undefined) {
-          throw fail(`Could not override '${formatKeyPath(path)}': no such key in the config`, {
-            hint: suggest(node, seg) ?? `to add a new key, use +`,
-          });
+          const verb = o.kind === "delete" ? "delete" : "override";
+          throw fail(
+            `Could not ${verb} '${o.key}': no such key '${
+              formatKeyPath([...done, seg])
+            }' in the config`,
+            {
+              hint: suggest(node, seg) ??
+                (o.kind === "delete" ? undefined : `to add a new key, use +${o.text}`),
+            },
+          );
         }
         return undefined;
       }
@@ -132,9 +156,12 @@ function walk(
       node[String(seg)] = child;
     }
     if (!isCfgObject(child) && !Array.isArray(child)) {
-      throw fail(`Could not set a key under '${formatKeyPath([...done, seg])}': it is not a mapping`, {
-        found: describeValue(child),
-      });
+      throw fail(
+        `Could not set a key under '${formatKeyPath([...done, seg])}': it is not a mapping`,
+        {
+          found: describeValue(child),
+        },
+      );
     }
     done.push(seg);
     node = child;
@@ -171,4 +198,19 @@ function materialize(root: CfgObject, target: KeySegment[], depth: number): CfgV
 
 function suggest(container: CfgValue | undefined, key: KeySegment): string | undefined {
   return isCfgObject(container) ? didYouMean(String(key), Object.keys(container)) : undefined;
+}
+
+/** Deep equality of config values; mapping key order does not matter. */
+function sameValue(a: CfgValue, b: CfgValue): boolean {
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
+      a.every((v, i) => sameValue(v, b[i]!));
+  }
+  if (isCfgObject(a) || isCfgObject(b)) {
+    if (!isCfgObject(a) || !isCfgObject(b)) return false;
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length &&
+      keys.every((k) => Object.hasOwn(b, k) && sameValue(a[k]!, b[k]!));
+  }
+  return Object.is(a, b) || a === b;
 }

@@ -47,12 +47,24 @@ export function envManagerKind(cls: string | null): Mapping<EnvManagerKind> {
   if (cls === "step") return { ok: true, value: "step" };
   const mapped = ROLL_ENV_MANAGERS[cls];
   if (mapped) return { ok: true, value: mapped };
-  const known = ["traj", "step", ...Object.keys(ROLL_ENV_MANAGERS).filter((k) => ROLL_ENV_MANAGERS[k])];
+  const known = [
+    "traj",
+    "step",
+    ...Object.keys(ROLL_ENV_MANAGERS).filter((k) => ROLL_ENV_MANAGERS[k]),
+  ];
   if (mapped === null) {
-    return { ok: false, reason: `env manager '${cls}' is not available in agentrl`, hint: `use one of: ${known.join(", ")}` };
+    return {
+      ok: false,
+      reason: `env manager '${cls}' is not available in agentrl`,
+      hint: `use one of: ${known.join(", ")}`,
+    };
   }
   const hint = didYouMean(cls, known);
-  return { ok: false, reason: `unknown env manager '${cls}'`, hint: hint ?? `use one of: ${known.join(", ")}` };
+  return {
+    ok: false,
+    reason: `unknown env manager '${cls}'`,
+    hint: hint ?? `use one of: ${known.join(", ")}`,
+  };
 }
 
 const ROLL_WORKERS: Record<string, string> = {
@@ -81,5 +93,9 @@ const GROUP_FILTERS = ["roll.pipeline.agentic.agentic_pipeline.GroupFilter"];
 /** Checks a `group_filter_cls`: only ROLL's default (keep every group) is available. */
 export function groupFilterClass(cls: string | null): Mapping<string> {
   if (cls === null || GROUP_FILTERS.includes(cls)) return { ok: true, value: "keep all groups" };
-  return { ok: false, reason: `group filter '${cls}' is not available in agentrl`, hint: `use ${GROUP_FILTERS[0]} or leave it unset` };
+  return {
+    ok: false,
+    reason: `group filter '${cls}' is not available in agentrl`,
+    hint: `use ${GROUP_FILTERS[0]} or leave it unset`,
+  };
 }

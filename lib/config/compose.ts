@@ -114,29 +114,40 @@ class Composer {
     const name = this.options.configName.replace(/\.ya?ml$/, "");
     const url = new URL(`${name}.yaml`, this.options.configDir);
     const slash = name.lastIndexOf("/");
-    await this.#include(url, {
+    await this.#include(
       url,
-      root: this.options.configDir,
-      group: slash < 0 ? "" : name.slice(0, slash),
-      package: "",
-      primary: true,
-    }, 0, undefined);
+      {
+        url,
+        root: this.options.configDir,
+        group: slash < 0 ? "" : name.slice(0, slash),
+        package: "",
+        primary: true,
+      },
+      0,
+      undefined,
+    );
     for (const [key, slot] of this.#slots) {
       if (slot.used) continue;
       const plain = key.split("@")[0];
-      throw new ConfigError(`Could not override '${key}': no such config group in the defaults list`, {
-        origin: slot.origin ?? { source: "command line", override: slot.text },
-        hint: slot.delete ? undefined : `to add it to the defaults list, use +${plain}=...`,
-      });
+      throw new ConfigError(
+        `Could not override '${key}': no such config group in the defaults list`,
+        {
+          origin: slot.origin ?? { source: "command line", override: slot.text },
+          hint: slot.delete ? undefined : `to add it to the defaults list, use +${plain}=...`,
+        },
+      );
     }
     return { value: this.value, origins: this.origins, choices: this.choices, files: this.files };
   }
 
   async #include(url: URL, frame: Frame, depth: number, explicitPackage: string | undefined) {
     if (depth > MAX_DEPTH) {
-      throw new ConfigError(`The defaults list nests more than ${MAX_DEPTH} levels deep (a cycle?)`, {
-        origin: { source: displayUrl(url) },
-      });
+      throw new ConfigError(
+        `The defaults list nests more than ${MAX_DEPTH} levels deep (a cycle?)`,
+        {
+          origin: { source: displayUrl(url) },
+        },
+      );
     }
     const source = displayUrl(url);
     const text = await this.#reader.read(url);
@@ -182,12 +193,25 @@ class Composer {
             origin = slot.origin ?? { source: "command line", override: slot.text };
           }
         }
-        await this.#includeGroup(here, e.group, e.package, option, e.optional, depth, undefined, origin);
+        await this.#includeGroup(
+          here,
+          e.group,
+          e.package,
+          option,
+          e.optional,
+          depth,
+          undefined,
+          origin,
+        );
       }
     }
   }
 
-  #registerOverride(e: Extract<DefaultsEntry, { kind: "group" }>, frame: Frame, origins: OriginMap) {
+  #registerOverride(
+    e: Extract<DefaultsEntry, { kind: "group" }>,
+    frame: Frame,
+    origins: OriginMap,
+  ) {
     const key = slotKey(this.#absoluteGroup(frame, e.group) ?? e.group, e.package);
     if (this.#slots.has(key)) return; // the command line and outer configs win
     const origin = origins.find(["defaults", e.index]);
@@ -238,13 +262,18 @@ class Composer {
       const pkg = pkgSpec === undefined
         ? defaultPkg
         : explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name);
-      await this.#include(found.url, {
-        url: found.url,
-        ...(found.root ? { root: found.root } : {}),
-        ...(found.group !== undefined ? { group: found.group } : {}),
-        package: pkg,
-        primary: false,
-      }, depth + 1, pkgSpec);
+      await this.#include(
+        found.url,
+        {
+          url: found.url,
+          ...(found.root ? { root: found.root } : {}),
+          ...(found.group !== undefined ? { group: found.group } : {}),
+          package: pkg,
+          primary: false,
+        },
+        depth + 1,
+        pkgSpec,
+      );
     }
   }
 
@@ -273,13 +302,18 @@ class Composer {
     const pkg = pkgSpec === undefined
       ? defaultPkg
       : explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name);
-    await this.#include(found.url, {
-      url: found.url,
-      ...(found.root ? { root: found.root } : {}),
-      ...(found.group !== undefined ? { group: found.group } : {}),
-      package: pkg,
-      primary: false,
-    }, depth + 1, pkgSpec);
+    await this.#include(
+      found.url,
+      {
+        url: found.url,
+        ...(found.root ? { root: found.root } : {}),
+        ...(found.group !== undefined ? { group: found.group } : {}),
+        package: pkg,
+        primary: false,
+      },
+      depth + 1,
+      pkgSpec,
+    );
   }
 
   /** Finds `file` in a group: beside the including file, then along the search path. */
@@ -288,9 +322,7 @@ class Composer {
     if (!group.startsWith("/")) {
       const url = new URL(group === "" ? file : `${group}/${file}`, frame.url);
       candidates.push(
-        absGroup !== undefined && frame.root
-          ? { url, root: frame.root, group: absGroup }
-          : { url },
+        absGroup !== undefined && frame.root ? { url, root: frame.root, group: absGroup } : { url },
       );
     }
     if (absGroup !== undefined) {
@@ -311,7 +343,11 @@ class Composer {
   async #options(frame: Frame, group: string, absGroup: string | undefined): Promise<string[]> {
     const dirs: URL[] = [];
     if (!group.startsWith("/")) dirs.push(new URL(`${group}/`, frame.url));
-    if (absGroup !== undefined) for (const r of this.#roots) dirs.push(new URL(`${absGroup}/`, r));
+    if (absGroup !== undefined) {
+      for (const r of this.#roots) {
+        dirs.push(new URL(`${absGroup}/`, r));
+      }
+    }
     const names = new Set<string>();
     for (const d of dirs) for (const n of await this.#reader.list(d) ?? []) names.add(n);
     return [...names].sort();

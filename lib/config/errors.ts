@@ -47,7 +47,16 @@ export class ConfigError extends Error {
   }
 }
 
-/** Several configuration errors found in one validation pass. */
+/**
+ * Several configuration errors found in one validation pass.
+ *
+ * @example
+ * ```ts
+ * import { ConfigError, ConfigErrors } from "./errors.ts";
+ * const all = new ConfigErrors([new ConfigError("A"), new ConfigError("B")]);
+ * console.log(all.errors.length); // 2
+ * ```
+ */
 export class ConfigErrors extends ConfigError {
   readonly errors: ConfigError[];
 

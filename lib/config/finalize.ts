@@ -1,5 +1,11 @@
 import { didYouMean } from "../util/did_you_mean.ts";
-import { type EnvManagerKind, envManagerKind, groupFilterClass, type Mapping, workerClass } from "./compat.ts";
+import {
+  type EnvManagerKind,
+  envManagerKind,
+  groupFilterClass,
+  type Mapping,
+  workerClass,
+} from "./compat.ts";
 import { ENGINE_DESCRIPTIONS, STRATEGY_ENGINES } from "./compat.ts";
 import { ConfigError, ConfigErrors, describeValue } from "./errors.ts";
 import type { OriginMap } from "./origins.ts";
@@ -19,7 +25,11 @@ const MANAGERS = ["train_env_manager", "val_env_manager"] as const;
 export function finalizeConfig(config: AgenticConfig, origins: OriginMap): string[] {
   const errors: ConfigError[] = [];
   const notices: string[] = [];
-  const fail = (path: KeySegment[], message: string, extra: { found?: unknown; expected?: string; hint?: string | undefined } = {}) => {
+  const fail = (
+    path: KeySegment[],
+    message: string,
+    extra: { found?: unknown; expected?: string; hint?: string | undefined } = {},
+  ) => {
     errors.push(
       new ConfigError(message, {
         key: formatKeyPath(path),
@@ -37,7 +47,10 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   };
 
   if (!(config.max_steps > 0 || config.max_steps === -1)) {
-    fail(["max_steps"], "max_steps must be positive, or -1", { found: config.max_steps, expected: "> 0 or -1" });
+    fail(["max_steps"], "max_steps must be positive, or -1", {
+      found: config.max_steps,
+      expected: "> 0 or -1",
+    });
   }
 
   // Lengths (BaseConfig): sequence_length = prompt_length + response_length when unset.
@@ -59,7 +72,11 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     const m = config[name];
     if (m.env_groups !== null) {
       if (origins.get([name, "num_env_groups"]) && m.num_env_groups !== m.env_groups) {
-        fail([name, "env_groups"], "env_groups and num_env_groups disagree (they are one setting)", { found: m.env_groups });
+        fail(
+          [name, "env_groups"],
+          "env_groups and num_env_groups disagree (they are one setting)",
+          { found: m.env_groups },
+        );
       }
       m.num_env_groups = m.env_groups;
       m.env_groups = null;
@@ -81,28 +98,39 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     } else {
       const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
       if (sum !== m.num_env_groups) {
-        fail([name, "num_groups_partition"], `num_groups_partition adds up to ${sum}, not num_env_groups`, {
-          found: m.num_groups_partition,
-          expected: `counts that add up to num_env_groups (${m.num_env_groups})`,
-        });
+        fail(
+          [name, "num_groups_partition"],
+          `num_groups_partition adds up to ${sum}, not num_env_groups`,
+          {
+            found: m.num_groups_partition,
+            expected: `counts that add up to num_env_groups (${m.num_env_groups})`,
+          },
+        );
       }
     }
     m.tags.forEach((tag, i) => {
       if (!(tag in config.custom_envs)) {
         fail([name, "tags", i], `Tag '${tag}' is not defined in custom_envs`, {
-          expected: `one of: ${Object.keys(config.custom_envs).join(", ") || "(custom_envs is empty)"}`,
+          expected: `one of: ${
+            Object.keys(config.custom_envs).join(", ") || "(custom_envs is empty)"
+          }`,
           hint: didYouMean(tag, Object.keys(config.custom_envs)),
         });
       }
     });
     check([name, "worker_cls"], workerClass(m.worker_cls));
     check([name, "group_filter_cls"], groupFilterClass(m.group_filter_cls));
-    if (m.max_env_num_per_worker <= 0) m.max_env_num_per_worker = m.num_env_groups * (m.group_size + m.group_size_redundancy);
+    if (m.max_env_num_per_worker <= 0) {
+      m.max_env_num_per_worker = m.num_env_groups * (m.group_size + m.group_size_redundancy);
+    }
   }
 
   const kinds = new Map<string, EnvManagerKind>();
   for (const [tag, env] of Object.entries(config.custom_envs)) {
-    const kind = check(["custom_envs", tag, "env_manager_cls"], envManagerKind(env.env_manager_cls));
+    const kind = check(
+      ["custom_envs", tag, "env_manager_cls"],
+      envManagerKind(env.env_manager_cls),
+    );
     if (kind) {
       kinds.set(tag, kind);
       env.env_manager_cls = kind;
@@ -111,9 +139,13 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   if (config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce") {
     for (const tag of config.train_env_manager.tags) {
       if (kinds.get(tag) === "traj") {
-        fail(["custom_envs", tag, "env_manager_cls"], `${config.adv_estimator} trains step-wise, but '${tag}' uses the trajectory-wise env manager`, {
-          expected: "env_manager_cls: step (ROLL's StepEnvManager), e.g. compose with envs=step",
-        });
+        fail(
+          ["custom_envs", tag, "env_manager_cls"],
+          `${config.adv_estimator} trains step-wise, but '${tag}' uses the trajectory-wise env manager`,
+          {
+            expected: "env_manager_cls: step (ROLL's StepEnvManager), e.g. compose with envs=step",
+          },
+        );
       }
     }
   }
@@ -121,28 +153,43 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   // Batch sizes (ROLL's asserts).
   const train = config.train_env_manager;
   if (config.rollout_batch_size > 0 && config.rollout_batch_size % train.group_size !== 0) {
-    fail(["rollout_batch_size"], "rollout_batch_size counts trajectories and must be a multiple of train_env_manager.group_size", {
-      found: config.rollout_batch_size,
-      expected: `a multiple of ${train.group_size}, e.g. ${Math.max(1, Math.round(config.rollout_batch_size / train.group_size)) * train.group_size}`,
-    });
+    fail(
+      ["rollout_batch_size"],
+      "rollout_batch_size counts trajectories and must be a multiple of train_env_manager.group_size",
+      {
+        found: config.rollout_batch_size,
+        expected: `a multiple of ${train.group_size}, e.g. ${
+          Math.max(1, Math.round(config.rollout_batch_size / train.group_size)) * train.group_size
+        }`,
+      },
+    );
   }
   const trainEnvs = train.num_env_groups * train.group_size;
   const trajPerEnv = Math.ceil(Math.max(config.rollout_batch_size, 0) / trainEnvs);
-  if (config.async_generation_ratio > 0 || train.max_traj_per_env < 0) train.max_traj_per_env = trajPerEnv;
-  else if (train.max_traj_per_env < trajPerEnv) {
-    fail(["train_env_manager", "max_traj_per_env"], "max_traj_per_env is too small to fill rollout_batch_size", {
-      found: train.max_traj_per_env,
-      expected: `at least ${trajPerEnv}`,
-    });
+  if (config.async_generation_ratio > 0 || train.max_traj_per_env < 0) {
+    train.max_traj_per_env = trajPerEnv;
+  } else if (train.max_traj_per_env < trajPerEnv) {
+    fail(
+      ["train_env_manager", "max_traj_per_env"],
+      "max_traj_per_env is too small to fill rollout_batch_size",
+      {
+        found: train.max_traj_per_env,
+        expected: `at least ${trajPerEnv}`,
+      },
+    );
   }
   const val = config.val_env_manager;
   const valEnvs = val.num_env_groups * val.group_size;
   if (config.val_batch_size >= 0) {
     if (config.val_batch_size % valEnvs !== 0) {
-      fail(["val_batch_size"], "val_batch_size must be a multiple of the number of validation environments", {
-        found: config.val_batch_size,
-        expected: `a multiple of val_env_manager.num_env_groups x group_size = ${valEnvs}`,
-      });
+      fail(
+        ["val_batch_size"],
+        "val_batch_size must be a multiple of the number of validation environments",
+        {
+          found: config.val_batch_size,
+          expected: `a multiple of val_env_manager.num_env_groups x group_size = ${valEnvs}`,
+        },
+      );
     } else if (val.max_traj_per_env < 0) val.max_traj_per_env = config.val_batch_size / valEnvs;
   }
 
@@ -157,8 +204,12 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     const m = config[name];
     if (!m.generating_args && inferGen) m.generating_args = { ...inferGen };
   }
-  config.actor_infer.generating_args ??= train.generating_args ? { ...train.generating_args } : null;
-  for (const g of [config.actor_infer.generating_args, train.generating_args, val.generating_args]) {
+  config.actor_infer.generating_args ??= train.generating_args
+    ? { ...train.generating_args }
+    : null;
+  for (
+    const g of [config.actor_infer.generating_args, train.generating_args, val.generating_args]
+  ) {
     if (g) g.num_return_sequences = 1;
   }
 
@@ -171,8 +222,12 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
       const engine = STRATEGY_ENGINES[strategy]!;
       if (strategy !== engine) {
         const keys = Object.keys(w.strategy_args?.strategy_config ?? {});
-        const ignored = keys.length ? `; strategy_config keys not used here: ${keys.join(", ")}` : "";
-        notices.push(`${role}: strategy '${strategy}' runs as ${ENGINE_DESCRIPTIONS[engine]}${ignored}`);
+        const ignored = keys.length
+          ? `; strategy_config keys not used here: ${keys.join(", ")}`
+          : "";
+        notices.push(
+          `${role}: strategy '${strategy}' runs as ${ENGINE_DESCRIPTIONS[engine]}${ignored}`,
+        );
       }
     }
   }
@@ -191,8 +246,13 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   }
 
   // Which roles run.
-  if (config.use_kl_loss || config.init_kl_coef > 0 || config.add_token_level_kl) config.enable_reference = true;
-  if (!config.force_disable_old_logprobs_recompute && (config.ppo_epochs > 1 || config.enable_reference || config.adv_estimator === "gigpo")) {
+  if (config.use_kl_loss || config.init_kl_coef > 0 || config.add_token_level_kl) {
+    config.enable_reference = true;
+  }
+  if (
+    !config.force_disable_old_logprobs_recompute &&
+    (config.ppo_epochs > 1 || config.enable_reference || config.adv_estimator === "gigpo")
+  ) {
     config.enable_old_logprobs_recompute = true;
   }
 

@@ -51,6 +51,7 @@ export function formatKeyPath(segments: readonly KeySegment[]): string {
   let out = "";
   for (const s of segments) {
     if (typeof s === "number") out += `[${s}]`;
+    else if (/[.[\]'"]/.test(s) || s === "") out += `['${s}']`;
     else out += out === "" ? s : `.${s}`;
   }
   return out;

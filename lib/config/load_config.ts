@@ -1,8 +1,12 @@
 import { applyOverrides } from "./apply_overrides.ts";
-import { type AgenticConfig, AgenticConfigSchema, validateAgenticConfig } from "./agentic_config.ts";
-import { type ComposedConfig, composeConfig, type GroupOverride } from "./compose.ts";
+import {
+  type AgenticConfig,
+  AgenticConfigSchema,
+  validateAgenticConfig,
+} from "./agentic_config.ts";
+import { composeConfig, type ComposedConfig, type GroupOverride } from "./compose.ts";
 import { ConfigError } from "./errors.ts";
-import { hasInterpolation, type Piece, parseInterpolation } from "./interpolation.ts";
+import { hasInterpolation, parseInterpolation, type Piece } from "./interpolation.ts";
 import type { OriginMap } from "./origins.ts";
 import { type Override, parseOverride } from "./override_parser.ts";
 import { resolveConfig } from "./resolve.ts";
@@ -10,10 +14,27 @@ import { declaresPath } from "./schema/walk.ts";
 import { type ConfigReader, defaultReader, toDirUrl } from "./source.ts";
 import { type CfgObject, type CfgValue, isCfgObject } from "./types.ts";
 
-/** The folder of configs that ships with agentrl. */
+/**
+ * The folder of configs that ships with agentrl (a `file:` URL, or an
+ * `http(s):` one when agentrl is imported by URL).
+ *
+ * @example
+ * ```ts
+ * import { BUILTIN_CONFIG_DIR } from "./load_config.ts";
+ * console.log(new URL("agent_val_frozen_lake.yaml", BUILTIN_CONFIG_DIR).href);
+ * ```
+ */
 export const BUILTIN_CONFIG_DIR: URL = new URL("../../configs/", import.meta.url);
 
-/** The config `agentrl train` uses when none is named. */
+/**
+ * The config `agentrl train` uses when none is named.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_CONFIG_NAME } from "./load_config.ts";
+ * console.log(DEFAULT_CONFIG_NAME); // "agent_val_frozen_lake"
+ * ```
+ */
 export const DEFAULT_CONFIG_NAME = "agent_val_frozen_lake";
 
 /** What to load: Hydra's `--config-path`, `--config-name` and overrides. */
@@ -84,7 +105,17 @@ export interface ResolvedConfig {
   referenced: Set<string>;
 }
 
-/** Composes a config, applies overrides and resolves interpolations (no schema check). */
+/**
+ * Composes a config, applies overrides and resolves interpolations, without
+ * the schema check: what `agentrl config` prints before validation.
+ *
+ * @example
+ * ```ts
+ * import { composeAndResolve } from "./load_config.ts";
+ * const { value } = await composeAndResolve({ overrides: ["seed=3"] });
+ * console.log(value.seed); // 3
+ * ```
+ */
 export async function composeAndResolve(options: LoadConfigOptions = {}): Promise<ResolvedConfig> {
   const reader = options.reader ?? defaultReader;
   const configDir = options.configPath === undefined
@@ -111,7 +142,13 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
     ...(options.env ? { env: options.env } : {}),
     ...(options.now ? { now: options.now } : {}),
   });
-  return { value, origins: composed.origins, choices: composed.choices, files: composed.files, referenced };
+  return {
+    value,
+    origins: composed.origins,
+    choices: composed.choices,
+    files: composed.files,
+    referenced,
+  };
 }
 
 /** Tells group overrides (`envs=step`: a config group folder exists) from value overrides. */
@@ -122,9 +159,12 @@ async function splitOverrides(overrides: Override[], roots: URL[], reader: Confi
     const group = await groupOf(o, roots, reader);
     if (!group) {
       if (o.package !== undefined) {
-        throw new ConfigError(`'${o.key}' is not a config group, so '@${o.package}' has no meaning`, {
-          origin: { source: "command line", override: o.text },
-        });
+        throw new ConfigError(
+          `'${o.key}' is not a config group, so '@${o.package}' has no meaning`,
+          {
+            origin: { source: "command line", override: o.text },
+          },
+        );
       }
       values.push(o);
       continue;
@@ -145,7 +185,13 @@ async function splitOverrides(overrides: Override[], roots: URL[], reader: Confi
 async function groupOf(o: Override, roots: URL[], reader: ConfigReader): Promise<boolean> {
   if (o.key.includes(".") && !o.key.includes("/")) return false;
   const v = o.value;
-  const names = v === undefined || v === null ? [] : typeof v === "string" ? [v] : Array.isArray(v) && v.every((x) => typeof x === "string") ? v as string[] : undefined;
+  const names = v === undefined || v === null
+    ? []
+    : typeof v === "string"
+    ? [v]
+    : Array.isArray(v) && v.every((x) => typeof x === "string")
+    ? v as string[]
+    : undefined;
   if (names === undefined) return false;
   for (const root of roots) {
     const dir = new URL(`${o.key}/`, root);
@@ -162,8 +208,10 @@ export function referencedTopKeys(root: CfgValue): Set<string> {
   const out = new Set<string>();
   const visitPieces = (pieces: Piece[]) => {
     for (const p of pieces) {
-      if (p.kind === "node" && p.up === 0 && typeof p.segments[0] === "string") out.add(p.segments[0]);
-      if (p.kind === "call") for (const a of p.args) visitPieces(a.pieces);
+      if (p.kind === "node" && p.up === 0 && typeof p.segments[0] === "string") {
+        out.add(p.segments[0]);
+      }
+      if (p.kind === "call") { for (const a of p.args) visitPieces(a.pieces); }
       if (p.kind === "call" && p.name === "oc.select") {
         const first = p.args[0]?.pieces[0];
         if (first?.kind === "text") out.add(first.text.split(/[.[]/)[0]!);

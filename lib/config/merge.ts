@@ -1,5 +1,12 @@
 import { OriginMap } from "./origins.ts";
-import { type CfgObject, type CfgValue, cloneCfg, isCfgObject, type KeySegment, MISSING } from "./types.ts";
+import {
+  type CfgObject,
+  type CfgValue,
+  cloneCfg,
+  isCfgObject,
+  type KeySegment,
+  MISSING,
+} from "./types.ts";
 
 /**
  * Merges `source` into `target` at `at`, as OmegaConf merges configs: mappings

@@ -4,11 +4,29 @@
  *
  * @module
  */
-export * from "./load_config.ts";
-export * from "./agentic_config.ts";
-export { type ComposeOptions, type ComposedConfig, composeConfig, type GroupOverride } from "./compose.ts";
+export {
+  BUILTIN_CONFIG_DIR,
+  composeAndResolve,
+  DEFAULT_CONFIG_NAME,
+  loadConfig,
+  type LoadConfigOptions,
+  type LoadedConfig,
+  type ResolvedConfig,
+} from "./load_config.ts";
+export {
+  type AgenticConfig,
+  AgenticConfigSchema,
+  validateAgenticConfig,
+  type ValidatedConfig,
+} from "./agentic_config.ts";
+export {
+  composeConfig,
+  type ComposedConfig,
+  type ComposeOptions,
+  type GroupOverride,
+} from "./compose.ts";
 export { applyOverrides } from "./apply_overrides.ts";
-export { parseOverride, type Override } from "./override_parser.ts";
+export { type Override, parseOverride } from "./override_parser.ts";
 export { parseOverrideValue } from "./override_value.ts";
 export { resolveConfig, type ResolveOptions } from "./resolve.ts";
 export { ConfigError, ConfigErrors } from "./errors.ts";

@@ -4,6 +4,14 @@ import type { KeySegment, Origin } from "./types.ts";
 /**
  * Where each value of a configuration came from, keyed by its key path
  * (`a.b[0]`). Used to point errors at `file:line:column`.
+ *
+ * @example
+ * ```ts
+ * import { OriginMap } from "./origins.ts";
+ * const origins = new OriginMap();
+ * origins.set(["a"], { source: "run.yaml", line: 3, column: 1 });
+ * console.log(origins.find(["a", "b", 0])?.line); // 3
+ * ```
  */
 export class OriginMap {
   readonly #map = new Map<string, Origin>();

@@ -9,6 +9,12 @@ const SWEEP_FUNCTIONS = ["choice", "range", "interval", "glob", "sort", "shuffle
  * lists `[a, b]` and dicts `{a: 1}`. Anything else is a string (interpolations
  * such as `${seed}` included). Sweeps (`a,b`, `range(...)`) need multirun,
  * which this tool does not run, and are errors.
+ *
+ * @example
+ * ```ts
+ * import { parseOverrideValue } from "./override_value.ts";
+ * parseOverrideValue("[1_000, 1e-5, null, 'a b']"); // [1000, 0.00001, null, "a b"]
+ * ```
  */
 export function parseOverrideValue(text: string): CfgValue {
   const p = new ValueParser(text);
@@ -160,7 +166,9 @@ class ValueParser {
       if (ch === "$" && this.text[this.i + 1] === "{") depth++;
       if (ch === "}" && depth > 0) depth--;
       else if (depth === 0 && (ch === "," || (!top && (ch === "]" || ch === "}")))) break;
-      else if (depth === 0 && !top && (ch === "[" || ch === "{")) throw this.fail(`unexpected '${ch}'`);
+      else if (depth === 0 && !top && (ch === "[" || ch === "{")) {
+        throw this.fail(`unexpected '${ch}'`);
+      }
       if (ch === "\\" && "\\,[]{}():= '\"".includes(this.text[this.i + 1] ?? "$")) {
         out += this.text[this.i + 1];
         this.i += 2;

@@ -43,9 +43,17 @@ class ExprParser {
     });
   }
 
+  /** Consumes a token; a call token such as `list(` may have spaces before the `(`. */
   eat(token: string): boolean {
     this.space();
-    if (this.text.startsWith(token, this.i)) {
+    const call = token.endsWith("(") && token.length > 1;
+    const pattern = call ? new RegExp(`^${token.slice(0, -1)}\\s*\\(`) : undefined;
+    const m = pattern?.exec(this.text.slice(this.i));
+    if (m) {
+      this.i += m[0].length;
+      return true;
+    }
+    if (!call && this.text.startsWith(token, this.i)) {
       this.i += token.length;
       return true;
     }
@@ -72,8 +80,10 @@ class ExprParser {
     while (this.eat("*")) {
       const right = this.atom();
       if (typeof value === "number" && typeof right === "number") value *= right;
-      else if (Array.isArray(value) && typeof right === "number") {
-        value = Array.from({ length: Math.max(0, right) }, () => value as PyValue[]).flat(1);
+      else if (Array.isArray(value) !== Array.isArray(right)) {
+        const list = (Array.isArray(value) ? value : right) as PyValue[];
+        const times = (Array.isArray(value) ? right : value) as number;
+        value = Array.from({ length: Math.max(0, times) }, () => list).flat(1);
       } else throw this.fail("'*' needs a list and an integer");
     }
     return value;

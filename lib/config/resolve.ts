@@ -1,12 +1,19 @@
 import { didYouMean } from "../util/did_you_mean.ts";
 import { ConfigError } from "./errors.ts";
-import { hasInterpolation, type Piece, parseInterpolation } from "./interpolation.ts";
+import { hasInterpolation, parseInterpolation, type Piece } from "./interpolation.ts";
 import { formatKeyPath, getChild, normalizeSegment, parseKeyPath } from "./key_path.ts";
 import type { OriginMap } from "./origins.ts";
 import { typePrimitive } from "./override_value.ts";
 import { pythonStr } from "./python_format.ts";
-import { RESOLVERS, type ResolverContext } from "./resolvers.ts";
-import { type CfgObject, type CfgValue, cloneCfg, isCfgObject, type KeySegment, MISSING } from "./types.ts";
+import { type ResolverContext, RESOLVERS } from "./resolvers.ts";
+import {
+  type CfgObject,
+  type CfgValue,
+  cloneCfg,
+  isCfgObject,
+  type KeySegment,
+  MISSING,
+} from "./types.ts";
 
 /** Options for {@linkcode resolveConfig}. */
 export interface ResolveOptions {
@@ -22,6 +29,14 @@ export interface ResolveOptions {
  * a mapping); one embedded in text gives a string. `???` left unset, a missing
  * key, and a reference cycle are errors that name the key and its location.
  * The origins of values copied by interpolation are updated in place.
+ *
+ * @example
+ * ```ts
+ * import { OriginMap } from "./origins.ts";
+ * import { resolveConfig } from "./resolve.ts";
+ * const out = resolveConfig({ n: 3, m: "${n}", s: "n=${n}" }, new OriginMap());
+ * console.log(out); // { n: 3, m: 3, s: "n=3" }
+ * ```
  */
 export function resolveConfig(
   root: CfgObject,
@@ -35,18 +50,34 @@ export function resolveConfig(
 class InterpolationResolver {
   readonly #memo = new Map<string, CfgValue>();
   readonly #active: string[] = [];
-  readonly #ctx: ResolverContext;
+  readonly #env: (name: string) => string | undefined;
+  readonly #now: Date;
 
   constructor(
     private root: CfgObject,
     private origins: OriginMap,
     options: ResolveOptions,
   ) {
-    const env = options.env ?? ((name: string) => Deno.env.get(name));
-    this.#ctx = {
-      env,
-      now: options.now ?? new Date(),
-      select: (key) => this.tryResolve(parseKeyPath(key)),
+    this.#env = options.env ?? ((name: string) => Deno.env.get(name));
+    this.#now = options.now ?? new Date();
+  }
+
+  /** The context a resolver call at `path` sees: `oc.select` keys are relative to it. */
+  contextAt(path: KeySegment[]): ResolverContext {
+    return {
+      env: this.#env,
+      now: this.#now,
+      select: (key) => {
+        const up = /^\.*/.exec(key)![0].length;
+        const target = this.targetOf(
+          { kind: "node", source: key, up, segments: parseKeyPath(key.slice(up)) },
+          path,
+        );
+        const found = this.lookup(target);
+        if (!found || found.value === MISSING) return undefined;
+        const value = this.resolvePath(target);
+        return value !== null && typeof value === "object" ? cloneCfg(value) : value;
+      },
     };
   }
 
@@ -76,10 +107,6 @@ class InterpolationResolver {
     } finally {
       this.#active.pop();
     }
-  }
-
-  tryResolve(path: KeySegment[]): CfgValue | undefined {
-    return this.lookup(path) ? this.resolvePath(path) : undefined;
   }
 
   /** Walks to a path, resolving any interpolated node met on the way. */
@@ -136,12 +163,15 @@ class InterpolationResolver {
     if (piece.kind === "text") return piece.text;
     const value = this.evaluate(piece, path, false);
     if (value !== null && typeof value === "object") {
-      throw new ConfigError(`Cannot embed ${Array.isArray(value) ? "a list" : "a mapping"} in text`, {
-        key: formatKeyPath(path),
-        origin: this.origins.find(path),
-        found: piece.source,
-        expected: "a reference to a single value, or the whole value being the interpolation",
-      });
+      throw new ConfigError(
+        `Cannot embed ${Array.isArray(value) ? "a list" : "a mapping"} in text`,
+        {
+          key: formatKeyPath(path),
+          origin: this.origins.find(path),
+          found: piece.source,
+          expected: "a reference to a single value, or the whole value being the interpolation",
+        },
+      );
     }
     return pythonStr(value);
   }
@@ -173,7 +203,7 @@ class InterpolationResolver {
       return arg.quoted ? text : typePrimitive(text);
     });
     try {
-      return fn(args, this.#ctx);
+      return fn(args, this.contextAt(path));
     } catch (e) {
       throw this.locate(e, path, piece.source);
     }

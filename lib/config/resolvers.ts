@@ -4,7 +4,10 @@ import type { CfgValue } from "./types.ts";
 
 /** What a resolver can ask of the config being resolved. */
 export interface ResolverContext {
-  /** The fully resolved value at an absolute key, or `undefined` when absent. */
+  /**
+   * The fully resolved value at a key (absolute, or relative with leading dots
+   * like `${.x}`), or `undefined` when it is absent or `???`.
+   */
   select(key: string): CfgValue | undefined;
   /** Reads an environment variable. */
   env(name: string): string | undefined;

@@ -28,6 +28,13 @@ const TAG_PREFIX = "tag:yaml.org,2002:";
  * Parses YAML config text as OmegaConf would read it (YAML 1.1 scalars, no
  * timestamps), rejecting duplicate keys, and records `file:line:column` for
  * every value.
+ *
+ * @example
+ * ```ts
+ * import { loadYaml } from "./yaml_load.ts";
+ * const { value, origins } = loadYaml("lr: 1e-5\nfast: yes\n", "run.yaml");
+ * console.log(value, origins.get(["fast"])); // { lr: 0.00001, fast: true } { source: "run.yaml", line: 2, column: 7 }
+ * ```
  */
 export function loadYaml(text: string, source: string): LoadedYaml {
   const lineCounter = new LineCounter();
@@ -186,7 +193,9 @@ class Converter {
   private error(node: Node, message: string): ConfigError {
     const pos = this.position(node);
     return new ConfigError(message, {
-      origin: pos ? { source: this.source, line: pos.line, column: pos.col } : { source: this.source },
+      origin: pos
+        ? { source: this.source, line: pos.line, column: pos.col }
+        : { source: this.source },
     });
   }
 }

@@ -15,7 +15,7 @@ export function editDistance(a: string, b: string): number {
 
 /**
  * A `did you mean 'x'?` hint naming the closest candidate, or undefined when
- * none is close (distance at most a third of the word, and at least 1 edit allowed).
+ * none is close (at most a third of the word's length in edits, and never fewer than 2).
  */
 export function didYouMean(word: string, candidates: Iterable<string>): string | undefined {
   let best: string | undefined;

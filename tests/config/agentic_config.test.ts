@@ -6,13 +6,15 @@ import { configError, writeTree } from "../_helpers.ts";
 const FIXTURE = new URL("../fixtures/roll_layout/qwen-agentic/", import.meta.url);
 
 Deno.test("every shipped experiment config composes and validates", async () => {
-  for (const name of [
-    "agent_val_frozen_lake",
-    "agent_val_frozen_lake_async",
-    "agent_val_frozen_lake_gigpo",
-    "agent_val_sokoban",
-    "agent_val_webshop",
-  ]) {
+  for (
+    const name of [
+      "agent_val_frozen_lake",
+      "agent_val_frozen_lake_async",
+      "agent_val_frozen_lake_gigpo",
+      "agent_val_sokoban",
+      "agent_val_webshop",
+    ]
+  ) {
     const { config } = await loadConfig({ configName: name });
     equal(config.exp_name, name);
     ok(config.train_env_manager.tags.every((t) => t in config.custom_envs), name);
@@ -55,13 +57,19 @@ Deno.test("a ROLL-shaped config composes without edits", async () => {
   equal(config.custom_envs.Lake!.max_tokens_per_step, 48);
   equal(config.custom_envs.Lake!.env_manager_cls, "traj");
   match(config.custom_envs.Lake!.agent_template!, /Turn \{turn_idx\}, \{actions_left\} actions/);
-  equal(config.custom_envs.Boxes!.env_config?.grid_lookup && typeof config.custom_envs.Boxes!.env_config.grid_lookup, "object");
+  equal(
+    config.custom_envs.Boxes!.env_config?.grid_lookup &&
+      typeof config.custom_envs.Boxes!.env_config.grid_lookup,
+    "object",
+  );
   equal(config.train_env_manager.generating_args?.temperature, 1.0);
   equal(config.val_env_manager.generating_args?.temperature, 0.1);
   equal(config.actor_infer.generating_args?.top_k, 50);
   equal(config.actor_train.model_args.model_name_or_path, "/models/some-instruct");
   ok("custom_env" in variables && "grid_penalty" in variables);
-  ok(notices.some((n) => /actor_train: strategy 'megatron_train' runs as agentrl's trainer/.test(n)));
+  ok(
+    notices.some((n) => /actor_train: strategy 'megatron_train' runs as agentrl's trainer/.test(n)),
+  );
   ok(notices.some((n) => /tensor_model_parallel_size/.test(n)));
   ok(notices.some((n) => /actor_infer: strategy 'vllm'/.test(n)));
   ok(notices.some((n) => /reference: strategy 'hf_infer'/.test(n)));
@@ -142,7 +150,9 @@ Deno.test("cross-field rules: batch multiples, partitions, tags, lengths", async
     loadConfig({ overrides: ["train_env_manager.num_groups_partition=[4]"] })
   );
   match(part.message, /adds up to 4, not num_env_groups/);
-  const tag = await configError(() => loadConfig({ overrides: ["train_env_manager.tags=[FrozenLak]"] }));
+  const tag = await configError(() =>
+    loadConfig({ overrides: ["train_env_manager.tags=[FrozenLak]"] })
+  );
   equal(tag.details.hint, "did you mean 'FrozenLake'?");
   equal(tag.details.key, "train_env_manager.tags[0]");
   const len = await configError(() => loadConfig({ overrides: ["sequence_length=null"] }));
@@ -160,17 +170,23 @@ Deno.test("response_length derives sequence_length as ROLL does", async () => {
 
 Deno.test("Python class paths map to our managers, or fail clearly", async () => {
   const ok1 = await loadConfig({
-    overrides: ["custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager"],
+    overrides: [
+      "custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager",
+    ],
   });
   equal(ok1.config.custom_envs.FrozenLake!.env_manager_cls, "step");
   const vl = await configError(() =>
     loadConfig({
-      overrides: ["custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.vl_traj_env_manager.VLTrajEnvManager"],
+      overrides: [
+        "custom_envs.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.vl_traj_env_manager.VLTrajEnvManager",
+      ],
     })
   );
   match(vl.message, /not available in agentrl/);
   equal(vl.details.key, "custom_envs.FrozenLake.env_manager_cls");
-  const worker = await configError(() => loadConfig({ overrides: ["+actor_train.worker_cls=my.Worker"] }));
+  const worker = await configError(() =>
+    loadConfig({ overrides: ["+actor_train.worker_cls=my.Worker"] })
+  );
   match(worker.message, /worker class 'my.Worker' is not available/);
 });
 
@@ -182,7 +198,9 @@ Deno.test("gigpo needs the step-wise env manager", async () => {
 });
 
 Deno.test("derived values: model paths, reward-normalization scopes, reference role", async () => {
-  const { config } = await loadConfig({ overrides: ["pretrain=/m/base", "use_kl_loss=true", "kl_loss_coef=0.01"] });
+  const { config } = await loadConfig({
+    overrides: ["pretrain=/m/base", "use_kl_loss=true", "kl_loss_coef=0.01"],
+  });
   equal(config.actor_infer.model_args.model_name_or_path, "/m/base");
   equal(config.critic.model_args.model_name_or_path, "/m/base");
   equal(config.reward_normalization.norm_mean_type, "group");
@@ -191,9 +209,13 @@ Deno.test("derived values: model paths, reward-normalization scopes, reference r
 });
 
 Deno.test("device_mapping accepts ROLL's Python expressions and rejects others", async () => {
-  const { config } = await loadConfig({ overrides: ["actor_train.device_mapping='list(range(2,4))+[7]'"] });
+  const { config } = await loadConfig({
+    overrides: ["actor_train.device_mapping='list(range(2,4))+[7]'"],
+  });
   deepStrictEqual(config.actor_train.device_mapping, [2, 3, 7]);
-  const e = await configError(() => loadConfig({ overrides: ["actor_train.device_mapping='os.system(1)'"] }));
+  const e = await configError(() =>
+    loadConfig({ overrides: ["actor_train.device_mapping='os.system(1)'"] })
+  );
   equal(e.details.key, "actor_train.device_mapping");
 });
 
@@ -206,11 +228,22 @@ Deno.test("interpolation variables must be used: a stray top-level key is an err
 
 const ROLL_EXAMPLES = Deno.env.get("ROLL_EXAMPLES_DIR");
 Deno.test({
-  name: "ROLL's own agentic example configs compose (set ROLL_EXAMPLES_DIR to a ROLL checkout's examples/)",
+  name:
+    "ROLL's own agentic example configs compose (set ROLL_EXAMPLES_DIR to a ROLL checkout's examples/)",
   ignore: !ROLL_EXAMPLES,
   async fn() {
-    for (const name of ["agent_val_frozen_lake", "agent_val_frozen_lake_async", "agent_val_frozen_lake_gigpo", "agentic_val_sokoban"]) {
-      const { config } = await loadConfig({ configPath: `${ROLL_EXAMPLES}/qwen2.5-0.5B-agentic`, configName: name });
+    for (
+      const name of [
+        "agent_val_frozen_lake",
+        "agent_val_frozen_lake_async",
+        "agent_val_frozen_lake_gigpo",
+        "agentic_val_sokoban",
+      ]
+    ) {
+      const { config } = await loadConfig({
+        configPath: `${ROLL_EXAMPLES}/qwen2.5-0.5B-agentic`,
+        configName: name,
+      });
       ok(config.train_env_manager.tags.length > 0, name);
     }
   },

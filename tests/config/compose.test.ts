@@ -2,7 +2,11 @@ import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { composeConfig, type GroupOverride } from "../../lib/config/compose.ts";
 import { configError, writeTree } from "../_helpers.ts";
 
-async function compose(files: Record<string, string>, name = "main", groupOverrides: GroupOverride[] = []) {
+async function compose(
+  files: Record<string, string>,
+  name = "main",
+  groupOverrides: GroupOverride[] = [],
+) {
   const dir = await writeTree(files);
   return await composeConfig({ configDir: dir, configName: name, groupOverrides });
 }
@@ -78,8 +82,10 @@ Deno.test("the header's _group_ and _name_ expand", async () => {
 Deno.test("ROLL's relative form ../config/traj_envs@_here_ resolves against the including file", async () => {
   const c = await compose(
     {
-      "examples/run/agent.yaml": "defaults:\n  - ../config/traj_envs@_here_\nmax_tokens_per_step: 64\n",
-      "examples/config/traj_envs.yaml": "max_tokens_per_step: 128\ncustom_env:\n  A: {env_type: x}\n",
+      "examples/run/agent.yaml":
+        "defaults:\n  - ../config/traj_envs@_here_\nmax_tokens_per_step: 64\n",
+      "examples/config/traj_envs.yaml":
+        "max_tokens_per_step: 128\ncustom_env:\n  A: {env_type: x}\n",
     },
     "examples/run/agent",
   );

@@ -5,12 +5,36 @@ import { configError } from "../_helpers.ts";
 
 Deno.test("plain scalars follow YAML 1.1 as OmegaConf reads them", () => {
   const cases: [string, unknown][] = [
-    ["yes", true], ["On", true], ["TRUE", true], ["no", false], ["off", false], ["False", false],
-    ["~", null], ["null", null], ["", null], ["42", 42], ["-7", -7], ["1_000", 1000],
-    ["012", 10], ["0x1F", 31], ["0b101", 5], ["190:20:30", 685230], ["1e-5", 1e-5],
-    ["1.0e-6", 1e-6], ["3.", 3], [".5", 0.5], ["-1.5E+3", -1500], [".inf", Infinity],
-    ["-.Inf", -Infinity], ["2020-01-01", "2020-01-01"], ["2001-12-14t21:59:43.10-05:00", "2001-12-14t21:59:43.10-05:00"],
-    ["y", "y"], ["n", "n"], ["1e5x", "1e5x"], ["0.5.1", "0.5.1"], ["list(range(0,8))", "list(range(0,8))"],
+    ["yes", true],
+    ["On", true],
+    ["TRUE", true],
+    ["no", false],
+    ["off", false],
+    ["False", false],
+    ["~", null],
+    ["null", null],
+    ["", null],
+    ["42", 42],
+    ["-7", -7],
+    ["1_000", 1000],
+    ["012", 10],
+    ["0x1F", 31],
+    ["0b101", 5],
+    ["190:20:30", 685230],
+    ["1e-5", 1e-5],
+    ["1.0e-6", 1e-6],
+    ["3.", 3],
+    [".5", 0.5],
+    ["-1.5E+3", -1500],
+    [".inf", Infinity],
+    ["-.Inf", -Infinity],
+    ["2020-01-01", "2020-01-01"],
+    ["2001-12-14t21:59:43.10-05:00", "2001-12-14t21:59:43.10-05:00"],
+    ["y", "y"],
+    ["n", "n"],
+    ["1e5x", "1e5x"],
+    ["0.5.1", "0.5.1"],
+    ["list(range(0,8))", "list(range(0,8))"],
   ];
   for (const [text, expected] of cases) deepStrictEqual(resolvePlainScalar(text), expected, text);
   ok(Number.isNaN(resolvePlainScalar(".nan")));
@@ -28,7 +52,11 @@ Deno.test("positions: every value knows its file, line and column", () => {
   const { origins } = loadYaml("a:\n  b: 1\n  c:\n    - x\n    - y\n", "cfg.yaml");
   deepStrictEqual(origins.get(["a", "b"]), { source: "cfg.yaml", line: 2, column: 6 });
   deepStrictEqual(origins.get(["a", "c", 1]), { source: "cfg.yaml", line: 5, column: 7 });
-  deepStrictEqual(origins.find(["a", "c", 1, "deeper"]), { source: "cfg.yaml", line: 5, column: 7 });
+  deepStrictEqual(origins.find(["a", "c", 1, "deeper"]), {
+    source: "cfg.yaml",
+    line: 5,
+    column: 7,
+  });
 });
 
 Deno.test("duplicate keys are an error that names the line", async () => {

@@ -64,7 +64,7 @@ export function keysAt(root: AnySchema, path: readonly KeySegment[]): string[] {
   const keys = new Set<string>();
   for (const s of schemasAt(root, path)) {
     const def = defOf(s);
-    if (def.type === "object" && def.shape) for (const k of Object.keys(def.shape)) keys.add(k);
+    if (def.type === "object" && def.shape) { for (const k of Object.keys(def.shape)) keys.add(k); }
   }
   return [...keys];
 }

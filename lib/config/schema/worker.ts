@@ -137,9 +137,7 @@ export const workerShape = {
   max_tokens_per_microbatch_in_infer: count.nullable().default(null),
   sequence_length_round_in_infer: positive.default(4),
   use_sequence_packing: z.boolean().default(false),
-  sequence_packing_args: SequencePackingArguments.default(() =>
-    SequencePackingArguments.parse({})
-  ),
+  sequence_packing_args: SequencePackingArguments.default(() => SequencePackingArguments.parse({})),
   logits_in_fp32: z.boolean().default(false),
   apply_loss_scale: z.boolean().default(true),
   offload_nccl: z.boolean().default(false),

@@ -1,0 +1,175 @@
+/**
+ * End-to-end tests of the `agentrl` command line: each case runs
+ * `deno run lib/cli/main.ts ...` as a subprocess from the repository root and
+ * checks its exit status, stdout and stderr.
+ */
+import { deepStrictEqual, doesNotMatch, equal, match, ok } from "node:assert/strict";
+import { writeTree } from "../_helpers.ts";
+
+const REPO_ROOT = new URL("../../", import.meta.url);
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI with `args` from the repository root. */
+async function cli(...args: string[]): Promise<CliResult> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-env", "lib/cli/main.ts", ...args],
+    cwd: REPO_ROOT,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+}
+
+/** Shows a subprocess's output when an assertion about it fails. */
+function show(r: CliResult): string {
+  return `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+}
+
+/** Asserts a user error: exit status 2 and a short message without a stack trace. */
+function assertCleanError(r: CliResult): void {
+  equal(r.code, 2, show(r));
+  ok(r.stderr.trim().length > 0, show(r));
+  ok(r.stderr.trimEnd().split("\n").length <= 15, `too long:\n${r.stderr}`);
+  doesNotMatch(r.stderr, /^\s+at .*(file|ext):\/\//m, "stack trace in stderr");
+  doesNotMatch(r.stderr, /Uncaught/);
+}
+
+/** A primary config in a temporary folder that extends the built-in FrozenLake one. */
+function extending(body: string): string {
+  return `defaults:\n  - agent_val_frozen_lake\n  - _self_\n\n${body}`;
+}
+
+Deno.test("config prints YAML with the override applied (--config-name)", async () => {
+  const r = await cli("config", "--config-name", "agent_val_frozen_lake", "seed=7");
+  equal(r.code, 0, show(r));
+  match(r.stdout, /^seed: 7$/m);
+  match(r.stdout, /^exp_name: agent_val_frozen_lake$/m);
+});
+
+Deno.test("config --json prints valid JSON (Hydra's --config_name spelling)", async () => {
+  const r = await cli("config", "--config_name", "agent_val_frozen_lake", "--json", "seed=7");
+  equal(r.code, 0, show(r));
+  const parsed = JSON.parse(r.stdout);
+  equal(parsed.seed, 7);
+  equal(parsed.exp_name, "agent_val_frozen_lake");
+  deepStrictEqual(parsed.train_env_manager.tags, ["FrozenLake"]);
+});
+
+Deno.test("Hydra's -cn names the primary config", async () => {
+  const r = await cli("config", "-cn", "agent_val_sokoban");
+  equal(r.code, 0, show(r));
+  match(r.stdout, /^exp_name: agent_val_sokoban$/m);
+});
+
+Deno.test("an override of an unknown key is a short error without a stack trace", async () => {
+  const r = await cli("config", "not_a_key=1");
+  assertCleanError(r);
+  match(r.stderr, /not_a_key/);
+  ok(r.stderr.includes("not_a_key=1"), "the override's text is quoted");
+  equal(r.stdout, "");
+});
+
+Deno.test("a type error in a YAML file names file:line:col and the dotted key", async () => {
+  const dir = await writeTree({
+    "bad.yaml": extending("exp_name: bad\ntrain_env_manager:\n  group_size: lots\n"),
+  });
+  try {
+    const r = await cli("config", "--config-path", dir.pathname, "--config-name", "bad");
+    assertCleanError(r);
+    match(r.stderr, /bad\.yaml:7:15/);
+    match(r.stderr, /train_env_manager\.group_size/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a YAML syntax error names the file and a line", async () => {
+  const dir = await writeTree({ "syntax.yaml": extending("seed: [1, 2\nexp_name: x\n") });
+  try {
+    const r = await cli("config", "-cp", dir.pathname, "-cn", "syntax");
+    assertCleanError(r);
+    match(r.stderr, /Invalid YAML/);
+    // The `[` opens on line 5; the parser notices on line 6 that it never closes.
+    match(r.stderr, /syntax\.yaml:[56]:\d+/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("duplicate keys in a YAML file are an error", async () => {
+  const dir = await writeTree({ "dup.yaml": extending("seed: 1\nmax_steps: 2\nseed: 3\n") });
+  try {
+    const r = await cli("config", "--config-path", dir.pathname, "--config-name", "dup");
+    assertCleanError(r);
+    match(r.stderr, /unique/i);
+    match(r.stderr, /dup\.yaml:7:1\b/); // the second `seed:`
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("train with no arguments validates the default config and says it cannot train yet", async () => {
+  const r = await cli("train");
+  equal(r.code, 0, show(r));
+  match(r.stdout, /agent_val_frozen_lake/);
+  match(r.stdout, /not implemented yet/i);
+  match(r.stdout, /AgenticPipeline issue \(#7\)/);
+});
+
+for (const [sub, issue] of [["eval", "#6"], ["rollout", "#5"], ["bench", "#3"]] as const) {
+  Deno.test(`${sub} says it is not built yet and fails`, async () => {
+    const r = await cli(sub);
+    ok(r.code !== 0, show(r));
+    match(r.stderr, new RegExp(`agentrl ${sub} is not built yet`));
+    ok(r.stderr.includes(issue), show(r));
+    doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
+  });
+}
+
+Deno.test("--help prints the usage and lists every subcommand", async () => {
+  const r = await cli("--help");
+  equal(r.code, 0, show(r));
+  match(r.stdout, /^Usage: agentrl /m);
+  for (const sub of ["train", "eval", "rollout", "config", "bench"]) {
+    match(r.stdout, new RegExp(`^  ${sub} `, "m"));
+  }
+});
+
+for (const sub of ["train", "eval", "rollout", "config", "bench"]) {
+  Deno.test(`${sub} --help prints its usage`, async () => {
+    const r = await cli(sub, "--help");
+    equal(r.code, 0, show(r));
+    match(r.stdout, new RegExp(`^Usage: agentrl ${sub} `, "m"));
+    match(r.stdout, /--help/);
+  });
+}
+
+Deno.test("an unknown option is a usage error", async () => {
+  for (const args of [["--bogus"], ["config", "--bogus"]]) {
+    const r = await cli(...args);
+    assertCleanError(r);
+    match(r.stderr, /unknown option '--bogus'/);
+  }
+});
+
+Deno.test("a group override picks another option of the group", async () => {
+  const r = await cli("config", "envs=step");
+  equal(r.code, 0, show(r));
+  match(r.stdout, /^env_manager_cls: step$/m);
+  doesNotMatch(r.stdout, /env_manager_cls: traj/);
+});
+
+Deno.test("an unknown group option lists the options there are", async () => {
+  const r = await cli("config", "envs=nope");
+  assertCleanError(r);
+  match(r.stderr, /'nope'/);
+  match(r.stderr, /step, traj/);
+});
