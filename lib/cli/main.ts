@@ -23,7 +23,9 @@ export function buildProgram(): Command {
   for (
     const sub of [trainCommand(), evalCommand(), rolloutCommand(), configCommand(), benchCommand()]
   ) {
-    program.addCommand(sub.exitOverride() as unknown as Command);
+    program.addCommand(
+      sub.exitOverride().showHelpAfterError("(run with --help for usage)") as unknown as Command,
+    );
   }
   return program as unknown as Command;
 }

@@ -52,6 +52,7 @@ export const LIBRARY_VARIABLES = new Set([
 
 /** A validated config, the variables that were split off, and notices for the user. */
 export interface ValidatedConfig {
+  /** The validated config with defaults and derived values filled in. */
   config: AgenticConfig;
   /** Top-level keys used only by interpolation (ROLL's `custom_env` library, etc.). */
   variables: CfgObject;

@@ -9,6 +9,7 @@ import { loadYaml } from "./yaml_load.ts";
 
 /** A command-line change to the defaults list: `group=opt`, `+group=opt`, `~group`. */
 export interface GroupOverride {
+  /** `set` group=opt, `append` +group=opt, `delete` ~group. */
   kind: "set" | "append" | "delete";
   /** The config group, `/`-separated, relative to the config folder. */
   group: string;
@@ -28,13 +29,17 @@ export interface ComposeOptions {
   configName: string;
   /** Further folders searched for config groups after `configDir`. */
   searchPath?: URL[];
+  /** Command-line changes to the defaults list. */
   groupOverrides?: GroupOverride[];
+  /** Reads config files (default: local files and `fetch`). */
   reader?: ConfigReader;
 }
 
 /** The merged output of a defaults tree, before overrides and interpolation. */
 export interface ComposedConfig {
+  /** The merged config. */
   value: CfgObject;
+  /** Where every value was written. */
   origins: OriginMap;
   /** The option chosen for each config group (`group` or `group@package`). */
   choices: Record<string, string | string[] | null>;

@@ -26,8 +26,10 @@ export interface ConfigErrorDetails {
  * ```
  */
 export class ConfigError extends Error {
+  /** Where and what: key, origin, found, expected, hint. */
   readonly details: ConfigErrorDetails;
 
+  /** An error with a sentence-case message and the details that locate it. */
   constructor(message: string, details: ConfigErrorDetails = {}) {
     super(message);
     this.name = "ConfigError";
@@ -58,13 +60,16 @@ export class ConfigError extends Error {
  * ```
  */
 export class ConfigErrors extends ConfigError {
+  /** The individual errors. */
   readonly errors: ConfigError[];
 
+  /** Groups errors found together. */
   constructor(errors: ConfigError[]) {
     super(`${errors.length} problems in the config`);
     this.errors = errors;
   }
 
+  /** Every error formatted, up to eight, one blank line apart. */
   override format(): string {
     const shown = this.errors.slice(0, 8).map((e) => e.format());
     const more = this.errors.length - shown.length;

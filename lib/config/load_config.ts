@@ -45,20 +45,25 @@ export interface LoadConfigOptions {
   configName?: string;
   /** Hydra-style overrides: `a.b=v`, `+a=v`, `++a=v`, `~a`, `group=option`. */
   overrides?: readonly string[];
+  /** Reads config files (default: local files and `fetch`). */
   reader?: ConfigReader;
   /** Environment for `${oc.env:...}` (default: the process environment). */
   env?: (name: string) => string | undefined;
+  /** The time `${now:...}` shows (default: now). */
   now?: Date;
 }
 
 /** A loaded config: validated, plus everything needed to explain it. */
 export interface LoadedConfig {
+  /** The validated config. */
   config: AgenticConfig;
   /** The resolved config before validation (defaults not filled in). */
   resolved: CfgObject;
   /** Interpolation-only variables split off the top level. */
   variables: CfgObject;
+  /** Where every value was written (`file:line:column` or an override). */
   origins: OriginMap;
+  /** One line per name that runs as something else here, and inert fields. */
   notices: string[];
   /** The option chosen for each config group. */
   choices: ComposedConfig["choices"];
@@ -97,9 +102,13 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
 
 /** A composed, overridden and resolved config, not yet validated. */
 export interface ResolvedConfig {
+  /** The resolved config. */
   value: CfgObject;
+  /** Where every value was written. */
   origins: OriginMap;
+  /** The option chosen for each config group. */
   choices: ComposedConfig["choices"];
+  /** The files merged, in order. */
   files: string[];
   /** Top-level keys that some interpolation refers to. */
   referenced: Set<string>;

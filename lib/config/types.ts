@@ -3,6 +3,7 @@ export type CfgValue = null | boolean | number | string | CfgValue[] | CfgObject
 
 /** A mapping node of a configuration. */
 export interface CfgObject {
+  /** A child value. */
   [key: string]: CfgValue;
 }
 

@@ -16,7 +16,9 @@ import { parseYamlInt, resolvePlainScalar } from "./yaml_scalar.ts";
 
 /** A parsed YAML config file: its data, the origin of every value, and its header. */
 export interface LoadedYaml {
+  /** The file's content. */
   value: CfgObject;
+  /** `file:line:column` of every value. */
   origins: OriginMap;
   /** The `# @package` header's value, when the file has one. */
   packageHeader?: string;
