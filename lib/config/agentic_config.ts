@@ -2,7 +2,7 @@ import type { z } from "npm:zod@4.6.7";
 import { AgenticConfigObject, agenticShape, NO_EFFECT_FIELDS } from "./schema/agentic.ts";
 import { finalizeConfig } from "./finalize.ts";
 import type { OriginMap } from "./origins.ts";
-import type { CfgObject } from "./types.ts";
+import { type CfgObject, isCfgObject } from "./types.ts";
 import { parseWithSchema } from "./validate.ts";
 
 /** The validated configuration of an agentic RL run (ROLL's AgenticConfig). */
@@ -85,6 +85,12 @@ export function validateAgenticConfig(
     const isVariable = !(key in agenticShape) &&
       (referenced.has(key) || LIBRARY_VARIABLES.has(key));
     (isVariable ? variables : data)[key] = value;
+  }
+  // A config that writes its environments under ROLL's `custom_env` (and no
+  // `custom_envs`) means them as the environments of the run.
+  if (!("custom_envs" in data) && isCfgObject(variables.custom_env)) {
+    data.custom_envs = variables.custom_env;
+    origins.copyFrom(origins, ["custom_env"], ["custom_envs"]);
   }
   const config = parseWithSchema(AgenticConfigObject, data, origins);
   const notices = finalizeConfig(config, origins);

@@ -58,6 +58,13 @@ interface Frame {
   primary: boolean;
 }
 
+/** A config file found on the search path, with its root and group when inside one. */
+interface Located {
+  url: URL;
+  root?: URL;
+  group?: string;
+}
+
 interface OverrideSlot {
   option: string | string[] | null;
   text: string;
@@ -262,23 +269,7 @@ class Composer {
           hint: didYouMean(name, available),
         });
       }
-      const groupDots = dotted(relGroup);
-      const defaultPkg = groupDots === undefined ? frame.package : join(frame.package, groupDots);
-      const pkg = pkgSpec === undefined
-        ? defaultPkg
-        : explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name);
-      await this.#include(
-        found.url,
-        {
-          url: found.url,
-          ...(found.root ? { root: found.root } : {}),
-          ...(found.group !== undefined ? { group: found.group } : {}),
-          package: pkg,
-          primary: false,
-        },
-        depth + 1,
-        pkgSpec,
-      );
+      await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth);
     }
   }
 
@@ -302,28 +293,43 @@ class Composer {
         expected: `a file ${path}.yaml relative to ${displayUrl(new URL(".", frame.url))}`,
       });
     }
-    const relDots = dotted(group.startsWith("/") ? group.slice(1) : group);
-    const defaultPkg = relDots === undefined ? frame.package : join(frame.package, relDots);
-    const pkg = pkgSpec === undefined
-      ? defaultPkg
-      : explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name);
-    await this.#include(
-      found.url,
-      {
-        url: found.url,
-        ...(found.root ? { root: found.root } : {}),
-        ...(found.group !== undefined ? { group: found.group } : {}),
-        package: pkg,
-        primary: false,
-      },
-      depth + 1,
-      pkgSpec,
-    );
+    const relGroup = group.startsWith("/") ? group.slice(1) : group;
+    await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth);
+  }
+
+  /**
+   * Includes a located file in its package: the `@pkg` the entry gave (relative
+   * to the including config), else the group path under the including package.
+   */
+  async #includeFound(
+    frame: Frame,
+    found: Located,
+    relGroup: string,
+    absGroup: string | undefined,
+    name: string,
+    pkgSpec: string | undefined,
+    depth: number,
+  ) {
+    const groupDots = dotted(relGroup);
+    const pkg = pkgSpec !== undefined
+      ? explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name)
+      : groupDots === undefined
+      ? frame.package
+      : join(frame.package, groupDots);
+    const child: Frame = { url: found.url, package: pkg, primary: false };
+    if (found.root) child.root = found.root;
+    if (found.group !== undefined) child.group = found.group;
+    await this.#include(found.url, child, depth + 1, pkgSpec);
   }
 
   /** Finds `file` in a group: beside the including file, then along the search path. */
-  async #locate(frame: Frame, group: string, absGroup: string | undefined, file: string) {
-    const candidates: { url: URL; root?: URL; group?: string }[] = [];
+  async #locate(
+    frame: Frame,
+    group: string,
+    absGroup: string | undefined,
+    file: string,
+  ): Promise<Located | undefined> {
+    const candidates: Located[] = [];
     if (!group.startsWith("/")) {
       const url = new URL(group === "" ? file : `${group}/${file}`, frame.url);
       candidates.push(

@@ -46,6 +46,8 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     return undefined;
   };
 
+  applyRunDir(config);
+
   if (!(config.max_steps > 0 || config.max_steps === -1)) {
     fail(["max_steps"], "max_steps must be positive, or -1", {
       found: config.max_steps,
@@ -259,4 +261,25 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   if (errors.length === 1) throw errors[0]!;
   if (errors.length > 1) throw new ConfigErrors(errors);
   return notices;
+}
+
+/**
+ * Hydra runs a job inside `hydra.run.dir`; agentrl does not change directory,
+ * so relative output paths are placed under that folder instead.
+ */
+function applyRunDir(config: AgenticConfig): void {
+  const runDir = config.hydra.run.dir;
+  if (runDir === "." || runDir === "") return;
+  const under = (
+    p: string,
+  ) => (p.startsWith("/") ? p : `${runDir.replace(/\/$/, "")}/${p.replace(/^\.\//, "")}`);
+  config.output_dir = under(config.output_dir);
+  config.base_dir = under(config.base_dir);
+  config.logging_dir = under(config.logging_dir);
+  if (config.render_save_dir !== null) config.render_save_dir = under(config.render_save_dir);
+  if (config.rollout_dump_dir !== null) config.rollout_dump_dir = under(config.rollout_dump_dir);
+  const logDir = config.tracker_kwargs.log_dir;
+  if (typeof logDir === "string") config.tracker_kwargs.log_dir = under(logDir);
+  const ckptDir = config.checkpoint_config?.output_dir;
+  if (typeof ckptDir === "string") config.checkpoint_config!.output_dir = under(ckptDir);
 }

@@ -248,3 +248,34 @@ Deno.test({
     }
   },
 });
+
+Deno.test("hydra.run.dir places relative output paths under it, as Hydra's job folder does", async () => {
+  const { config } = await loadConfig({
+    overrides: ["hydra.run.dir=runs/${exp_name}", "output_dir=./out", "logging_dir=/abs/logs"],
+  });
+  equal(config.output_dir, "runs/agent_val_frozen_lake/out");
+  equal(config.logging_dir, "/abs/logs");
+  equal(config.tracker_kwargs.log_dir, "runs/agent_val_frozen_lake/out/tensorboard");
+});
+
+Deno.test("environments written under ROLL's custom_env (without custom_envs) are the run's", async () => {
+  const dir = await writeTree({
+    "run.yaml": [
+      "defaults:",
+      "  - workers: cpu",
+      "  - _self_",
+      "sequence_length: 512",
+      "max_tokens_per_step: 16",
+      "train_env_manager: {num_env_groups: 2, group_size: 2, tags: [Lake]}",
+      "val_env_manager: {num_env_groups: 4, group_size: 1, tags: [Lake]}",
+      "rollout_batch_size: 4",
+      "val_batch_size: 4",
+      "custom_env:",
+      "  Lake: {env_type: frozen_lake, max_steps: 5}",
+      "",
+    ].join("\n"),
+  });
+  const { config } = await loadConfig({ configPath: dir, configName: "run" });
+  equal(config.custom_envs.Lake!.env_type, "frozen_lake");
+  equal(config.custom_envs.Lake!.max_steps, 5);
+});
