@@ -1,0 +1,196 @@
+/** Embedding, RMSNorm, RoPE, SwiGLU, residual add and the value head. @module */
+import type { Kernels } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+
+/** out (T, C) = wte (V, C)[tokens (T)]. */
+export function embeddingForward(k: Kernels, out: Tensor, tokens: Tensor, wte: Tensor): void {
+  expectTensor(tokens, "tokens", "i32", [-1]);
+  expectTensor(wte, "wte", "f32", [-1, -1]);
+  const [t, v, c] = [dim(tokens, 0), dim(wte, 0), dim(wte, 1)];
+  expectTensor(out, "out", "f32", [t, c]);
+  k.check(
+    "arl_embedding_forward",
+    k.sym.arl_embedding_forward(k.ctx, out.ptr, tokens.ptr, wte.ptr, t, v, c),
+  );
+}
+
+/** dwte (V, C) += scatter of dout (T, C) by tokens. */
+export function embeddingBackward(k: Kernels, dwte: Tensor, dout: Tensor, tokens: Tensor): void {
+  expectTensor(tokens, "tokens", "i32", [-1]);
+  expectTensor(dwte, "dwte", "f32", [-1, -1]);
+  const [t, v, c] = [dim(tokens, 0), dim(dwte, 0), dim(dwte, 1)];
+  expectTensor(dout, "dout", "f32", [t, c]);
+  k.check(
+    "arl_embedding_backward",
+    k.sym.arl_embedding_backward(k.ctx, dwte.ptr, dout.ptr, tokens.ptr, t, v, c),
+  );
+}
+
+/** out (T, C) = x / rms(x) * weight; rstd (T) saved for the backward pass. */
+export function rmsnormForward(
+  k: Kernels,
+  out: Tensor,
+  rstd: Tensor,
+  x: Tensor,
+  weight: Tensor,
+  eps: number,
+): void {
+  expectTensor(x, "x", "f32", [-1, -1]);
+  const [t, c] = [dim(x, 0), dim(x, 1)];
+  expectTensor(out, "out", "f32", [t, c]);
+  expectTensor(rstd, "rstd", "f32", [t]);
+  expectTensor(weight, "weight", "f32", [c]);
+  expectNumber(eps, "eps");
+  k.check(
+    "arl_rmsnorm_forward",
+    k.sym.arl_rmsnorm_forward(k.ctx, out.ptr, rstd.ptr, x.ptr, weight.ptr, t, c, eps),
+  );
+}
+
+/** dx (T, C) written; dweight (C) += (when given). */
+export function rmsnormBackward(
+  k: Kernels,
+  dx: Tensor,
+  dweight: Tensor | null,
+  dout: Tensor,
+  x: Tensor,
+  rstd: Tensor,
+  weight: Tensor,
+): void {
+  expectTensor(x, "x", "f32", [-1, -1]);
+  const [t, c] = [dim(x, 0), dim(x, 1)];
+  expectTensor(dx, "dx", "f32", [t, c]);
+  expectTensor(dout, "dout", "f32", [t, c]);
+  expectTensor(rstd, "rstd", "f32", [t]);
+  expectTensor(weight, "weight", "f32", [c]);
+  if (dweight) expectTensor(dweight, "dweight", "f32", [c]);
+  k.check(
+    "arl_rmsnorm_backward",
+    k.sym.arl_rmsnorm_backward(
+      k.ctx,
+      dx.ptr,
+      ptrOf(dweight),
+      dout.ptr,
+      x.ptr,
+      rstd.ptr,
+      weight.ptr,
+      t,
+      c,
+    ),
+  );
+}
+
+/** Rotary embedding (HF rotate_half) of x (T, H, D) at positions (T); inverse for the backward pass. */
+export function rope(
+  k: Kernels,
+  out: Tensor,
+  x: Tensor,
+  positions: Tensor,
+  theta: number,
+  inverse = false,
+): void {
+  expectTensor(x, "x", "f32", [-1, -1, -1]);
+  const [t, h, d] = [dim(x, 0), dim(x, 1), dim(x, 2)];
+  expectTensor(out, "out", "f32", [t, h, d]);
+  expectTensor(positions, "positions", "i32", [t]);
+  expectNumber(theta, "theta", true);
+  k.check(
+    "arl_rope",
+    k.sym.arl_rope(k.ctx, out.ptr, x.ptr, positions.ptr, t, h, d, theta, inverse ? 1 : 0),
+  );
+}
+
+/** out = silu(gate) * up, elementwise over same-shaped tensors. */
+export function swigluForward(k: Kernels, out: Tensor, gate: Tensor, up: Tensor): void {
+  expectTensor(gate, "gate", "f32", gate.shape);
+  expectTensor(up, "up", "f32", gate.shape);
+  expectTensor(out, "out", "f32", gate.shape);
+  k.check(
+    "arl_swiglu_forward",
+    k.sym.arl_swiglu_forward(k.ctx, out.ptr, gate.ptr, up.ptr, BigInt(gate.size)),
+  );
+}
+
+/** dgate, dup written from dout. */
+export function swigluBackward(
+  k: Kernels,
+  dgate: Tensor,
+  dup: Tensor,
+  dout: Tensor,
+  gate: Tensor,
+  up: Tensor,
+): void {
+  for (const [t, n] of [[dgate, "dgate"], [dup, "dup"], [dout, "dout"], [up, "up"]] as const) {
+    expectTensor(t, n, "f32", gate.shape);
+  }
+  k.check(
+    "arl_swiglu_backward",
+    k.sym.arl_swiglu_backward(
+      k.ctx,
+      dgate.ptr,
+      dup.ptr,
+      dout.ptr,
+      gate.ptr,
+      up.ptr,
+      BigInt(gate.size),
+    ),
+  );
+}
+
+/** out = a + b (out may be a or b). */
+export function add(k: Kernels, out: Tensor, a: Tensor, b: Tensor): void {
+  expectTensor(b, "b", "f32", a.shape);
+  expectTensor(out, "out", "f32", a.shape);
+  k.check("arl_add", k.sym.arl_add(k.ctx, out.ptr, a.ptr, b.ptr, BigInt(a.size)));
+}
+
+/** values (T) = h (T, C) w (C) + bias. */
+export function valueHeadForward(
+  k: Kernels,
+  values: Tensor,
+  h: Tensor,
+  w: Tensor,
+  bias: number,
+): void {
+  expectTensor(h, "h", "f32", [-1, -1]);
+  const [t, c] = [dim(h, 0), dim(h, 1)];
+  expectTensor(values, "values", "f32", [t]);
+  expectTensor(w, "w", "f32", [c]);
+  expectNumber(bias, "bias");
+  k.check(
+    "arl_value_head_forward",
+    k.sym.arl_value_head_forward(k.ctx, values.ptr, h.ptr, w.ptr, bias, t, c),
+  );
+}
+
+/** dh written; dw, dbias (1) +=. */
+export function valueHeadBackward(
+  k: Kernels,
+  grads: { dh?: Tensor | null; dw?: Tensor | null; dbias?: Tensor | null },
+  dvalues: Tensor,
+  h: Tensor,
+  w: Tensor,
+): void {
+  expectTensor(h, "h", "f32", [-1, -1]);
+  const [t, c] = [dim(h, 0), dim(h, 1)];
+  expectTensor(dvalues, "dvalues", "f32", [t]);
+  expectTensor(w, "w", "f32", [c]);
+  if (grads.dh) expectTensor(grads.dh, "dh", "f32", [t, c]);
+  if (grads.dw) expectTensor(grads.dw, "dw", "f32", [c]);
+  if (grads.dbias) expectTensor(grads.dbias, "dbias", "f32", [1]);
+  k.check(
+    "arl_value_head_backward",
+    k.sym.arl_value_head_backward(
+      k.ctx,
+      ptrOf(grads.dh),
+      ptrOf(grads.dw),
+      ptrOf(grads.dbias),
+      dvalues.ptr,
+      h.ptr,
+      w.ptr,
+      t,
+      c,
+    ),
+  );
+}

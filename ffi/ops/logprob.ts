@@ -1,0 +1,97 @@
+/** The fused LM head + log-softmax + gather + entropy, and full logits. @module */
+import type { Kernels } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+
+function shapes(h: Tensor, targets: Tensor, w: Tensor) {
+  expectTensor(h, "h", "f32", [-1, -1]);
+  const [t, c] = [dim(h, 0), dim(h, 1)];
+  expectTensor(targets, "targets", "i32", [t]);
+  expectTensor(w, "w", "f32", [-1, c]);
+  return { t, c, v: dim(w, 0) };
+}
+
+/** logp (T), entropy (T, optional), lse (T) of targets under softmax(h w^T / temperature). */
+export function logprobForward(
+  k: Kernels,
+  out: { logp: Tensor; lse: Tensor; entropy?: Tensor | null },
+  h: Tensor,
+  targets: Tensor,
+  w: Tensor,
+  temperature = 1,
+): void {
+  const { t, c, v } = shapes(h, targets, w);
+  expectTensor(out.logp, "logp", "f32", [t]);
+  expectTensor(out.lse, "lse", "f32", [t]);
+  if (out.entropy) expectTensor(out.entropy, "entropy", "f32", [t]);
+  expectNumber(temperature, "temperature", true);
+  k.check(
+    "arl_logprob_forward",
+    k.sym.arl_logprob_forward(
+      k.ctx,
+      out.logp.ptr,
+      ptrOf(out.entropy),
+      out.lse.ptr,
+      h.ptr,
+      targets.ptr,
+      w.ptr,
+      t,
+      v,
+      c,
+      temperature,
+    ),
+  );
+}
+
+/** dh (T, C) written and dw (V, C) += from dlogp (T) and dentropy (T, optional). */
+export function logprobBackward(
+  k: Kernels,
+  grads: { dh: Tensor; dw?: Tensor | null },
+  upstream: { dlogp: Tensor; dentropy?: Tensor | null },
+  h: Tensor,
+  targets: Tensor,
+  w: Tensor,
+  saved: { lse: Tensor; entropy?: Tensor | null },
+  temperature = 1,
+): void {
+  const { t, c, v } = shapes(h, targets, w);
+  expectTensor(grads.dh, "dh", "f32", [t, c]);
+  if (grads.dw) expectTensor(grads.dw, "dw", "f32", [v, c]);
+  expectTensor(upstream.dlogp, "dlogp", "f32", [t]);
+  expectTensor(saved.lse, "lse", "f32", [t]);
+  if (upstream.dentropy) {
+    expectTensor(upstream.dentropy, "dentropy", "f32", [t]);
+    if (!saved.entropy) throw new TypeError("dentropy needs the forward pass's entropy");
+    expectTensor(saved.entropy, "entropy", "f32", [t]);
+  }
+  expectNumber(temperature, "temperature", true);
+  k.check(
+    "arl_logprob_backward",
+    k.sym.arl_logprob_backward(
+      k.ctx,
+      grads.dh.ptr,
+      ptrOf(grads.dw),
+      upstream.dlogp.ptr,
+      ptrOf(upstream.dentropy),
+      h.ptr,
+      targets.ptr,
+      w.ptr,
+      saved.lse.ptr,
+      ptrOf(saved.entropy),
+      t,
+      v,
+      c,
+      temperature,
+    ),
+  );
+}
+
+/** logits (T, V) = h (T, C) w (V, C)^T. */
+export function lmHead(k: Kernels, logits: Tensor, h: Tensor, w: Tensor): void {
+  expectTensor(h, "h", "f32", [-1, -1]);
+  const [t, c] = [dim(h, 0), dim(h, 1)];
+  expectTensor(w, "w", "f32", [-1, c]);
+  const v = dim(w, 0);
+  expectTensor(logits, "logits", "f32", [t, v]);
+  k.check("arl_lm_head", k.sym.arl_lm_head(k.ctx, logits.ptr, h.ptr, w.ptr, t, v, c));
+}

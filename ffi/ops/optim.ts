@@ -1,0 +1,89 @@
+/** AdamW, gradient norms, scaling, fills and dtype conversion. @module */
+import type { Kernels } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { expectInt, expectNumber, expectTensor } from "./_args.ts";
+
+/** Settings of {@linkcode adamw}. */
+export interface AdamWParams {
+  lr: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weightDecay?: number;
+  /** 1-based step count (for bias correction). */
+  step: number;
+  /** Multiplies gradients first (e.g. the clipping factor). */
+  gradScale?: number;
+}
+
+/** One AdamW step over same-shaped params, m, v and grads. */
+export function adamw(
+  k: Kernels,
+  params: Tensor,
+  m: Tensor,
+  v: Tensor,
+  grads: Tensor,
+  p: AdamWParams,
+): void {
+  for (const [t, n] of [[params, "params"], [m, "m"], [v, "v"], [grads, "grads"]] as const) {
+    expectTensor(t, n, "f32", params.shape);
+  }
+  expectInt(p.step, "step");
+  expectNumber(p.lr, "lr");
+  k.check(
+    "arl_adamw",
+    k.sym.arl_adamw(
+      k.ctx,
+      params.ptr,
+      m.ptr,
+      v.ptr,
+      grads.ptr,
+      BigInt(params.size),
+      p.lr,
+      p.beta1 ?? 0.9,
+      p.beta2 ?? 0.999,
+      p.eps ?? 1e-8,
+      p.weightDecay ?? 0,
+      p.step,
+      p.gradScale ?? 1,
+    ),
+  );
+}
+
+/** Sum of squares of all elements (in double precision). */
+export function sumSquares(k: Kernels, x: Tensor): number {
+  expectTensor(x, "x", "f32", x.shape);
+  const out = new Float64Array(1);
+  k.check(
+    "arl_sum_squares",
+    k.sym.arl_sum_squares(k.ctx, Deno.UnsafePointer.of(out), x.ptr, BigInt(x.size)),
+  );
+  return out[0]!;
+}
+
+/** x *= s */
+export function scale(k: Kernels, x: Tensor, s: number): void {
+  expectTensor(x, "x", "f32", x.shape);
+  expectNumber(s, "s");
+  k.check("arl_scale", k.sym.arl_scale(k.ctx, x.ptr, s, BigInt(x.size)));
+}
+
+/** Sets every element to `value` (zeroing with 0). */
+export function fill(k: Kernels, x: Tensor, value: number): void {
+  expectTensor(x, "x", "f32", x.shape);
+  k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptr, value, BigInt(x.size)));
+}
+
+/** bf16 (round to nearest even) of an f32 tensor of the same shape. */
+export function toBf16(k: Kernels, out: Tensor, x: Tensor): void {
+  expectTensor(x, "x", "f32", x.shape);
+  expectTensor(out, "out", "bf16", x.shape);
+  k.check("arl_f32_to_bf16", k.sym.arl_f32_to_bf16(k.ctx, out.ptr, x.ptr, BigInt(x.size)));
+}
+
+/** f32 of a bf16 tensor of the same shape. */
+export function fromBf16(k: Kernels, out: Tensor, x: Tensor): void {
+  expectTensor(x, "x", "bf16", x.shape);
+  expectTensor(out, "out", "f32", x.shape);
+  k.check("arl_bf16_to_f32", k.sym.arl_bf16_to_f32(k.ctx, out.ptr, x.ptr, BigInt(x.size)));
+}

@@ -1,0 +1,441 @@
+/**
+ * The C ABI of `kernels/include/agentrl.h`, as a Deno FFI symbol table. Each
+ * parameter carries its C declaration as a comment; shapes are in the header.
+ *
+ * @module
+ */
+
+const ptr = "pointer" as const;
+const i32 = "i32" as const;
+const i64 = "i64" as const;
+const f32 = "f32" as const;
+const status = "i32" as const;
+
+/** The symbol table shared by the CPU and CUDA libraries. */
+export const SYMBOLS = {
+  arl_ctx_create: { parameters: [i32 /* int32_t num_threads */], result: ptr },
+  arl_ctx_destroy: { parameters: [ptr /* arl_ctx* ctx */], result: "void" },
+  arl_last_error: { parameters: [ptr /* const arl_ctx* ctx */], result: ptr },
+  arl_set_num_threads: { parameters: [ptr, /* arl_ctx* */ i32 /* int32_t n */], result: status },
+  arl_num_threads: { parameters: [ptr /* const arl_ctx* */], result: i32 },
+  arl_backend_name: { parameters: [], result: ptr },
+  arl_abi_version: { parameters: [], result: i32 },
+
+  arl_alloc: { parameters: [ptr, /* arl_ctx* */ i64 /* int64_t bytes */], result: ptr },
+  arl_free: { parameters: [ptr, /* arl_ctx* */ ptr /* void* ptr */], result: status },
+  arl_copy: {
+    parameters: [ptr, /* ctx */ ptr, /* void* dst */ ptr, /* const void* src */ i64 /* bytes */],
+    result: status,
+  },
+  arl_fill_f32: {
+    parameters: [ptr, /* ctx */ ptr, /* float* dst */ f32, /* float value */ i64 /* int64_t n */],
+    result: status,
+  },
+  arl_f32_to_bf16: {
+    parameters: [ptr, /* ctx */ ptr, /* uint16_t* out */ ptr, /* const float* x */ i64 /* n */],
+    result: status,
+  },
+  arl_bf16_to_f32: {
+    parameters: [ptr, /* ctx */ ptr, /* float* out */ ptr, /* const uint16_t* x */ i64 /* n */],
+    result: status,
+  },
+
+  arl_sgemm: {
+    parameters: [
+      ptr, /* arl_ctx* ctx */
+      ptr, /* float* c */
+      ptr, /* const float* a */
+      ptr, /* const float* b */
+      i32, /* int32_t trans_a */
+      i32, /* int32_t trans_b */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      f32, /* float alpha */
+      f32, /* float beta */
+      i32, /* int32_t lda */
+      i32, /* int32_t ldb */
+      i32, /* int32_t ldc */
+    ],
+    result: status,
+  },
+  arl_linear_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* w (N, K) */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate */
+    ],
+    result: status,
+  },
+  arl_linear_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dx (M, K) or NULL */
+      ptr, /* float* dw (N, K) or NULL, += */
+      ptr, /* float* dbias (N) or NULL, += */
+      ptr, /* const float* dy (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* w (N, K) */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate_dx */
+    ],
+    result: status,
+  },
+
+  arl_embedding_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (T, C) */
+      ptr, /* const int32_t* tokens (T) */
+      ptr, /* const float* wte (V, C) */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_embedding_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dwte (V, C), += */
+      ptr, /* const float* dout (T, C) */
+      ptr, /* const int32_t* tokens (T) */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_rmsnorm_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (T, C) */
+      ptr, /* float* rstd (T) */
+      ptr, /* const float* x (T, C) */
+      ptr, /* const float* weight (C) */
+      i32, /* int32_t t */
+      i32, /* int32_t c */
+      f32, /* float eps */
+    ],
+    result: status,
+  },
+  arl_rmsnorm_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dx (T, C) */
+      ptr, /* float* dweight (C) or NULL, += */
+      ptr, /* const float* dout (T, C) */
+      ptr, /* const float* x (T, C) */
+      ptr, /* const float* rstd (T) */
+      ptr, /* const float* weight (C) */
+      i32, /* int32_t t */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_rope: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (T, H, D) */
+      ptr, /* const float* x (T, H, D) */
+      ptr, /* const int32_t* positions (T) */
+      i32, /* int32_t t */
+      i32, /* int32_t h */
+      i32, /* int32_t d */
+      f32, /* float theta */
+      i32, /* int32_t inverse */
+    ],
+    result: status,
+  },
+  arl_swiglu_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (N) */
+      ptr, /* const float* gate (N) */
+      ptr, /* const float* up (N) */
+      i64, /* int64_t n */
+    ],
+    result: status,
+  },
+  arl_swiglu_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dgate (N) */
+      ptr, /* float* dup (N) */
+      ptr, /* const float* dout (N) */
+      ptr, /* const float* gate (N) */
+      ptr, /* const float* up (N) */
+      i64, /* int64_t n */
+    ],
+    result: status,
+  },
+  arl_add: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out */
+      ptr, /* const float* a */
+      ptr, /* const float* b */
+      i64, /* n */
+    ],
+    result: status,
+  },
+
+  arl_attention_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (T, HQ, D) */
+      ptr, /* float* lse (HQ, T) */
+      ptr, /* const float* q (T, HQ, D) */
+      ptr, /* const float* k (T, HKV, D) */
+      ptr, /* const float* v (T, HKV, D) */
+      ptr, /* const int32_t* cu_seqlens (B + 1) */
+      i32, /* int32_t b */
+      i32, /* int32_t t */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t d */
+      f32, /* float scale */
+    ],
+    result: status,
+  },
+  arl_attention_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dq (T, HQ, D) */
+      ptr, /* float* dk (T, HKV, D) */
+      ptr, /* float* dv (T, HKV, D) */
+      ptr, /* const float* dout (T, HQ, D) */
+      ptr, /* const float* q */
+      ptr, /* const float* k */
+      ptr, /* const float* v */
+      ptr, /* const float* out */
+      ptr, /* const float* lse (HQ, T) */
+      ptr, /* const int32_t* cu_seqlens (B + 1) */
+      i32, /* int32_t b */
+      i32, /* int32_t t */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t d */
+      f32, /* float scale */
+    ],
+    result: status,
+  },
+  arl_kv_cache_write: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* k_cache (S, HKV, L, D) */
+      ptr, /* float* v_cache (S, HKV, L, D) */
+      ptr, /* const float* k (N, HKV, D) */
+      ptr, /* const float* v (N, HKV, D) */
+      ptr, /* const int32_t* slots (N) */
+      ptr, /* const int32_t* positions (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t s */
+      i32, /* int32_t hkv */
+      i32, /* int32_t l */
+      i32, /* int32_t d */
+    ],
+    result: status,
+  },
+  arl_attention_decode: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (N, HQ, D) */
+      ptr, /* const float* q (N, HQ, D) */
+      ptr, /* const float* k_cache (S, HKV, L, D) */
+      ptr, /* const float* v_cache (S, HKV, L, D) */
+      ptr, /* const int32_t* slots (N) */
+      ptr, /* const int32_t* lens (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t s */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t l */
+      i32, /* int32_t d */
+      f32, /* float scale */
+    ],
+    result: status,
+  },
+
+  arl_logprob_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* logp (T) */
+      ptr, /* float* entropy (T) or NULL */
+      ptr, /* float* lse (T) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const int32_t* targets (T) */
+      ptr, /* const float* w (V, C) */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+      f32, /* float temperature */
+    ],
+    result: status,
+  },
+  arl_logprob_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dh (T, C) */
+      ptr, /* float* dw (V, C) or NULL, += */
+      ptr, /* const float* dlogp (T) */
+      ptr, /* const float* dentropy (T) or NULL */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const int32_t* targets (T) */
+      ptr, /* const float* w (V, C) */
+      ptr, /* const float* lse (T) */
+      ptr, /* const float* entropy (T) or NULL */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+      f32, /* float temperature */
+    ],
+    result: status,
+  },
+  arl_lm_head: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* logits (T, V) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const float* w (V, C) */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_value_head_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* values (T) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const float* w (C) */
+      f32, /* float bias */
+      i32, /* int32_t t */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_value_head_backward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dh (T, C) or NULL */
+      ptr, /* float* dw (C) or NULL, += */
+      ptr, /* float* dbias (1) or NULL, += */
+      ptr, /* const float* dvalues (T) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const float* w (C) */
+      i32, /* int32_t t */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+
+  arl_ppo_loss: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* arl_ppo_metrics* metrics */
+      ptr, /* float* dlogp (T) */
+      ptr, /* float* dentropy (T) or NULL */
+      ptr, /* const float* logp (T) */
+      ptr, /* const float* old_logp (T) */
+      ptr, /* const float* ref_logp (T) or NULL */
+      ptr, /* const float* advantages (T) */
+      ptr, /* const float* entropy (T) or NULL */
+      ptr, /* const float* mask (T) */
+      ptr, /* const float* sft_mask (T) or NULL */
+      ptr, /* const int32_t* cu_seqlens (B + 1) */
+      i32, /* int32_t b */
+      i32, /* int32_t t */
+      ptr, /* const arl_ppo_params* params */
+    ],
+    result: status,
+  },
+  arl_value_loss: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* loss (1) */
+      ptr, /* float* clipfrac (1) */
+      ptr, /* float* dvalues (T) */
+      ptr, /* const float* values (T) */
+      ptr, /* const float* old_values (T) or NULL */
+      ptr, /* const float* returns (T) */
+      ptr, /* const float* mask (T) */
+      ptr, /* const int32_t* cu_seqlens (B + 1) */
+      i32, /* int32_t b */
+      i32, /* int32_t t */
+      f32, /* float value_clip */
+      i32, /* int32_t agg_mode */
+      f32, /* float norm_len */
+    ],
+    result: status,
+  },
+  arl_kl_full: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* kl (T) */
+      ptr, /* float* dlogits (T, V) or NULL */
+      ptr, /* const float* logits (T, V) */
+      ptr, /* const float* ref_logits (T, V) */
+      ptr, /* const float* dkl (T) or NULL */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+    ],
+    result: status,
+  },
+
+  arl_sum_squares: {
+    parameters: [ptr, /* ctx */ ptr, /* double* out */ ptr, /* const float* x */ i64 /* n */],
+    result: status,
+  },
+  arl_scale: {
+    parameters: [ptr, /* ctx */ ptr, /* float* x */ f32, /* float s */ i64 /* n */],
+    result: status,
+  },
+  arl_adamw: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* params (N) */
+      ptr, /* float* m (N) */
+      ptr, /* float* v (N) */
+      ptr, /* const float* grads (N) */
+      i64, /* int64_t n */
+      f32, /* float lr */
+      f32, /* float beta1 */
+      f32, /* float beta2 */
+      f32, /* float eps */
+      f32, /* float weight_decay */
+      i32, /* int32_t step */
+      f32, /* float grad_scale */
+    ],
+    result: status,
+  },
+
+  arl_sample: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* int32_t* tokens (N) */
+      ptr, /* float* logprobs (N) or NULL */
+      ptr, /* const float* logits (N, V) */
+      ptr, /* const float* temperature (N) */
+      ptr, /* const int32_t* top_k (N) */
+      ptr, /* const float* top_p (N) */
+      ptr, /* const uint64_t* seeds (N) */
+      ptr, /* const uint64_t* counters (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t v */
+    ],
+    result: status,
+  },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** The loaded library's functions. */
+export type KernelSymbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];

@@ -1,0 +1,260 @@
+// Causal grouped-query attention over packed variable-length sequences, its
+// backward pass (scores recomputed from the saved log-sum-exp), and attention
+// of new tokens against a KV cache.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common.h"
+#include "vec_math.h"
+
+namespace {
+
+arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
+                            int32_t t) {
+  if (cu[0] != 0)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[0] must be 0, got %d", fn, cu[0]);
+  for (int32_t s = 0; s < b; s++)
+    if (cu[s + 1] < cu[s])
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens must not decrease (index %d: %d < %d)",
+                       fn, s + 1, cu[s + 1], cu[s]);
+  if (cu[b] != t)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[%d] = %d must equal T = %d", fn, b,
+                     cu[b], t);
+  return ARL_OK;
+}
+
+arl_status check_heads(arl_ctx* ctx, const char* fn, int32_t hq, int32_t hkv) {
+  if (hq % hkv != 0)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: query heads %d must be a multiple of kv heads %d",
+                     fn, hq, hkv);
+  return ARL_OK;
+}
+
+// One attention row: out (D) = softmax(scale q.K^T) V over n keys with the given
+// strides; returns the log-sum-exp of the scaled scores. scores has room for n.
+float attend_row(float* out, float* scores, const float* q, const float* k, const float* v,
+                 int64_t kv_stride, int32_t n, int32_t d, float scale) {
+  for (int32_t j = 0; j < n; j++) scores[j] = scale * arl::vdot(q, k + j * kv_stride, d);
+  const float m = arl::vmax(scores, n);
+  const double sum = arl::vexp_store(scores, scores, n, m);
+  std::memset(out, 0, sizeof(float) * size_t(d));
+  const float inv = float(1.0 / sum);
+  for (int32_t j = 0; j < n; j++) arl::vaxpy(out, scores[j] * inv, v + j * kv_stride, d);
+  return m + float(std::log(sum));
+}
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                 const float* k, const float* v, const int32_t* cu_seqlens,
+                                 int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                                 float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, lse);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, cu_seqlens);
+  ARL_POSITIVE(ctx, b);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
+  if (arl_status s = check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  const int32_t group = hq / hkv;
+  const int64_t kv_stride = int64_t(hkv) * d;
+  return arl::guarded(ctx, __func__, [&] {
+    // Tasks: (sequence, query head, block of rows); later rows cost more.
+    struct Task { int32_t s, h, r0, r1; };
+    std::vector<Task> tasks;
+    for (int32_t s = 0; s < b; s++) {
+      const int32_t len = cu_seqlens[s + 1] - cu_seqlens[s];
+      for (int32_t h = 0; h < hq; h++)
+        for (int32_t r0 = 0; r0 < len; r0 += 64) tasks.push_back({s, h, r0, std::min(len, r0 + 64)});
+    }
+    int32_t max_len = 0;
+    for (int32_t s = 0; s < b; s++) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
+#pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 14))
+    {
+      std::vector<float> scores(size_t(std::max(max_len, 1)));
+#pragma omp for schedule(dynamic, 1)
+      for (size_t ti = 0; ti < tasks.size(); ti++) {
+        const Task task = tasks[ti];
+        const int32_t base = cu_seqlens[task.s];
+        const int32_t kvh = task.h / group;
+        const float* kb = k + int64_t(base) * kv_stride + int64_t(kvh) * d;
+        const float* vb = v + int64_t(base) * kv_stride + int64_t(kvh) * d;
+        for (int32_t r = task.r0; r < task.r1; r++) {
+          const int64_t row = int64_t(base + r) * hq + task.h;
+          lse[int64_t(task.h) * t + base + r] =
+              attend_row(out + row * d, scores.data(), q + row * d, kb, vb, kv_stride, r + 1, d,
+                         scale);
+        }
+      }
+    }
+  });
+}
+
+arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                  const float* dout, const float* q, const float* k,
+                                  const float* v, const float* out, const float* lse,
+                                  const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
+                                  int32_t hkv, int32_t d, float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dq);
+  ARL_NOT_NULL(ctx, dk);
+  ARL_NOT_NULL(ctx, dv);
+  ARL_NOT_NULL(ctx, dout);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, lse);
+  ARL_NOT_NULL(ctx, cu_seqlens);
+  ARL_POSITIVE(ctx, b);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
+  if (arl_status s = check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  const int32_t group = hq / hkv;
+  const int64_t kv_stride = int64_t(hkv) * d;
+  return arl::guarded(ctx, __func__, [&] {
+    // A task owns one (sequence, kv head): its dk/dv rows are touched by no other task.
+#pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 12))
+    {
+      std::vector<float> p;
+#pragma omp for schedule(dynamic, 1) collapse(2)
+      for (int32_t s = 0; s < b; s++) {
+        for (int32_t kvh = 0; kvh < hkv; kvh++) {
+          const int32_t base = cu_seqlens[s];
+          const int32_t len = cu_seqlens[s + 1] - base;
+          if (len == 0) continue;
+          if (p.size() < size_t(len)) p.resize(size_t(len));
+          const float* kb = k + int64_t(base) * kv_stride + int64_t(kvh) * d;
+          const float* vb = v + int64_t(base) * kv_stride + int64_t(kvh) * d;
+          float* dkb = dk + int64_t(base) * kv_stride + int64_t(kvh) * d;
+          float* dvb = dv + int64_t(base) * kv_stride + int64_t(kvh) * d;
+          for (int32_t j = 0; j < len; j++) {
+            std::memset(dkb + j * kv_stride, 0, sizeof(float) * size_t(d));
+            std::memset(dvb + j * kv_stride, 0, sizeof(float) * size_t(d));
+          }
+          for (int32_t h = kvh * group; h < (kvh + 1) * group; h++) {
+            for (int32_t i = 0; i < len; i++) {
+              const int64_t row = (int64_t(base + i)) * hq + h;
+              const float* qi = q + row * d;
+              const float* gi = dout + row * d;
+              float* dqi = dq + row * d;
+              const float li = lse[int64_t(h) * t + base + i];
+              const float di = arl::vdot(gi, out + row * d, d);
+              std::memset(dqi, 0, sizeof(float) * size_t(d));
+              for (int32_t j = 0; j <= i; j++) {
+                const float pij = std::exp(scale * arl::vdot(qi, kb + j * kv_stride, d) - li);
+                const float dp = arl::vdot(gi, vb + j * kv_stride, d);
+                const float ds = pij * (dp - di) * scale;
+                arl::vaxpy(dvb + j * kv_stride, pij, gi, d);
+                arl::vaxpy(dqi, ds, kb + j * kv_stride, d);
+                arl::vaxpy(dkb + j * kv_stride, ds, qi, d);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, const float* k,
+                              const float* v, const int32_t* slots, const int32_t* positions,
+                              int32_t n, int32_t s, int32_t hkv, int32_t l, int32_t d) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, k_cache);
+  ARL_NOT_NULL(ctx, v_cache);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, slots);
+  ARL_NOT_NULL(ctx, positions);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, s);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, l);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
+  for (int32_t i = 0; i < n; i++) {
+    if (slots[i] < 0 || slots[i] >= s)
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token %d is outside [0, %d)", __func__,
+                       slots[i], i, s);
+    if (positions[i] < 0 || positions[i] >= l)
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d of token %d is outside [0, %d)",
+                       __func__, positions[i], i, l);
+  }
+  for (int32_t i = 0; i < n; i++) {
+    for (int32_t h = 0; h < hkv; h++) {
+      const int64_t dst = ((int64_t(slots[i]) * hkv + h) * l + positions[i]) * d;
+      const int64_t src = (int64_t(i) * hkv + h) * d;
+      std::memcpy(k_cache + dst, k + src, sizeof(float) * size_t(d));
+      std::memcpy(v_cache + dst, v + src, sizeof(float) * size_t(d));
+    }
+  }
+  return ARL_OK;
+}
+
+arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const float* k_cache,
+                                const float* v_cache, const int32_t* slots, const int32_t* lens,
+                                int32_t n, int32_t s, int32_t hq, int32_t hkv, int32_t l,
+                                int32_t d, float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k_cache);
+  ARL_NOT_NULL(ctx, v_cache);
+  ARL_NOT_NULL(ctx, slots);
+  ARL_NOT_NULL(ctx, lens);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, s);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, l);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
+  ARL_PRODUCT(ctx, int64_t(n) * hq, d);
+  if (arl_status st = check_heads(ctx, __func__, hq, hkv)) return st;
+  for (int32_t i = 0; i < n; i++) {
+    if (slots[i] < 0 || slots[i] >= s)
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of query %d is outside [0, %d)", __func__,
+                       slots[i], i, s);
+    if (lens[i] < 1 || lens[i] > l)
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query %d is outside [1, %d]",
+                       __func__, lens[i], i, l);
+  }
+  const int32_t group = hq / hkv;
+  return arl::guarded(ctx, __func__, [&] {
+#pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * l * d > (1 << 15))
+    {
+      std::vector<float> scores;
+      scores.resize(size_t(l));
+#pragma omp for schedule(dynamic, 1) collapse(2)
+      for (int32_t i = 0; i < n; i++) {
+        for (int32_t h = 0; h < hq; h++) {
+          const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
+          const int64_t row = int64_t(i) * hq + h;
+          attend_row(out + row * d, scores.data(), q + row * d, k_cache + base, v_cache + base, d,
+                     lens[i], d, scale);
+        }
+      }
+    }
+  });
+}
+
+}  // extern "C"

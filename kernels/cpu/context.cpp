@@ -1,0 +1,136 @@
+// Contexts, errors, memory and dtype conversion.
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "common.h"
+#include "cpu_features.h"
+
+namespace arl {
+
+arl_status fail(arl_ctx* ctx, arl_status status, const char* fmt, ...) {
+  if (ctx != nullptr) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(ctx->last_error, sizeof(ctx->last_error), fmt, args);
+    va_end(args);
+  }
+  return status;
+}
+
+int default_threads() {
+  int n = omp_get_num_procs();
+  return n > 0 ? n : 1;
+}
+
+}  // namespace arl
+
+extern "C" {
+
+arl_ctx* arl_ctx_create(int32_t num_threads) {
+  auto* ctx = new (std::nothrow) arl_ctx();
+  if (ctx == nullptr) return nullptr;
+  ctx->num_threads = num_threads > 0 ? num_threads : arl::default_threads();
+  ctx->last_error[0] = '\0';
+  return ctx;
+}
+
+void arl_ctx_destroy(arl_ctx* ctx) { delete ctx; }
+
+const char* arl_last_error(const arl_ctx* ctx) {
+  return ctx == nullptr ? "the context is null" : ctx->last_error;
+}
+
+arl_status arl_set_num_threads(arl_ctx* ctx, int32_t num_threads) {
+  ARL_CTX(ctx);
+  if (num_threads > 1024)
+    return arl::fail(ctx, ARL_ERR_VALUE, "arl_set_num_threads: %d threads is too many",
+                     num_threads);
+  ctx->num_threads = num_threads > 0 ? num_threads : arl::default_threads();
+  return ARL_OK;
+}
+
+int32_t arl_num_threads(const arl_ctx* ctx) { return ctx == nullptr ? 0 : ctx->num_threads; }
+
+const char* arl_backend_name(void) { return arl::has_avx2_fma() ? "cpu-avx2" : "cpu-portable"; }
+
+int32_t arl_abi_version(void) { return ARL_ABI_VERSION; }
+
+void* arl_alloc(arl_ctx* ctx, int64_t bytes) {
+  if (ctx == nullptr) return nullptr;
+  arl::clear(ctx);
+  if (bytes <= 0 || bytes > arl::kMaxElements * 4) {
+    arl::fail(ctx, ARL_ERR_SIZE, "arl_alloc: bytes must be in 1..2^42, got %lld",
+              (long long)bytes);
+    return nullptr;
+  }
+  size_t size = (size_t(bytes) + 63) & ~size_t(63);
+  void* p = std::aligned_alloc(64, size);
+  if (p == nullptr) {
+    arl::fail(ctx, ARL_ERR_ALLOC, "arl_alloc: out of memory allocating %lld bytes",
+              (long long)bytes);
+    return nullptr;
+  }
+  std::memset(p, 0, size);
+  return p;
+}
+
+arl_status arl_free(arl_ctx* ctx, void* ptr) {
+  // ctx may be null here, so memory can be released after its context is gone.
+  if (ctx != nullptr) arl::clear(ctx);
+  std::free(ptr);
+  return ARL_OK;
+}
+
+arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  std::memmove(dst, src, size_t(bytes));
+  return ARL_OK;
+}
+
+arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_COUNT(ctx, n);
+#pragma omp parallel for num_threads(ctx->num_threads) if (n > (1 << 16)) schedule(static)
+  for (int64_t i = 0; i < n; i++) dst[i] = value;
+  return ARL_OK;
+}
+
+arl_status arl_f32_to_bf16(arl_ctx* ctx, uint16_t* out, const float* x, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_COUNT(ctx, n);
+#pragma omp parallel for num_threads(ctx->num_threads) if (n > (1 << 16)) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+      out[i] = uint16_t((bits >> 16) | 0x40);  // quiet NaN
+    } else {
+      uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+      out[i] = uint16_t((bits + rounding) >> 16);
+    }
+  }
+  return ARL_OK;
+}
+
+arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_COUNT(ctx, n);
+#pragma omp parallel for num_threads(ctx->num_threads) if (n > (1 << 16)) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t bits = uint32_t(x[i]) << 16;
+    std::memcpy(&out[i], &bits, 4);
+  }
+  return ARL_OK;
+}
+
+}  // extern "C"

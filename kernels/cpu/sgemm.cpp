@@ -1,0 +1,150 @@
+#include "sgemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cpu_features.h"
+#include "sgemm_kernels.h"
+
+namespace arl {
+namespace {
+
+constexpr int KC = 256;   // depth of a packed block (A panel in L1/L2)
+constexpr int MC = 120;   // rows of A per task (multiple of MR; MC x KC floats ~ 120 KB)
+constexpr int NC = 3072;  // columns of B packed at once (KC x NC floats ~ 3 MB, L3)
+
+// An aligned scratch buffer kept per thread, grown on demand.
+float* scratch(std::vector<float>& buf, size_t n) {
+  if (buf.size() < n + 16) buf.resize(n + 16);
+  auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((addr + 63) & ~uintptr_t(63));
+}
+
+// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row panels: ap[panel][p][r], rows past
+// mc zero-filled.
+void pack_a(float* ap, const float* a, int lda, bool trans, int i0, int mc, int p0, int kc) {
+  for (int ir = 0; ir < mc; ir += MR) {
+    const int rows = std::min(MR, mc - ir);
+    float* dst = ap + size_t(ir) * kc;
+    if (!trans) {
+      for (int r = 0; r < MR; r++) {
+        if (r < rows) {
+          const float* src = a + size_t(i0 + ir + r) * lda + p0;
+          for (int p = 0; p < kc; p++) dst[p * MR + r] = src[p];
+        } else {
+          for (int p = 0; p < kc; p++) dst[p * MR + r] = 0.0f;
+        }
+      }
+    } else {
+      for (int p = 0; p < kc; p++) {
+        const float* src = a + size_t(p0 + p) * lda + i0 + ir;
+        int r = 0;
+        for (; r < rows; r++) dst[p * MR + r] = src[r];
+        for (; r < MR; r++) dst[p * MR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+// Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column panels: bp[panel][p][c].
+void pack_b_panel(float* dst, const float* b, int ldb, bool trans, int j, int cols, int p0,
+                  int kc) {
+  if (!trans) {
+    for (int p = 0; p < kc; p++) {
+      const float* src = b + size_t(p0 + p) * ldb + j;
+      int c = 0;
+      for (; c < cols; c++) dst[p * NR + c] = src[c];
+      for (; c < NR; c++) dst[p * NR + c] = 0.0f;
+    }
+  } else {
+    for (int c = 0; c < NR; c++) {
+      if (c < cols) {
+        const float* src = b + size_t(j + c) * ldb + p0;
+        for (int p = 0; p < kc; p++) dst[p * NR + c] = src[p];
+      } else {
+        for (int p = 0; p < kc; p++) dst[p * NR + c] = 0.0f;
+      }
+    }
+  }
+}
+
+MicroKernel pick_kernel() { return has_avx2_fma() ? micro_kernel_avx2 : micro_kernel_portable; }
+
+// C *= beta over an (m, n) block (used when k == 0 or alpha == 0).
+void scale_c(float* c, int ldc, int m, int n, float beta) {
+  for (int i = 0; i < m; i++) {
+    float* row = c + size_t(i) * ldc;
+    if (beta == 0.0f) std::memset(row, 0, sizeof(float) * size_t(n));
+    else for (int j = 0; j < n; j++) row[j] *= beta;
+  }
+}
+
+}  // namespace
+
+void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(c, ldc, m, n, beta);
+    return;
+  }
+  const MicroKernel kernel = pick_kernel();
+  static thread_local std::vector<float> a_buf;
+  std::vector<float> b_shared;
+  const int threads = std::max(1, num_threads);
+
+  for (int j0 = 0; j0 < n; j0 += NC) {
+    const int nc = std::min(NC, n - j0);
+    const int b_panels = (nc + NR - 1) / NR;
+    for (int p0 = 0; p0 < k; p0 += KC) {
+      const int kc = std::min(KC, k - p0);
+      const float beta_here = p0 == 0 ? beta : 1.0f;
+      float* bp = scratch(b_shared, size_t(b_panels) * NR * kc);
+      const int m_blocks = (m + MC - 1) / MC;
+      // Split the columns too when there are few row blocks (e.g. decoding).
+      int n_split = 1;
+      while (m_blocks * n_split < 4 * threads && (b_panels / (n_split * 2)) >= 2) n_split *= 2;
+      const int panels_per_split = (b_panels + n_split - 1) / n_split;
+      const int tasks = m_blocks * n_split;
+      const bool parallel = threads > 1 && (int64_t)m * nc * kc > 200000;
+
+#pragma omp parallel num_threads(threads) if (parallel)
+      {
+#pragma omp for schedule(static)
+        for (int jp = 0; jp < b_panels; jp++) {
+          const int j = jp * NR;
+          pack_b_panel(bp + size_t(jp) * NR * kc, b, ldb, trans_b, j0 + j, std::min(NR, nc - j),
+                       p0, kc);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int task = 0; task < tasks; task++) {
+          const int mb = task / n_split;
+          const int ns = task % n_split;
+          const int i0 = mb * MC;
+          const int mc = std::min(MC, m - i0);
+          const int jp_begin = ns * panels_per_split;
+          const int jp_end = std::min(b_panels, jp_begin + panels_per_split);
+          if (jp_begin >= jp_end) continue;
+          float* ap = scratch(a_buf, size_t((mc + MR - 1) / MR) * MR * kc);
+          pack_a(ap, a, lda, trans_a, i0, mc, p0, kc);
+          for (int jp = jp_begin; jp < jp_end; jp++) {
+            const int j = jp * NR;
+            const int nr = std::min(NR, nc - j);
+            const float* bpanel = bp + size_t(jp) * NR * kc;
+            for (int ir = 0; ir < mc; ir += MR) {
+              const int mr = std::min(MR, mc - ir);
+              kernel(kc, ap + size_t(ir) * kc, bpanel, c + size_t(i0 + ir) * ldc + j0 + j, ldc,
+                     alpha, beta_here, mr, nr);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace arl

@@ -1,0 +1,14 @@
+// Blocked, packed, register-tiled single-precision GEMM (BLIS-style).
+#pragma once
+
+#include <cstdint>
+
+namespace arl {
+
+// C (m, n; ldc) = alpha * op(A) op(B) + beta * C, row-major; see arl_sgemm.
+// Uses up to num_threads threads; with num_threads == 1 it may be called from
+// inside a parallel region.
+void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+}  // namespace arl

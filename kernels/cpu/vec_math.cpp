@@ -1,0 +1,160 @@
+#include "vec_math.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "cpu_features.h"
+
+namespace arl {
+namespace {
+
+__attribute__((target("avx2,fma"))) inline __m256 exp256(__m256 x) {
+  // exp(x) = 2^n * exp(r), r = x - n ln2 in [-ln2/2, ln2/2]; degree-6 polynomial.
+  const __m256 hi = _mm256_set1_ps(88.3762626647949f);
+  const __m256 lo = _mm256_set1_ps(-103.0f);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // Scale by 2^n in two steps so that n down to -149 (subnormals) stays exact enough.
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i half = _mm256_srai_epi32(ni, 1);
+  const __m256i rest = _mm256_sub_epi32(ni, half);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, _mm256_set1_epi32(127)), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) float vmax_avx2(const float* x, int n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  float best = _mm_cvtss_f32(s);
+  for (; i < n; i++) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
+__attribute__((target("avx2,fma"))) void vexp_sums_avx2(const float* x, int n, float m,
+                                                        double* sum_e, double* sum_ex) {
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 se = _mm256_setzero_ps(), sex = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = exp256(_mm256_sub_ps(v, vm));
+    se = _mm256_add_ps(se, e);
+    sex = _mm256_fmadd_ps(e, v, sex);
+  }
+  double a = hsum(se), b = hsum(sex);
+  for (; i < n; i++) {
+    const double e = std::exp(double(x[i]) - m);
+    a += e;
+    b += e * x[i];
+  }
+  *sum_e = a;
+  *sum_ex = b;
+}
+
+__attribute__((target("avx2,fma"))) double vexp_store_avx2(float* out, const float* x, int n,
+                                                           float m) {
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 se = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(out + i, e);
+    se = _mm256_add_ps(se, e);
+  }
+  double s = hsum(se);
+  for (; i < n; i++) {
+    out[i] = std::exp(x[i] - m);
+    s += out[i];
+  }
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) float vdot_avx2(const float* a, const float* b, int n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) void vaxpy_avx2(float* y, float alpha, const float* x, int n) {
+  const __m256 va = _mm256_set1_ps(alpha);
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] += alpha * x[i];
+}
+
+}  // namespace
+
+float vmax(const float* x, int n) {
+  if (has_avx2_fma()) return vmax_avx2(x, n);
+  float best = -INFINITY;
+  for (int i = 0; i < n; i++) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
+void vexp_sums(const float* x, int n, float m, double* sum_e, double* sum_ex) {
+  if (has_avx2_fma()) return vexp_sums_avx2(x, n, m, sum_e, sum_ex);
+  double a = 0, b = 0;
+  for (int i = 0; i < n; i++) {
+    const double e = std::exp(double(x[i]) - m);
+    a += e;
+    b += e * x[i];
+  }
+  *sum_e = a;
+  *sum_ex = b;
+}
+
+double vexp_store(float* out, const float* x, int n, float m) {
+  if (has_avx2_fma()) return vexp_store_avx2(out, x, n, m);
+  double s = 0;
+  for (int i = 0; i < n; i++) {
+    out[i] = std::exp(x[i] - m);
+    s += out[i];
+  }
+  return s;
+}
+
+float vdot(const float* a, const float* b, int n) {
+  if (has_avx2_fma()) return vdot_avx2(a, b, n);
+  float s = 0;
+  for (int i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+void vaxpy(float* y, float alpha, const float* x, int n) {
+  if (has_avx2_fma()) return vaxpy_avx2(y, alpha, x, n);
+  for (int i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+}  // namespace arl

@@ -1,0 +1,17 @@
+// Vectorized reductions used by softmax-like kernels (AVX2 where available).
+#pragma once
+
+namespace arl {
+
+// Largest value of x (n); -inf for n == 0.
+float vmax(const float* x, int n);
+// sum exp(x - m) over x (n), and sum exp(x - m) * x into *sum_ex.
+void vexp_sums(const float* x, int n, float m, double* sum_e, double* sum_ex);
+// out[i] = exp(x[i] - m) for i < n; returns their sum.
+double vexp_store(float* out, const float* x, int n, float m);
+// dot product of a and b (n), accumulated in float lanes.
+float vdot(const float* a, const float* b, int n);
+// y += alpha * x (n)
+void vaxpy(float* y, float alpha, const float* x, int n);
+
+}  // namespace arl

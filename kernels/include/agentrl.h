@@ -1,0 +1,314 @@
+/*
+ * agentrl kernels: one C ABI for the CPU and CUDA libraries.
+ *
+ * Conventions (as in llm.c):
+ * - Every entry point returns an arl_status; ARL_OK is 0. On failure the
+ *   context keeps a message, read with arl_last_error(ctx).
+ * - Arguments: the context, then outputs, then inputs, then weights, then sizes
+ *   and scalars. Gradients are prefixed d.
+ * - Shapes are given in comments: (T, C) is row-major with C contiguous.
+ * - Activation gradients are written (=); parameter gradients accumulate (+=),
+ *   so micro-batches can add into one gradient buffer.
+ * - Sizes are int32 unless a count can exceed 2^31 (element counts: int64).
+ * - Native code validates every argument (null pointers, non-positive or
+ *   overflowing sizes, out-of-range ids) and never aborts the process.
+ */
+#ifndef AGENTRL_H
+#define AGENTRL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ARL_API __declspec(dllexport)
+#else
+#define ARL_API __attribute__((visibility("default")))
+#endif
+
+#define ARL_ABI_VERSION 1
+
+typedef int32_t arl_status;
+enum {
+  ARL_OK = 0,
+  ARL_ERR_NULL = 1,      /* a required pointer is null */
+  ARL_ERR_SIZE = 2,      /* a size is non-positive, too large, or inconsistent */
+  ARL_ERR_VALUE = 3,     /* an argument's value is out of range (ids, options) */
+  ARL_ERR_ALLOC = 4,     /* out of memory */
+  ARL_ERR_DEVICE = 5,    /* no usable device (CUDA) */
+  ARL_ERR_INTERNAL = 6,  /* a bug: please report */
+};
+
+/* ---- context ---------------------------------------------------------- */
+
+typedef struct arl_ctx arl_ctx;
+
+/* A context per device. num_threads <= 0 means all cores. NULL on failure. */
+ARL_API arl_ctx* arl_ctx_create(int32_t num_threads);
+ARL_API void arl_ctx_destroy(arl_ctx* ctx);
+/* The message of the last failed call on this context ("" if none). */
+ARL_API const char* arl_last_error(const arl_ctx* ctx);
+ARL_API arl_status arl_set_num_threads(arl_ctx* ctx, int32_t num_threads);
+ARL_API int32_t arl_num_threads(const arl_ctx* ctx);
+/* "cpu-avx2" or "cpu-portable" (the code path chosen at run time), or "cuda". */
+ARL_API const char* arl_backend_name(void);
+ARL_API int32_t arl_abi_version(void);
+
+/* ---- memory ----------------------------------------------------------- */
+
+/* 64-byte aligned, zero-filled. NULL (and last_error) on failure. */
+ARL_API void* arl_alloc(arl_ctx* ctx, int64_t bytes);
+/* ctx may be NULL (memory outlives contexts). */
+ARL_API arl_status arl_free(arl_ctx* ctx, void* ptr);
+ARL_API arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes);
+ARL_API arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n);
+/* out (n) = round-to-nearest-even bf16 of x (n) */
+ARL_API arl_status arl_f32_to_bf16(arl_ctx* ctx, uint16_t* out, const float* x, int64_t n);
+ARL_API arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, int64_t n);
+
+/* ---- matmul ----------------------------------------------------------- */
+
+/*
+ * C (M, N; ldc) = alpha * op(A) op(B) + beta * C, row-major.
+ * op(A) is (M, K): A is (M, K; lda) or, when trans_a, (K, M; lda).
+ * op(B) is (K, N): B is (K, N; ldb) or, when trans_b, (N, K; ldb).
+ * beta == 0 ignores C's old content (NaNs included).
+ */
+ARL_API arl_status arl_sgemm(arl_ctx* ctx, float* c, const float* a, const float* b,
+                             int32_t trans_a, int32_t trans_b, int32_t m, int32_t n,
+                             int32_t k, float alpha, float beta, int32_t lda, int32_t ldb,
+                             int32_t ldc);
+
+/* y (M, N) = x (M, K) . w (N, K)^T + bias (N) [+ y if accumulate]. bias may be NULL. */
+ARL_API arl_status arl_linear_forward(arl_ctx* ctx, float* y, const float* x, const float* w,
+                                      const float* bias, int32_t m, int32_t n, int32_t k,
+                                      int32_t accumulate);
+/*
+ * dx (M, K) = dy (M, N) . w (N, K)          [+= if accumulate_dx]; dx may be NULL.
+ * dw (N, K) += dy^T . x (M, K);  dbias (N) += sum over rows of dy. dw, dbias may be NULL.
+ */
+ARL_API arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias,
+                                       const float* dy, const float* x, const float* w,
+                                       int32_t m, int32_t n, int32_t k, int32_t accumulate_dx);
+
+/* ---- elementwise and normalization ------------------------------------ */
+
+/* out (T, C) = wte (V, C)[tokens (T)]. Token ids outside [0, V) are an error. */
+ARL_API arl_status arl_embedding_forward(arl_ctx* ctx, float* out, const int32_t* tokens,
+                                         const float* wte, int32_t t, int32_t v, int32_t c);
+/* dwte (V, C) += scatter of dout (T, C) by tokens (T). */
+ARL_API arl_status arl_embedding_backward(arl_ctx* ctx, float* dwte, const float* dout,
+                                          const int32_t* tokens, int32_t t, int32_t v,
+                                          int32_t c);
+
+/* out (T, C) = x / rms(x) * weight (C); rstd (T) = 1 / sqrt(mean(x^2) + eps) (saved). */
+ARL_API arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const float* x,
+                                       const float* weight, int32_t t, int32_t c, float eps);
+/* dx (T, C) = (written); dweight (C) += ... */
+ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
+                                        const float* dout, const float* x, const float* rstd,
+                                        const float* weight, int32_t t, int32_t c);
+
+/*
+ * Rotary embedding in the Hugging Face rotate_half layout: for i < D/2, the pair
+ * (i, i + D/2) of each head is rotated by pos * theta^(-2i/D).
+ * out (T, H, D) = rope(x (T, H, D), positions (T)); out may equal x.
+ * The backward pass is the rotation by the opposite angle: call with inverse = 1.
+ */
+ARL_API arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
+                            int32_t t, int32_t h, int32_t d, float theta, int32_t inverse);
+
+/* out (N) = silu(gate (N)) * up (N). */
+ARL_API arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate,
+                                      const float* up, int64_t n);
+/* dgate (N), dup (N) written from dout (N). */
+ARL_API arl_status arl_swiglu_backward(arl_ctx* ctx, float* dgate, float* dup, const float* dout,
+                                       const float* gate, const float* up, int64_t n);
+
+/* out (N) = a (N) + b (N); out may alias a or b. */
+ARL_API arl_status arl_add(arl_ctx* ctx, float* out, const float* a, const float* b, int64_t n);
+
+/* ---- attention -------------------------------------------------------- */
+
+/*
+ * Causal self-attention over a packed batch of B sequences: sequence s holds
+ * rows cu_seqlens[s] .. cu_seqlens[s+1]-1 (cu_seqlens (B+1), cu_seqlens[0] = 0,
+ * cu_seqlens[B] = T, non-decreasing). No attention across sequences.
+ * Grouped-query heads: query head h reads key/value head h / (HQ / HKV).
+ * out (T, HQ, D); lse (HQ, T) log-sum-exp of each score row (saved for backward);
+ * q (T, HQ, D), k (T, HKV, D), v (T, HKV, D). scale is usually 1/sqrt(D).
+ * Memory-efficient: no T x T matrix is kept; the backward pass recomputes scores.
+ */
+ARL_API arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                         const float* k, const float* v,
+                                         const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                         int32_t hq, int32_t hkv, int32_t d, float scale);
+/* dq (T, HQ, D), dk, dv (T, HKV, D) written. */
+ARL_API arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                          const float* dout, const float* q, const float* k,
+                                          const float* v, const float* out, const float* lse,
+                                          const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                          int32_t hq, int32_t hkv, int32_t d, float scale);
+
+/*
+ * KV cache: k_cache, v_cache (S, HKV, L, D) for S slots of up to L positions.
+ * Writes k, v (N, HKV, D) of N new tokens at (slots[i], positions[i]).
+ */
+ARL_API arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache,
+                                      const float* k, const float* v, const int32_t* slots,
+                                      const int32_t* positions, int32_t n, int32_t s,
+                                      int32_t hkv, int32_t l, int32_t d);
+/*
+ * Attention of N new query tokens against the cache: query i attends to
+ * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a
+ * decode step uses lens[i] = position + 1). out, q (N, HQ, D).
+ */
+ARL_API arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q,
+                                        const float* k_cache, const float* v_cache,
+                                        const int32_t* slots, const int32_t* lens, int32_t n,
+                                        int32_t s, int32_t hq, int32_t hkv, int32_t l,
+                                        int32_t d, float scale);
+
+/* ---- log-probs -------------------------------------------------------- */
+
+/*
+ * Fused LM head + log-softmax + gather + entropy, chunked over the vocabulary
+ * (no (T, V) logits matrix is stored):
+ * logits = h (T, C) . w (V, C)^T / temperature;
+ * logp (T) = log softmax(logits)[targets (T)]; entropy (T) = H(softmax(logits));
+ * lse (T) = logsumexp(logits) (saved for backward). entropy may be NULL.
+ * Target ids outside [0, V) are an error.
+ */
+ARL_API arl_status arl_logprob_forward(arl_ctx* ctx, float* logp, float* entropy, float* lse,
+                                       const float* h, const int32_t* targets, const float* w,
+                                       int32_t t, int32_t v, int32_t c, float temperature);
+/*
+ * Given dlogp (T) and dentropy (T) (may be NULL): dh (T, C) written, dw (V, C) +=.
+ * dw may be NULL (frozen head).
+ */
+ARL_API arl_status arl_logprob_backward(arl_ctx* ctx, float* dh, float* dw, const float* dlogp,
+                                        const float* dentropy, const float* h,
+                                        const int32_t* targets, const float* w,
+                                        const float* lse, const float* entropy, int32_t t,
+                                        int32_t v, int32_t c, float temperature);
+
+/* Full logits for sampling: logits (T, V) = h (T, C) . w (V, C)^T. */
+ARL_API arl_status arl_lm_head(arl_ctx* ctx, float* logits, const float* h, const float* w,
+                               int32_t t, int32_t v, int32_t c);
+
+/* Value head (critic): values (T) = h (T, C) . w (C) + bias. */
+ARL_API arl_status arl_value_head_forward(arl_ctx* ctx, float* values, const float* h,
+                                          const float* w, float bias, int32_t t, int32_t c);
+/* dh (T, C) written; dw (C) +=; dbias (1) +=. */
+ARL_API arl_status arl_value_head_backward(arl_ctx* ctx, float* dh, float* dw, float* dbias,
+                                           const float* dvalues, const float* h,
+                                           const float* w, int32_t t, int32_t c);
+
+/* ---- losses ----------------------------------------------------------- */
+
+enum {
+  ARL_AGG_TOKEN_MEAN = 0,
+  ARL_AGG_SEQ_MEAN_TOKEN_SUM = 1,
+  ARL_AGG_SEQ_MEAN_TOKEN_MEAN = 2,
+  ARL_AGG_SEQ_MEAN_TOKEN_SUM_NORM = 3,
+};
+enum { ARL_KL_KL = 0, ARL_KL_ABS = 1, ARL_KL_MSE = 2, ARL_KL_K3 = 3 };
+
+/* Settings of the PPO-family token loss. */
+typedef struct arl_ppo_params {
+  float clip_low;         /* ratio lower bound is 1 - clip_low */
+  float clip_high;        /* ratio upper bound is 1 + clip_high */
+  float dual_clip;        /* > 1 enables dual clip (bound for A < 0); 0 disables */
+  float kl_coef;          /* weight of the KL-to-reference loss (0: no ref_logp needed) */
+  int32_t kl_kind;        /* ARL_KL_* */
+  float kl_clamp;         /* |per-token KL| clamp (k3: 10); 0 disables */
+  float entropy_coef;     /* loss -= entropy_coef * entropy */
+  float sft_coef;         /* loss += sft_coef * NLL on tokens with sft_mask */
+  int32_t agg_mode;       /* ARL_AGG_* */
+  float norm_len;         /* seq-mean-token-sum-norm divisor (e.g. max response length) */
+} arl_ppo_params;
+
+/* Scalars the loss reports. */
+typedef struct arl_ppo_metrics {
+  float loss, pg_loss, kl_loss, entropy_loss, sft_loss;
+  float clipfrac;      /* fraction of tokens whose objective was clipped */
+  float approx_kl;     /* mean of 0.5 (logp - old_logp)^2 */
+  float ratio_mean, ratio_min, ratio_max;
+  float dual_clipfrac;
+  float num_tokens;
+} arl_ppo_metrics;
+
+/*
+ * PPO token loss over T tokens in B sequences (cu_seqlens (B+1)); mask (T) is 1
+ * on tokens that count. ratio = exp(logp - old_logp); pg = -A * ratio clipped to
+ * [1 - clip_low, 1 + clip_high] (pessimistic max of the two losses), dual-clipped
+ * for A < 0 at dual_clip * -A. Outputs the aggregated loss and its gradient
+ * dlogp (T), dentropy (T) (dentropy may be NULL if entropy_coef is 0).
+ * ref_logp may be NULL when kl_coef == 0; entropy may be NULL when entropy_coef
+ * == 0; sft_mask may be NULL when sft_coef == 0.
+ */
+ARL_API arl_status arl_ppo_loss(arl_ctx* ctx, arl_ppo_metrics* metrics, float* dlogp,
+                                float* dentropy, const float* logp, const float* old_logp,
+                                const float* ref_logp, const float* advantages,
+                                const float* entropy, const float* mask, const float* sft_mask,
+                                const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                const arl_ppo_params* params);
+
+/*
+ * Clipped value loss: 0.5 * max((v - R)^2, (clip(v, v_old - c, v_old + c) - R)^2),
+ * aggregated by agg_mode. loss (1), clipfrac (1); dvalues (T) written.
+ * value_clip <= 0 disables clipping.
+ */
+ARL_API arl_status arl_value_loss(arl_ctx* ctx, float* loss, float* clipfrac, float* dvalues,
+                                  const float* values, const float* old_values,
+                                  const float* returns, const float* mask,
+                                  const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                  float value_clip, int32_t agg_mode, float norm_len);
+
+/*
+ * Full KL(p || p_ref) per token from full logits rows: kl (T);
+ * dlogits (T, V) written (gradient w.r.t. the policy's logits, scaled by dkl (T)).
+ * dlogits may be NULL.
+ */
+ARL_API arl_status arl_kl_full(arl_ctx* ctx, float* kl, float* dlogits, const float* logits,
+                               const float* ref_logits, const float* dkl, int32_t t, int32_t v);
+
+/* ---- optimizer -------------------------------------------------------- */
+
+/* out (1) = sum of squares of x (N), accumulated in double. */
+ARL_API arl_status arl_sum_squares(arl_ctx* ctx, double* out, const float* x, int64_t n);
+/* x (N) *= s */
+ARL_API arl_status arl_scale(arl_ctx* ctx, float* x, float s, int64_t n);
+/*
+ * AdamW (decoupled weight decay, bias correction) on N parameters, step >= 1:
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * p -= lr * (m / (1-b1^step) / (sqrt(v / (1-b2^step)) + eps) + wd * p).
+ * grad_scale multiplies g first (e.g. for clipping).
+ */
+ARL_API arl_status arl_adamw(arl_ctx* ctx, float* params, float* m, float* v,
+                             const float* grads, int64_t n, float lr, float beta1,
+                             float beta2, float eps, float weight_decay, int32_t step,
+                             float grad_scale);
+
+/* ---- sampling --------------------------------------------------------- */
+
+/*
+ * Samples one token per row of logits (N, V). Row i uses temperature[i]
+ * (0 = greedy), top_k[i] (<= 0: off), top_p[i] (>= 1: off) and a counter-based
+ * random stream (seeds[i], counters[i]): the result depends on nothing else
+ * (not on the thread count or the batch). tokens (N) written; logprobs (N) =
+ * log softmax(logits / temperature) of the chosen token over the full
+ * vocabulary (the raw logits when greedy). logprobs may be NULL.
+ */
+ARL_API arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs,
+                              const float* logits, const float* temperature,
+                              const int32_t* top_k, const float* top_p, const uint64_t* seeds,
+                              const uint64_t* counters, int32_t n, int32_t v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGENTRL_H */
