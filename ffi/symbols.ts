@@ -21,6 +21,11 @@ export const SYMBOLS = {
   arl_backend_name: { parameters: [], result: ptr },
   arl_abi_version: { parameters: [], result: i32 },
 
+  arl_fma_peak: {
+    parameters: [ptr, /* arl_ctx* */ ptr, /* double* gflops */ i64 /* int64_t iterations */],
+    result: status,
+  },
+
   arl_alloc: { parameters: [ptr, /* arl_ctx* */ i64 /* int64_t bytes */], result: ptr },
   arl_free: { parameters: [ptr, /* arl_ctx* */ ptr /* void* ptr */], result: status },
   arl_copy: {

@@ -87,3 +87,14 @@ export function fromBf16(k: Kernels, out: Tensor, x: Tensor): void {
   expectTensor(out, "out", "f32", x.shape);
   k.check("arl_bf16_to_f32", k.sym.arl_bf16_to_f32(k.ctx, out.ptr, x.ptr, BigInt(x.size)));
 }
+
+/** The device's measured fused multiply-add peak in GFLOP/s (a benchmark baseline). */
+export function fmaPeak(k: Kernels, iterations = 200_000_000): number {
+  expectInt(iterations, "iterations", 1, Number.MAX_SAFE_INTEGER);
+  const out = new Float64Array(1);
+  k.check(
+    "arl_fma_peak",
+    k.sym.arl_fma_peak(k.ctx, Deno.UnsafePointer.of(out), BigInt(iterations)),
+  );
+  return out[0]!;
+}

@@ -83,9 +83,13 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
     }
     int32_t max_len = 0;
     for (int32_t s = 0; s < b; s++) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
+    // Scratch is allocated here, outside the parallel region, so that running out
+    // of memory becomes ARL_ERR_ALLOC instead of terminating the process.
+    const size_t row_room = size_t(std::max(max_len, 1));
+    std::vector<float> scratch(row_room * size_t(ctx->num_threads));
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 14))
     {
-      std::vector<float> scores(size_t(std::max(max_len, 1)));
+      float* scores = scratch.data() + row_room * size_t(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
       for (size_t ti = 0; ti < tasks.size(); ti++) {
         const Task task = tasks[ti];
@@ -96,7 +100,7 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
         for (int32_t r = task.r0; r < task.r1; r++) {
           const int64_t row = int64_t(base + r) * hq + task.h;
           lse[int64_t(task.h) * t + base + r] =
-              attend_row(out + row * d, scores.data(), q + row * d, kb, vb, kv_stride, r + 1, d,
+              attend_row(out + row * d, scores, q + row * d, kb, vb, kv_stride, r + 1, d,
                          scale);
         }
       }
@@ -134,14 +138,12 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
     // A task owns one (sequence, kv head): its dk/dv rows are touched by no other task.
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 12))
     {
-      std::vector<float> p;
 #pragma omp for schedule(dynamic, 1) collapse(2)
       for (int32_t s = 0; s < b; s++) {
         for (int32_t kvh = 0; kvh < hkv; kvh++) {
           const int32_t base = cu_seqlens[s];
           const int32_t len = cu_seqlens[s + 1] - base;
           if (len == 0) continue;
-          if (p.size() < size_t(len)) p.resize(size_t(len));
           const float* kb = k + int64_t(base) * kv_stride + int64_t(kvh) * d;
           const float* vb = v + int64_t(base) * kv_stride + int64_t(kvh) * d;
           float* dkb = dk + int64_t(base) * kv_stride + int64_t(kvh) * d;
@@ -240,16 +242,16 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
   }
   const int32_t group = hq / hkv;
   return arl::guarded(ctx, __func__, [&] {
+    std::vector<float> scratch(size_t(l) * size_t(ctx->num_threads));
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * l * d > (1 << 15))
     {
-      std::vector<float> scores;
-      scores.resize(size_t(l));
+      float* scores = scratch.data() + size_t(l) * size_t(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1) collapse(2)
       for (int32_t i = 0; i < n; i++) {
         for (int32_t h = 0; h < hq; h++) {
           const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
           const int64_t row = int64_t(i) * hq + h;
-          attend_row(out + row * d, scores.data(), q + row * d, k_cache + base, v_cache + base, d,
+          attend_row(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, d,
                      lens[i], d, scale);
         }
       }

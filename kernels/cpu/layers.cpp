@@ -157,9 +157,11 @@ arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* pos
   return arl::guarded(ctx, __func__, [&] {
     std::vector<double> inv_freq(static_cast<size_t>(half));
     for (int32_t i = 0; i < half; i++) inv_freq[i] = std::pow(double(theta), -2.0 * i / d);
+    std::vector<float> trig(size_t(half) * 2 * size_t(ctx->num_threads));
 #pragma omp parallel for num_threads(ctx->num_threads) if (int64_t(t) * h * d > (1 << 14))
     for (int32_t i = 0; i < t; i++) {
-      std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+      float* cs = trig.data() + size_t(half) * 2 * size_t(omp_get_thread_num());
+      float* sn = cs + half;
       for (int32_t j = 0; j < half; j++) {
         const double angle = double(positions[i]) * inv_freq[j];
         cs[j] = float(std::cos(angle));

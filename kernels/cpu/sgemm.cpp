@@ -13,14 +13,20 @@
 namespace arl {
 namespace {
 
-constexpr int KC = 256;   // depth of a packed block (A panel in L1/L2)
-constexpr int MC = 120;   // rows of A per task (multiple of MR; MC x KC floats ~ 120 KB)
-constexpr int NC = 3072;  // columns of B packed at once (KC x NC floats ~ 3 MB, L3)
+constexpr int KC = 512;   // depth of a packed block (tuned on 2-core AVX2: 512 x 48)
+constexpr int MC = 48;    // rows of A per task (multiple of MR; MC x KC floats = 96 KB, L2)
+constexpr int NC = 3072;  // columns of B packed at once (KC x NC floats = 6 MB, L3)
 
-// An aligned scratch buffer kept per thread, grown on demand.
+// An aligned scratch buffer, grown on demand (16 floats of slack for alignment).
 float* scratch(std::vector<float>& buf, size_t n) {
   if (buf.size() < n + 16) buf.resize(n + 16);
   auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((addr + 63) & ~uintptr_t(63));
+}
+
+// The first 64-byte aligned float at or after p.
+float* aligned(float* p) {
+  auto addr = reinterpret_cast<uintptr_t>(p);
   return reinterpret_cast<float*>((addr + 63) & ~uintptr_t(63));
 }
 
@@ -93,9 +99,12 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
     return;
   }
   const MicroKernel kernel = pick_kernel();
-  static thread_local std::vector<float> a_buf;
   std::vector<float> b_shared;
+  // Per-thread A panels, allocated before any parallel region (out of memory is
+  // then an exception the entry point turns into ARL_ERR_ALLOC).
+  const size_t a_room = size_t((std::min(MC, m) + MR - 1) / MR) * MR * std::min(KC, k) + 16;
   const int threads = std::max(1, num_threads);
+  std::vector<float> a_all(a_room * size_t(threads));
 
   for (int j0 = 0; j0 < n; j0 += NC) {
     const int nc = std::min(NC, n - j0);
@@ -129,7 +138,7 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
           const int jp_begin = ns * panels_per_split;
           const int jp_end = std::min(b_panels, jp_begin + panels_per_split);
           if (jp_begin >= jp_end) continue;
-          float* ap = scratch(a_buf, size_t((mc + MR - 1) / MR) * MR * kc);
+          float* ap = aligned(a_all.data() + a_room * size_t(omp_get_thread_num()));
           pack_a(ap, a, lda, trans_a, i0, mc, p0, kc);
           for (int jp = jp_begin; jp < jp_end; jp++) {
             const int j = jp * NR;

@@ -56,6 +56,13 @@ ARL_API int32_t arl_num_threads(const arl_ctx* ctx);
 ARL_API const char* arl_backend_name(void);
 ARL_API int32_t arl_abi_version(void);
 
+/*
+ * Measures the device's fused multiply-add rate with a loop of independent
+ * FMAs on all threads of the context (no memory traffic): gflops (1) written.
+ * Benchmarks report their rates as fractions of this peak.
+ */
+ARL_API arl_status arl_fma_peak(arl_ctx* ctx, double* gflops, int64_t iterations);
+
 /* ---- memory ----------------------------------------------------------- */
 
 /* 64-byte aligned, zero-filled. NULL (and last_error) on failure. */
