@@ -51,4 +51,16 @@ export interface Env {
   render(mode: "text"): string;
   render(mode: "rgb"): RgbFrame;
   close(): void;
+  /**
+   * Optional, for random policies and benchmarks: a response naming a uniformly
+   * random legal action (already in the env's action format, e.g.
+   * `<answer>Left</answer>`), drawn with `random` (uniform in [0, 1)).
+   */
+  sampleAction?(random: () => number): string;
+  /**
+   * Optional, for the scripted policy: a response naming the next action of a
+   * solution from the current state (FrozenLake: a shortest path; Sokoban: the
+   * solver's plan), or undefined when the env knows none.
+   */
+  oracleAction?(): string | undefined;
 }

@@ -1,6 +1,7 @@
 import { Command } from "npm:@commander-js/extra-typings@15.1.0";
 import { DEFAULT_CONFIG_NAME, loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { toYaml } from "../config/to_yaml.ts";
+import { runRollout } from "./rollout.ts";
 
 const OVERRIDES_HELP =
   "Hydra-style overrides: key=value, +key=value, ++key=value, ~key, group=option";
@@ -97,20 +98,26 @@ export function evalCommand() {
     .argument("[overrides...]", OVERRIDES_HELP);
 }
 
-/** `agentrl rollout` (lands with the environments issue). */
+/** `agentrl rollout`: runs episodes of one environment locally and prints every turn. */
 export function rolloutCommand() {
-  return notBuilt(
-    "rollout",
-    "run multi-turn episodes locally and print every turn",
-    "the environments issue (#5)",
-  )
-    .option("--env <tag>", "environment tag or type, e.g. FrozenLake")
-    .option("--env-config <k=v...>", "environment config values")
-    .option("--policy <policy>", "random | human | scripted | model:PATH")
-    .option("--episodes <n>", "number of episodes")
-    .option("--seed <n>", "first episode seed")
+  return new Command("rollout")
+    .description(
+      "run multi-turn episodes locally with a random, human or scripted policy and print " +
+        "every turn (prompt messages, response, reward, metrics)",
+    )
+    .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
+    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .option("--env <tag>", "environment tag (custom_envs, custom_env) or type, e.g. FrozenLake")
+    .option("--env-config <k=v...>", "environment config values, e.g. size=6 is_slippery=true")
+    .option("--policy <policy>", "random | human | scripted | model:PATH", "random")
+    .option("--episodes <n>", "number of episodes", "1")
+    .option("--seed <n>", "first episode seed (episode i uses seed + i)", "0")
     .option("--render <dir>", "write PNG frames and a GIF per episode")
-    .option("--json", "print a JSON summary");
+    .option("--json", "print only a JSON summary on stdout")
+    .argument("[overrides...]", OVERRIDES_HELP)
+    .action(async (overrides, flags) => {
+      await runRollout(flags, overrides, (status, message) => new ExitRequest(status, message));
+    });
 }
 
 /** `agentrl bench` (lands with the kernels issue). */
