@@ -1,0 +1,56 @@
+/**
+ * `deno task bench [NAME]`: runs one benchmark, or every quick one (a few
+ * minutes in all) when no name is given. Each prints a table and writes
+ * `bench/results/NAME.json` through `./_report.ts`. To add a benchmark, add an
+ * entry to {@linkcode BENCHMARKS} whose `run` returns rows built with `benchRow`.
+ *
+ * @module
+ */
+import { type BenchRow, writeReport } from "./_report.ts";
+
+/** A benchmark: what it measures, whether it is quick, and how to run it. */
+export interface Benchmark {
+  description: string;
+  /** Part of `deno task bench` with no name (fits in a few minutes). */
+  quick: boolean;
+  run(): Promise<BenchRow[]>;
+}
+
+/** Every benchmark, by the name `deno task bench NAME` takes. */
+export const BENCHMARKS: Record<string, Benchmark> = {
+  kernels: {
+    description:
+      "SGEMM (vs OpenBLAS and the FMA peak), packed attention, fused log-prob vs its matmul",
+    quick: true,
+    run: async () =>
+      (await import("./kernels.ts")).benchKernels({ log: (l) => console.log(`  ${l}`) }),
+  },
+  envs: {
+    description: "environment steps/s (resets included, random valid actions) vs a no-op env",
+    quick: true,
+    run: async () => (await import("./envs.ts")).runEnvsBenchmark(),
+  },
+};
+
+/** Runs the benchmarks `args` names (all quick ones when empty); returns the exit status. */
+export async function main(args: readonly string[]): Promise<number> {
+  const names = Object.keys(BENCHMARKS).sort();
+  const unknown = args.filter((a) => !(a in BENCHMARKS));
+  if (unknown.length > 0 || args.some((a) => a.startsWith("-"))) {
+    console.error(
+      `Unknown benchmark '${unknown[0] ?? args[0]}': expected one of ${names.join(", ")}\n` +
+        names.map((n) => `  ${n.padEnd(10)} ${BENCHMARKS[n]!.description}`).join("\n"),
+    );
+    return 2;
+  }
+  const chosen = args.length > 0 ? [...args] : names.filter((n) => BENCHMARKS[n]!.quick);
+  for (const name of chosen) {
+    console.log(`running ${name}: ${BENCHMARKS[name]!.description}`);
+    await writeReport(name, await BENCHMARKS[name]!.run());
+  }
+  return 0;
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
