@@ -122,10 +122,15 @@ export function rolloutCommand() {
 
 /** `agentrl bench` (lands with the kernels issue). */
 export function benchCommand() {
-  return notBuilt(
-    "bench",
-    "run benchmarks and write bench/results/NAME.json",
-    "the kernels issue (#3)",
-  )
-    .argument("[name]", "benchmark: kernels, model, envs, rollout");
+  return new Command("bench")
+    .description("run benchmarks; each prints a table and writes bench/results/NAME.json")
+    .argument(
+      "[names...]",
+      "benchmarks to run (default: every quick one); unknown names are listed",
+    )
+    .action(async (names) => {
+      const { main } = await import("../../bench/main.ts");
+      const status = await main(names);
+      if (status !== 0) throw new ExitRequest(status, "");
+    });
 }

@@ -41,7 +41,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       return USAGE_ERROR;
     }
     if (e instanceof ExitRequest) {
-      console.error(e.message);
+      if (e.message) console.error(e.message);
       return e.status;
     }
     if (e instanceof CommanderError) {

@@ -124,7 +124,14 @@ Deno.test("train with no arguments validates the default config and says it cann
   match(r.stdout, /AgenticPipeline issue \(#7\)/);
 });
 
-for (const [sub, issue] of [["eval", "#6"], ["bench", "#3"]] as const) {
+Deno.test("bench with an unknown name lists the benchmarks and fails", async () => {
+  const r = await cli("bench", "nope");
+  equal(r.code, 2, show(r));
+  match(r.stderr, /Unknown benchmark 'nope': expected one of .*envs.*kernels/);
+  doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
+});
+
+for (const [sub, issue] of [["eval", "#6"]] as const) {
   Deno.test(`${sub} says it is not built yet and fails`, async () => {
     const r = await cli(sub);
     ok(r.code !== 0, show(r));
