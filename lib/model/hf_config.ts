@@ -1,0 +1,244 @@
+/**
+ * Hugging Face `config.json` ⇄ {@linkcode Qwen2Config}: parsing with validation
+ * and HF's defaults, and writing a `config.json` that transformers loads as
+ * `Qwen2ForCausalLM`.
+ *
+ * @module
+ */
+import type { Qwen2Config } from "./config.ts";
+import { CheckpointError } from "./safetensors.ts";
+
+/** The architecture this toolkit implements. */
+export const QWEN2_ARCHITECTURE = "Qwen2ForCausalLM";
+
+/** Defaults of transformers' `Qwen2Config` for the optional fields we read. */
+export const QWEN2_DEFAULTS = {
+  max_position_embeddings: 32768,
+  rope_theta: 10000,
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: false,
+  attention_bias: true,
+} as const;
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const show = (v: unknown): string => v === undefined ? "nothing" : JSON.stringify(v);
+
+/**
+ * Parses a Hugging Face `config.json` object into a {@linkcode Qwen2Config}.
+ *
+ * Requires `model_type: "qwen2"` and, when `architectures` is given, that it
+ * include `Qwen2ForCausalLM`; the shape fields (`vocab_size`, `hidden_size`,
+ * `intermediate_size`, `num_hidden_layers`, `num_attention_heads`) must be
+ * positive integers. The rest defaults as transformers does: `num_key_value_heads`
+ * to the head count, `head_dim` to hidden / heads, `rope_theta` 10000,
+ * `rms_norm_eps` 1e-6, `tie_word_embeddings` false, `max_position_embeddings`
+ * 32768, `attention_bias` true (transformers always gives Qwen2 q/k/v biases).
+ * Features the model does not implement (`hidden_act` other than silu, sliding
+ * window attention, `rope_scaling`) are refused. Errors are
+ * {@linkcode CheckpointError}s naming `source` and the key.
+ *
+ * @example
+ * ```ts
+ * import { parseQwen2Config } from "./hf_config.ts";
+ * const c = parseQwen2Config({
+ *   architectures: ["Qwen2ForCausalLM"],
+ *   model_type: "qwen2",
+ *   vocab_size: 64,
+ *   hidden_size: 32,
+ *   intermediate_size: 48,
+ *   num_hidden_layers: 2,
+ *   num_attention_heads: 4,
+ *   num_key_value_heads: 2,
+ * }, "tiny/config.json");
+ * console.log(c.head_dim, c.rope_theta, c.attention_bias); // 8 10000 true
+ * ```
+ */
+export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
+  const fail = (key: string | undefined, message: string): never => {
+    throw new CheckpointError(`${source}: ${message}`, { file: source, key });
+  };
+  if (!isPlainObject(json)) {
+    return fail(undefined, `expected a JSON object (a model config), found ${show(json)}`);
+  }
+  const get = (key: string): unknown => json[key] ?? undefined; // JSON null counts as absent
+
+  const modelType = get("model_type");
+  if (modelType !== "qwen2") {
+    fail(
+      "model_type",
+      `model_type is ${
+        show(modelType)
+      }; expected "qwen2" (this toolkit implements ${QWEN2_ARCHITECTURE} only)`,
+    );
+  }
+  const architectures = get("architectures");
+  if (architectures !== undefined) {
+    if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === "string")) {
+      fail("architectures", `architectures is ${show(architectures)}; expected a list of names`);
+    }
+    if (!(architectures as string[]).includes(QWEN2_ARCHITECTURE)) {
+      fail(
+        "architectures",
+        `architectures is ${show(architectures)}; expected it to include "${QWEN2_ARCHITECTURE}"`,
+      );
+    }
+  }
+
+  const positiveInt = (key: string, fallback?: number): number => {
+    const v = get(key) ?? fallback;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
+      return fail(key, `${key} is ${show(get(key))}; expected a positive integer`);
+    }
+    return v;
+  };
+  const positiveNumber = (key: string, fallback: number): number => {
+    const v = get(key) ?? fallback;
+    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+      return fail(key, `${key} is ${show(get(key))}; expected a positive number`);
+    }
+    return v;
+  };
+  const boolean = (key: string, fallback: boolean): boolean => {
+    const v = get(key) ?? fallback;
+    if (typeof v !== "boolean") return fail(key, `${key} is ${show(v)}; expected true or false`);
+    return v;
+  };
+  const isTokenId = (x: unknown): x is number =>
+    typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+  const tokenId = (key: string): number | null => {
+    const v = get(key);
+    if (v === undefined) return null;
+    if (isTokenId(v)) return v;
+    return fail(key, `${key} is ${show(v)}; expected a token id or null`);
+  };
+  const tokenIds = (key: string): number | number[] | null => {
+    const v = get(key);
+    if (v === undefined) return null;
+    if (isTokenId(v)) return v;
+    if (Array.isArray(v) && v.length > 0 && v.every(isTokenId)) return [...v];
+    return fail(key, `${key} is ${show(v)}; expected a token id, a list of token ids, or null`);
+  };
+
+  const vocab = positiveInt("vocab_size");
+  const hidden = positiveInt("hidden_size");
+  const intermediate = positiveInt("intermediate_size");
+  const layers = positiveInt("num_hidden_layers");
+  const heads = positiveInt("num_attention_heads");
+  const kvHeads = positiveInt("num_key_value_heads", heads);
+  if (heads % kvHeads !== 0) {
+    fail(
+      "num_key_value_heads",
+      `num_key_value_heads (${kvHeads}) must divide num_attention_heads (${heads})`,
+    );
+  }
+  if (get("head_dim") === undefined && hidden % heads !== 0) {
+    fail(
+      "num_attention_heads",
+      `num_attention_heads (${heads}) must divide hidden_size (${hidden}) when head_dim is not given`,
+    );
+  }
+  const headDim = positiveInt("head_dim", hidden / heads);
+  if (headDim % 2 !== 0) {
+    fail("head_dim", `head_dim is ${headDim}; expected an even number (RoPE rotates pairs)`);
+  }
+
+  const act = get("hidden_act");
+  if (act !== undefined && act !== "silu") {
+    fail("hidden_act", `hidden_act is ${show(act)}; expected "silu" (SwiGLU is all we implement)`);
+  }
+  if (boolean("use_sliding_window", false)) {
+    fail(
+      "use_sliding_window",
+      "use_sliding_window is true; sliding-window attention is not implemented (set it to false)",
+    );
+  }
+  const ropeScaling = get("rope_scaling");
+  if (ropeScaling !== undefined) {
+    fail(
+      "rope_scaling",
+      `rope_scaling is ${show(ropeScaling)}; RoPE scaling is not implemented (expected null)`,
+    );
+  }
+
+  return {
+    vocab_size: vocab,
+    hidden_size: hidden,
+    intermediate_size: intermediate,
+    num_hidden_layers: layers,
+    num_attention_heads: heads,
+    num_key_value_heads: kvHeads,
+    head_dim: headDim,
+    max_position_embeddings: positiveInt(
+      "max_position_embeddings",
+      QWEN2_DEFAULTS.max_position_embeddings,
+    ),
+    rope_theta: positiveNumber("rope_theta", QWEN2_DEFAULTS.rope_theta),
+    rms_norm_eps: positiveNumber("rms_norm_eps", QWEN2_DEFAULTS.rms_norm_eps),
+    tie_word_embeddings: boolean("tie_word_embeddings", QWEN2_DEFAULTS.tie_word_embeddings),
+    attention_bias: boolean("attention_bias", QWEN2_DEFAULTS.attention_bias),
+    bos_token_id: tokenId("bos_token_id"),
+    eos_token_id: tokenIds("eos_token_id"),
+  };
+}
+
+/** Options for {@linkcode qwen2ConfigToJson}. */
+export interface Qwen2ConfigJsonOptions {
+  /** The dtype the weights are stored in: `float32` (default) or `bfloat16`. */
+  torch_dtype?: "float32" | "bfloat16";
+}
+
+/**
+ * A `config.json` object for `config` that transformers loads as
+ * `Qwen2ForCausalLM` (and {@linkcode parseQwen2Config} reads back unchanged).
+ *
+ * @example
+ * ```ts
+ * import { parseQwen2Config, qwen2ConfigToJson } from "./hf_config.ts";
+ * const config = parseQwen2Config({
+ *   model_type: "qwen2",
+ *   vocab_size: 64,
+ *   hidden_size: 32,
+ *   intermediate_size: 48,
+ *   num_hidden_layers: 2,
+ *   num_attention_heads: 4,
+ * }, "demo");
+ * const json = qwen2ConfigToJson(config, { torch_dtype: "bfloat16" });
+ * console.log(json.architectures, json.hidden_act); // ["Qwen2ForCausalLM"] "silu"
+ * ```
+ */
+export function qwen2ConfigToJson(
+  config: Qwen2Config,
+  options: Qwen2ConfigJsonOptions = {},
+): Record<string, unknown> {
+  return {
+    architectures: [QWEN2_ARCHITECTURE],
+    model_type: "qwen2",
+    attention_dropout: 0.0,
+    bos_token_id: config.bos_token_id,
+    eos_token_id: config.eos_token_id,
+    hidden_act: "silu",
+    hidden_size: config.hidden_size,
+    initializer_range: 0.02,
+    intermediate_size: config.intermediate_size,
+    max_position_embeddings: config.max_position_embeddings,
+    max_window_layers: config.num_hidden_layers,
+    num_attention_heads: config.num_attention_heads,
+    num_hidden_layers: config.num_hidden_layers,
+    num_key_value_heads: config.num_key_value_heads,
+    head_dim: config.head_dim,
+    rms_norm_eps: config.rms_norm_eps,
+    rope_scaling: null,
+    rope_theta: config.rope_theta,
+    sliding_window: config.max_position_embeddings,
+    tie_word_embeddings: config.tie_word_embeddings,
+    torch_dtype: options.torch_dtype ?? "float32",
+    use_cache: true,
+    use_sliding_window: false,
+    // transformers ignores this for Qwen2 (q/k/v always have biases); we read it back.
+    attention_bias: config.attention_bias,
+    vocab_size: config.vocab_size,
+  };
+}
