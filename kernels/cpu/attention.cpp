@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "common.h"
+#include "sgemm.h"
 #include "vec_math.h"
 
 namespace {
+
+// Query rows per attention block (the GEMMs' M).
+constexpr int32_t kBlockRows = 64;
 
 arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
                             int32_t t) {
@@ -73,36 +77,51 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
   const int32_t group = hq / hkv;
   const int64_t kv_stride = int64_t(hkv) * d;
   return arl::guarded(ctx, __func__, [&] {
-    // Tasks: (sequence, query head, block of rows); later rows cost more.
+    // Tasks: (sequence, query head, block of BR rows). Each block is two GEMMs on
+    // the calling thread: S = scale Q K^T over the keys it can see, then O = P V.
     struct Task { int32_t s, h, r0, r1; };
     std::vector<Task> tasks;
+    int32_t max_len = 1;
     for (int32_t s = 0; s < b; s++) {
       const int32_t len = cu_seqlens[s + 1] - cu_seqlens[s];
+      max_len = std::max(max_len, len);
       for (int32_t h = 0; h < hq; h++)
-        for (int32_t r0 = 0; r0 < len; r0 += 64) tasks.push_back({s, h, r0, std::min(len, r0 + 64)});
+        for (int32_t r0 = 0; r0 < len; r0 += kBlockRows)
+          tasks.push_back({s, h, r0, std::min(len, r0 + kBlockRows)});
     }
-    int32_t max_len = 0;
-    for (int32_t s = 0; s < b; s++) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
     // Scratch is allocated here, outside the parallel region, so that running out
     // of memory becomes ARL_ERR_ALLOC instead of terminating the process.
-    const size_t row_room = size_t(std::max(max_len, 1));
-    std::vector<float> scratch(row_room * size_t(ctx->num_threads));
+    const size_t room = size_t(kBlockRows) * size_t(max_len) + arl::sgemm_serial_scratch_floats();
+    std::vector<float> scratch(room * size_t(ctx->num_threads));
+    const int ldq = hq * d;
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 14))
     {
-      float* scores = scratch.data() + row_room * size_t(omp_get_thread_num());
+      float* sbuf = scratch.data() + room * size_t(omp_get_thread_num());
+      float* gemm_scratch = sbuf + size_t(kBlockRows) * size_t(max_len);
 #pragma omp for schedule(dynamic, 1)
       for (size_t ti = 0; ti < tasks.size(); ti++) {
         const Task task = tasks[ti];
         const int32_t base = cu_seqlens[task.s];
         const int32_t kvh = task.h / group;
+        const int32_t nr = task.r1 - task.r0, nk = task.r1;
+        const float* qb = q + (int64_t(base + task.r0) * hq + task.h) * d;
         const float* kb = k + int64_t(base) * kv_stride + int64_t(kvh) * d;
         const float* vb = v + int64_t(base) * kv_stride + int64_t(kvh) * d;
-        for (int32_t r = task.r0; r < task.r1; r++) {
-          const int64_t row = int64_t(base + r) * hq + task.h;
-          lse[int64_t(task.h) * t + base + r] =
-              attend_row(out + row * d, scores, q + row * d, kb, vb, kv_stride, r + 1, d,
-                         scale);
+        arl::sgemm_serial(false, true, nr, nk, d, scale, qb, ldq, kb, int(kv_stride), 0.0f, sbuf,
+                          nk, gemm_scratch);
+        for (int32_t i = 0; i < nr; i++) {
+          float* row = sbuf + int64_t(i) * nk;
+          const int32_t valid = task.r0 + i + 1;
+          const float m = arl::vmax(row, valid);
+          const double sum = arl::vexp_store(row, row, valid, m);
+          const float inv = float(1.0 / sum);
+          for (int32_t j = 0; j < valid; j++) row[j] *= inv;
+          for (int32_t j = valid; j < nk; j++) row[j] = 0.0f;
+          lse[int64_t(task.h) * t + base + task.r0 + i] = m + float(std::log(sum));
         }
+        float* ob = out + (int64_t(base + task.r0) * hq + task.h) * d;
+        arl::sgemm_serial(false, false, nr, d, nk, 1.0f, sbuf, nk, vb, int(kv_stride), 0.0f, ob,
+                          ldq, gemm_scratch);
       }
     }
   });
@@ -135,9 +154,21 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
   const int32_t group = hq / hkv;
   const int64_t kv_stride = int64_t(hkv) * d;
   return arl::guarded(ctx, __func__, [&] {
-    // A task owns one (sequence, kv head): its dk/dv rows are touched by no other task.
+    // A task owns one (sequence, kv head): its dk/dv rows are touched by no other
+    // task. Per block of query rows: recompute P from the saved log-sum-exp, then
+    // dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)) scale, dQ = dS K,
+    // dK += dS^T Q, all as GEMMs on the calling thread.
+    int32_t max_len = 1;
+    for (int32_t s = 0; s < b; s++) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
+    const size_t block = size_t(kBlockRows) * size_t(max_len);
+    const size_t room = 2 * block + arl::sgemm_serial_scratch_floats();
+    std::vector<float> scratch(room * size_t(ctx->num_threads));
+    const int ldq = hq * d;
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(t) * hq * d > (1 << 12))
     {
+      float* pbuf = scratch.data() + room * size_t(omp_get_thread_num());
+      float* dpbuf = pbuf + block;
+      float* gemm_scratch = dpbuf + block;
 #pragma omp for schedule(dynamic, 1) collapse(2)
       for (int32_t s = 0; s < b; s++) {
         for (int32_t kvh = 0; kvh < hkv; kvh++) {
@@ -153,22 +184,36 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
             std::memset(dvb + j * kv_stride, 0, sizeof(float) * size_t(d));
           }
           for (int32_t h = kvh * group; h < (kvh + 1) * group; h++) {
-            for (int32_t i = 0; i < len; i++) {
-              const int64_t row = (int64_t(base + i)) * hq + h;
-              const float* qi = q + row * d;
-              const float* gi = dout + row * d;
-              float* dqi = dq + row * d;
-              const float li = lse[int64_t(h) * t + base + i];
-              const float di = arl::vdot(gi, out + row * d, d);
-              std::memset(dqi, 0, sizeof(float) * size_t(d));
-              for (int32_t j = 0; j <= i; j++) {
-                const float pij = std::exp(scale * arl::vdot(qi, kb + j * kv_stride, d) - li);
-                const float dp = arl::vdot(gi, vb + j * kv_stride, d);
-                const float ds = pij * (dp - di) * scale;
-                arl::vaxpy(dvb + j * kv_stride, pij, gi, d);
-                arl::vaxpy(dqi, ds, kb + j * kv_stride, d);
-                arl::vaxpy(dkb + j * kv_stride, ds, qi, d);
+            for (int32_t r0 = 0; r0 < len; r0 += kBlockRows) {
+              const int32_t r1 = std::min(len, r0 + kBlockRows);
+              const int32_t nr = r1 - r0, nk = r1;
+              const int64_t row0 = int64_t(base + r0) * hq + h;
+              const float* qb = q + row0 * d;
+              const float* gb = dout + row0 * d;
+              const float* ob = out + row0 * d;
+              float* dqb = dq + row0 * d;
+              arl::sgemm_serial(false, true, nr, nk, d, scale, qb, ldq, kb, int(kv_stride), 0.0f,
+                                pbuf, nk, gemm_scratch);
+              for (int32_t i = 0; i < nr; i++) {
+                float* row = pbuf + int64_t(i) * nk;
+                const int32_t valid = r0 + i + 1;
+                arl::vexp_store(row, row, valid, lse[int64_t(h) * t + base + r0 + i]);
+                for (int32_t j = valid; j < nk; j++) row[j] = 0.0f;
               }
+              arl::sgemm_serial(true, false, nk, d, nr, 1.0f, pbuf, nk, gb, ldq, 1.0f, dvb,
+                                int(kv_stride), gemm_scratch);
+              arl::sgemm_serial(false, true, nr, nk, d, 1.0f, gb, ldq, vb, int(kv_stride), 0.0f,
+                                dpbuf, nk, gemm_scratch);
+              for (int32_t i = 0; i < nr; i++) {
+                const float di = arl::vdot(gb + int64_t(i) * ldq, ob + int64_t(i) * ldq, d);
+                float* prow = pbuf + int64_t(i) * nk;
+                const float* dprow = dpbuf + int64_t(i) * nk;
+                for (int32_t j = 0; j < nk; j++) prow[j] = prow[j] * (dprow[j] - di) * scale;
+              }
+              arl::sgemm_serial(false, false, nr, d, nk, 1.0f, pbuf, nk, kb, int(kv_stride), 0.0f,
+                                dqb, ldq, gemm_scratch);
+              arl::sgemm_serial(true, false, nk, d, nr, 1.0f, pbuf, nk, qb, ldq, 1.0f, dkb,
+                                int(kv_stride), gemm_scratch);
             }
           }
         }

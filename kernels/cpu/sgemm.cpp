@@ -156,4 +156,51 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
   }
 }
 
+namespace {
+constexpr int NC_SERIAL = 1024;  // columns of B per packed block in sgemm_serial
+}  // namespace
+
+size_t sgemm_serial_scratch_floats() {
+  return size_t(MC + MR) * KC + size_t(KC) * (NC_SERIAL + NR) + 32;
+}
+
+void sgemm_serial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                  int lda, const float* b, int ldb, float beta, float* c, int ldc,
+                  float* scratch) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(c, ldc, m, n, beta);
+    return;
+  }
+  const MicroKernel kernel = pick_kernel();
+  float* ap = aligned(scratch);
+  float* bp = aligned(ap + size_t(MC + MR) * KC - 16);
+  for (int j0 = 0; j0 < n; j0 += NC_SERIAL) {
+    const int nc = std::min(NC_SERIAL, n - j0);
+    const int b_panels = (nc + NR - 1) / NR;
+    for (int p0 = 0; p0 < k; p0 += KC) {
+      const int kc = std::min(KC, k - p0);
+      const float beta_here = p0 == 0 ? beta : 1.0f;
+      for (int jp = 0; jp < b_panels; jp++) {
+        const int j = jp * NR;
+        pack_b_panel(bp + size_t(jp) * NR * kc, b, ldb, trans_b, j0 + j, std::min(NR, nc - j), p0,
+                     kc);
+      }
+      for (int i0 = 0; i0 < m; i0 += MC) {
+        const int mc = std::min(MC, m - i0);
+        pack_a(ap, a, lda, trans_a, i0, mc, p0, kc);
+        for (int jp = 0; jp < b_panels; jp++) {
+          const int j = jp * NR;
+          const int nr = std::min(NR, nc - j);
+          for (int ir = 0; ir < mc; ir += MR) {
+            kernel(kc, ap + size_t(ir) * kc, bp + size_t(jp) * NR * kc,
+                   c + size_t(i0 + ir) * ldc + j0 + j, ldc, alpha, beta_here, std::min(MR, mc - ir),
+                   nr);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace arl
