@@ -1,7 +1,9 @@
 /**
  * Tensor handles: native memory with a shape and a dtype, checked in TS before
  * any native call, viewable from TS without copying (CPU), freed by `free()`,
- * `using`, or (as a backstop) when garbage-collected.
+ * `using`, or (as a backstop) when garbage-collected. {@linkcode Tensor.viewOf}
+ * makes a tensor that shares part of another's memory (a named parameter inside
+ * one flat buffer, a reshape) and never frees it.
  *
  * @module
  */
@@ -26,6 +28,10 @@ const registry = new FinalizationRegistry<Held>((held) => {
   held.free(null, held.ptr);
 });
 
+// Set by Tensor.viewOf around its constructor call: the memory the new tensor
+// shares instead of allocating its own.
+let sharing: { ptr: Deno.PointerObject; parent: Tensor } | null = null;
+
 /**
  * A native buffer with a shape.
  *
@@ -46,6 +52,8 @@ export class Tensor<D extends DType = DType> implements Disposable {
   readonly byteSize: number;
   readonly device: "cpu" | "cuda";
   #ptr: Deno.PointerObject | null;
+  // A view's parent (kept alive by this reference); null for an owning tensor.
+  #parent: Tensor | null = null;
 
   /** Allocates a zero-filled tensor. */
   constructor(kernels: Kernels, shape: readonly number[], dtype: D) {
@@ -69,6 +77,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
     this.size = size;
     this.byteSize = size * BYTES[dtype];
     this.device = kernels.device;
+    if (sharing !== null) {
+      this.#ptr = sharing.ptr;
+      this.#parent = sharing.parent;
+      return;
+    }
     const ptr = kernels.sym.arl_alloc(kernels.ctx, BigInt(this.byteSize));
     if (ptr === null) kernels.check("arl_alloc", 4);
     this.#ptr = ptr;
@@ -92,17 +105,90 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return t as Tensor<"f32"> | Tensor<"i32">;
   }
 
-  /** The native pointer; throws if the tensor was freed. */
+  /**
+   * A tensor of `shape` and `dtype` (default: the parent's) over the parent's
+   * memory from `byteOffset` on, without copying: a named slice of a flat
+   * buffer, or a reshape (offset 0). The view keeps its parent alive, never
+   * frees the memory (its `free()` only drops the view), and stops working
+   * (`alive` false, `ptr` throws) once the parent is freed. Views of views are
+   * allowed.
+   *
+   * @example
+   * ```ts ignore
+   * import { Kernels } from "./kernels.ts";
+   * import { Tensor } from "./tensor.ts";
+   * using k = Kernels.open();
+   * using flat = Tensor.from(k, new Float32Array([1, 2, 3, 4, 5, 6]));
+   * const w = Tensor.viewOf(flat, 8, [2, 2]); // elements 2..5 as a 2 x 2 matrix
+   * console.log(w.view()[0]); // 3
+   * ```
+   */
+  static viewOf<D extends DType>(
+    parent: Tensor<D>,
+    byteOffset: number,
+    shape: readonly number[],
+  ): Tensor<D>;
+  static viewOf<D extends DType>(
+    parent: Tensor,
+    byteOffset: number,
+    shape: readonly number[],
+    dtype: D,
+  ): Tensor<D>;
+  static viewOf(
+    parent: Tensor,
+    byteOffset: number,
+    shape: readonly number[],
+    dtype: DType = parent.dtype,
+  ): Tensor {
+    if (!(parent instanceof Tensor)) throw new TypeError("The parent of a view must be a Tensor");
+    const base = parent.ptr; // throws if the parent was freed
+    const bytes = BYTES[dtype];
+    if (bytes === undefined) {
+      throw new TypeError(`Unknown dtype '${dtype}': expected f32, i32 or bf16`);
+    }
+    if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % bytes !== 0) {
+      throw new RangeError(
+        `A view's byteOffset must be a non-negative multiple of ${bytes}, got ${byteOffset}`,
+      );
+    }
+    const size = shape.reduce((a, b) => a * b, 1);
+    if (!(byteOffset + size * bytes <= parent.byteSize)) {
+      throw new RangeError(
+        `A ${dtype} view of shape [${shape.join(", ")}] at byte ${byteOffset} does not fit ` +
+          `in its parent of ${parent.byteSize} bytes`,
+      );
+    }
+    const ptr = Deno.UnsafePointer.offset(base, byteOffset);
+    if (ptr === null) throw new RangeError("A view's pointer cannot be null");
+    sharing = { ptr, parent };
+    try {
+      return new Tensor(parent.kernels, shape, dtype);
+    } finally {
+      sharing = null;
+    }
+  }
+
+  /** The native pointer; throws if the tensor (or, for a view, its parent) was freed. */
   get ptr(): Deno.PointerObject {
     if (this.#ptr === null) {
       throw new Error(`This ${this.dtype} tensor [${this.shape.join(", ")}] was freed`);
     }
+    if (this.#parent !== null && !this.#parent.alive) {
+      throw new Error(
+        `The parent of this ${this.dtype} view [${this.shape.join(", ")}] was freed`,
+      );
+    }
     return this.#ptr;
   }
 
-  /** Whether the memory is still held. */
+  /** Whether the memory is still held (for a view: by its parent). */
   get alive(): boolean {
-    return this.#ptr !== null;
+    return this.#ptr !== null && (this.#parent === null || this.#parent.alive);
+  }
+
+  /** Whether this tensor is a view of another's memory (see {@linkcode Tensor.viewOf}). */
+  get isView(): boolean {
+    return this.#parent !== null;
   }
 
   /** A typed-array view of the native memory (no copy; invalid after free). */
@@ -122,9 +208,14 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return this.view().slice() as View<D>;
   }
 
-  /** Frees the memory now (idempotent). */
+  /** Frees the memory now (idempotent); a view only lets go of its parent. */
   free(): void {
     if (this.#ptr === null) return;
+    if (this.#parent !== null) {
+      this.#ptr = null;
+      this.#parent = null;
+      return;
+    }
     registry.unregister(this);
     this.kernels.sym.arl_free(null, this.#ptr);
     this.#ptr = null;

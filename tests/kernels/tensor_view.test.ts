@@ -1,0 +1,54 @@
+// Tensor.viewOf: a tensor over part of another's memory (named parameters in a
+// flat buffer, reshapes) that kernels read and write in place, that keeps its
+// parent alive and stops working once the parent is freed.
+import assert from "node:assert/strict";
+import { fill, linearForward, Tensor } from "../../ffi/mod.ts";
+import { f32, openKernels } from "./_helpers.ts";
+
+Deno.test("Tensor.viewOf shares memory at an offset; kernels write through views", () => {
+  using k = openKernels();
+  using flat = f32(k, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  const w = Tensor.viewOf(flat, 2 * 4, [2, 3]); // elements 2..7
+  assert.ok(w.isView && !flat.isView);
+  assert.deepEqual(w.shape, [2, 3]);
+  assert.equal(w.byteSize, 24);
+  assert.deepEqual(Array.from(w.view()), [2, 3, 4, 5, 6, 7]);
+  // a kernel writes into the parent's memory through the view, and nowhere else
+  using x = f32(k, [1, 1, 1], [1, 3]);
+  const y = Tensor.viewOf(flat, 8 * 4, [1, 2]); // elements 8..9
+  linearForward(k, y, x, w);
+  assert.deepEqual(Array.from(flat.view()), [0, 1, 2, 3, 4, 5, 6, 7, 9, 18]);
+  fill(k, Tensor.viewOf(flat, 0, [2]), -1);
+  assert.deepEqual(Array.from(flat.view().slice(0, 3)), [-1, -1, 2]);
+  // a view of a view, and a view with another dtype of the same width
+  const inner = Tensor.viewOf(w, 4 * 4, [2]); // w's elements 4..5 = flat's 6..7
+  assert.deepEqual(Array.from(inner.view()), [6, 7]);
+  const bits = Tensor.viewOf(flat, 2 * 4, [1], "i32");
+  assert.equal(bits.dtype, "i32");
+  assert.equal(bits.view()[0], 0x40000000); // 2.0f
+});
+
+Deno.test("Tensor.viewOf checks bounds and alignment; views die with their parent and never free it", () => {
+  using k = openKernels();
+  const flat = new Tensor(k, [8], "f32");
+  assert.throws(() => Tensor.viewOf(flat, 4, [8]), /does not fit in its parent of 32 bytes/);
+  assert.throws(() => Tensor.viewOf(flat, 2, [1]), /non-negative multiple of 4/);
+  assert.throws(() => Tensor.viewOf(flat, -4, [1]), /non-negative multiple of 4/);
+  assert.throws(() => Tensor.viewOf(flat, 0, [0]), /positive integers/);
+  // a failed view leaves the next allocation an ordinary owning tensor
+  using owner = new Tensor(k, [2], "f32");
+  assert.ok(!owner.isView);
+
+  const v = Tensor.viewOf(flat, 0, [2, 4]);
+  v.free(); // drops the view only
+  assert.ok(!v.alive && flat.alive);
+  flat.view()[0] = 3;
+  assert.equal(flat.view()[0], 3);
+  const v2 = Tensor.viewOf(flat, 16, [4]);
+  const v3 = Tensor.viewOf(v2, 0, [2]);
+  flat.free();
+  assert.ok(!v2.alive && !v3.alive);
+  assert.throws(() => v2.ptr, /parent of this f32 view \[4\] was freed/);
+  assert.throws(() => v3.view(), /was freed/);
+  assert.throws(() => Tensor.viewOf(flat, 0, [1]), /was freed/);
+});

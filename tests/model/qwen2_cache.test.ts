@@ -1,0 +1,197 @@
+// Generation through the KV cache: greedy decoding with forwardCached (several
+// sequences in one cached batch, chunked prefill mixed with decode steps,
+// slots reused) gives the same tokens, and the same logits within float32
+// rounding, as recomputing the full forward pass of the growing sequence at
+// every step.
+import assert from "node:assert/strict";
+import { Kernels } from "../../ffi/mod.ts";
+import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import { Qwen2KvCache } from "../../lib/model/qwen2_kv_cache.ts";
+import { assertClose, Rng } from "../kernels/_helpers.ts";
+import { randomizeParams, tinyConfig } from "./_qwen2_reference.ts";
+
+/**
+ * Greedy choice over x[from..to): the argmax, skipping `banned` (the previous
+ * token: a random model otherwise locks onto repeating one token, and the
+ * cache would only ever hold copies of it).
+ */
+function argmax(x: ArrayLike<number>, from: number, to: number, banned = -1): number {
+  let best = -1;
+  for (let i = from; i < to; i++) {
+    if (i - from === banned) continue;
+    if (best < 0 || x[i]! > x[best]!) best = i;
+  }
+  return best - from;
+}
+
+/** Logits of the last token of `seq`, recomputed by the full (uncached) forward pass. */
+function fullLogits(model: Qwen2Model, seq: number[]): Float32Array {
+  const n = seq.length;
+  return model.forwardLogits(
+    Int32Array.from(seq),
+    Int32Array.from({ length: n }, (_, i) => i),
+    new Int32Array([0, n]),
+    new Int32Array([n - 1]),
+  ).toArray();
+}
+
+/** One cached call: entries (sequence, position) in call order; logits of the rows asked. */
+interface Entry {
+  seq: number;
+  pos: number;
+  logits: boolean;
+}
+
+Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps)", () => {
+  using k = Kernels.open({ threads: 2 });
+  for (const tie of [false, true]) {
+    const cfg = tinyConfig({ tie_word_embeddings: tie, vocab_size: 64 });
+    using model = new Qwen2Model(k, cfg);
+    randomizeParams(model, `cache ${tie}`);
+    const rng = new Rng(`cache ${tie}`);
+    const promptLens = [5, 2, 7];
+    const seqs = promptLens.map((n) => Array.from(rng.ints(n, 0, cfg.vocab_size - 1)));
+    const slotOf = [2, 0, 3]; // not the identity, one slot unused
+    const newTokens = 6;
+    using cache = model.createKvCache(4, 24);
+    assert.deepEqual(cache.k[1]!.shape, [4, 2, 24, 8]);
+    const generated: number[][] = [[], [], []];
+    // cached positions per sequence (the next position to run)
+    const done = [0, 0, 0];
+
+    const run = (entries: Entry[]) => {
+      const tokens = new Int32Array(entries.length);
+      const positions = new Int32Array(entries.length);
+      const slots = new Int32Array(entries.length);
+      const rows: number[] = [];
+      entries.forEach((e, i) => {
+        tokens[i] = seqs[e.seq]![e.pos]!;
+        positions[i] = e.pos;
+        slots[i] = slotOf[e.seq]!;
+        if (e.logits) rows.push(i);
+        done[e.seq] = e.pos + 1;
+      });
+      const logits = model.forwardCached(cache, tokens, positions, slots, Int32Array.from(rows));
+      if (logits === null) {
+        assert.equal(rows.length, 0);
+        return;
+      }
+      const z = logits.toArray();
+      const v = cfg.vocab_size;
+      rows.forEach((row, r) => {
+        const e = entries[row]!;
+        assert.equal(e.pos, seqs[e.seq]!.length - 1, "logits are asked for the last token only");
+        const ref = fullLogits(model, seqs[e.seq]!);
+        assertClose(z.subarray(r * v, (r + 1) * v), ref, `tied=${tie} seq ${e.seq} at ${e.pos}`, {
+          atol: 1e-4,
+          rtol: 1e-4,
+        });
+        const last = seqs[e.seq]![e.pos]!;
+        const next = argmax(z, r * v, (r + 1) * v, last);
+        assert.equal(
+          next,
+          argmax(ref, 0, v, last),
+          `tied=${tie} seq ${e.seq}: greedy token differs`,
+        );
+        generated[e.seq]!.push(next);
+        seqs[e.seq]!.push(next);
+      });
+    };
+
+    // 1. prefill: sequences 0 and 1 whole, sequence 2's first 4 tokens (no logits for it yet),
+    //    interleaved in one call
+    run([
+      ...[0, 1, 2, 3].map((pos) => ({ seq: 2, pos, logits: false })),
+      ...[0, 1, 2, 3, 4].map((pos) => ({ seq: 0, pos, logits: pos === 4 })),
+      ...[0, 1].map((pos) => ({ seq: 1, pos, logits: pos === 1 })),
+    ]);
+    // 2. sequence 2's last 3 prompt tokens together with decode steps of 0 and 1
+    run([
+      { seq: 0, pos: 5, logits: true },
+      ...[4, 5, 6].map((pos) => ({ seq: 2, pos, logits: pos === 6 })),
+      { seq: 1, pos: 2, logits: true },
+    ]);
+    // 3. plain decode steps: one token per sequence until each has newTokens
+    while (generated.some((g) => g.length < newTokens)) {
+      const entries: Entry[] = [];
+      for (const s of [1, 2, 0]) {
+        if (generated[s]!.length < newTokens) entries.push({ seq: s, pos: done[s]!, logits: true });
+      }
+      run(entries);
+    }
+    assert.deepEqual(generated.map((g) => g.length), [newTokens, newTokens, newTokens]);
+    // the runs are not degenerate: the sequences did not all produce one repeated token
+    assert.ok(new Set(generated.flat()).size >= 6, `generated ${JSON.stringify(generated)}`);
+
+    // 4. a slot reused by a new sequence: its old positions beyond the new length are ignored
+    const fresh = Array.from(rng.ints(3, 0, cfg.vocab_size - 1));
+    const z = model.forwardCached(
+      cache,
+      Int32Array.from(fresh),
+      new Int32Array([0, 1, 2]),
+      new Int32Array([3, 3, 3]),
+      new Int32Array([0, 1, 2]),
+    )!.toArray();
+    for (let i = 0; i < 3; i++) {
+      const ref = fullLogits(model, fresh.slice(0, i + 1));
+      assertClose(
+        z.subarray(i * cfg.vocab_size, (i + 1) * cfg.vocab_size),
+        ref,
+        `reused slot row ${i}`,
+        {
+          atol: 1e-4,
+          rtol: 1e-4,
+        },
+      );
+    }
+  }
+});
+
+Deno.test("qwen2 forwardCached rejects bad slots, positions and caches", () => {
+  using k = Kernels.open({ threads: 2 });
+  const cfg = tinyConfig();
+  using model = new Qwen2Model(k, cfg);
+  using cache = model.createKvCache(2, 8);
+  const one = (x: number) => new Int32Array([x]);
+  assert.equal(model.forwardCached(cache, one(1), one(0), one(0), new Int32Array(0)), null);
+  assert.throws(
+    () => model.forwardCached(cache, one(1), one(8), one(0), one(0)),
+    /positions\[0\] = 8 is outside the cache's 0..7/,
+  );
+  assert.throws(
+    () => model.forwardCached(cache, one(1), one(0), one(2), one(0)),
+    /slots\[0\] = 2 is outside the cache's 0..1/,
+  );
+  assert.throws(
+    () => model.forwardCached(cache, one(1), one(0), one(0), one(1)),
+    /rows\[0\] = 1 is outside 0..0/,
+  );
+  assert.throws(
+    () => model.forwardCached(cache, one(1), new Int32Array(2), one(0), one(0)),
+    /positions must have 1 entries/,
+  );
+  assert.throws(
+    () => model.forwardCached(cache, one(99), one(0), one(0), one(0)),
+    /arl_embedding_forward failed/,
+  );
+  assert.throws(
+    () =>
+      model.forwardCached(cache, new Int32Array(2), new Int32Array(2), new Int32Array(2), one(0)),
+    /slot 0 position 0 appears twice among the new tokens/,
+  );
+  using other = new Qwen2KvCache(k, {
+    numLayers: 3,
+    numKvHeads: 2,
+    headDim: 8,
+    numSlots: 2,
+    maxLen: 8,
+  });
+  assert.throws(() => model.forwardCached(other, one(1), one(0), one(0), one(0)), /another shape/);
+  cache.free();
+  assert.ok(!cache.k[0]!.alive);
+  assert.throws(
+    () => model.forwardCached(cache, one(1), one(0), one(0), one(0)),
+    /live Qwen2KvCache/,
+  );
+  assert.throws(() => model.createKvCache(0, 8), /numSlots must be a positive integer/);
+});
