@@ -3,9 +3,10 @@
  * environments (FrozenLake, Sokoban, WebShop), after ROLL's agentic pipeline.
  * This entry point exports the config API (Hydra-style composition of the
  * YAML configs that ship in `configs/`, OmegaConf interpolation, overrides and
- * the validated {@linkcode AgenticConfig}), and two namespaces: `envs` (the
- * environments and their registry) and `kernels` (the native kernels through
- * FFI: `kernels.Kernels.open()`, `kernels.Tensor`, and one function per op).
+ * the validated {@linkcode AgenticConfig}), and three namespaces: `envs` (the
+ * environments and their registry), `kernels` (the native kernels through
+ * FFI: `kernels.Kernels.open()`, `kernels.Tensor`, and one function per op) and
+ * `model` (the Qwen2 policy model, Hugging Face folders, tokenizers).
  *
  * @example
  * ```ts
@@ -51,3 +52,14 @@ export * as envs from "./envs/mod.ts";
  * ```
  */
 export * as kernels from "./ffi/mod.ts";
+/**
+ * The policy model: `model.Qwen2Model`, `model.loadPretrained(kernels, dir)`,
+ * safetensors, tokenizers and chat templates.
+ *
+ * @example
+ * ```ts
+ * import { model } from "./mod.ts";
+ * console.log(model.QWEN2_5_CHAT_TEMPLATE.includes("<|im_start|>")); // true
+ * ```
+ */
+export * as model from "./lib/model/mod.ts";
