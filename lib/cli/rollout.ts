@@ -22,6 +22,8 @@ import { aggregateEpisodeMetrics } from "../../envs/metrics.ts";
 import { Rng } from "../../envs/random.ts";
 import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts";
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
+import type { ChatMessage } from "../model/chat_template.ts";
+import { ModelPolicy } from "./model_policy.ts";
 
 /** Thrown to end the process with a status and a message (see `ExitRequest` in commands.ts). */
 export type ExitFn = (status: number, message: string) => Error;
@@ -86,13 +88,6 @@ export async function runRollout(
   const episodes = parseIntFlag("--episodes", flags.episodes ?? "1", 1, usage);
   const seed = parseIntFlag("--seed", flags.seed ?? "0", Number.MIN_SAFE_INTEGER, usage);
   const policy = parsePolicy(flags.policy ?? "random", usage);
-  if (policy.kind === "model") {
-    throw exit(
-      1,
-      `--policy model:${policy.path} needs the model engine, which lands with the model issue ` +
-        "(#4). Until then use --policy random, human or scripted.",
-    );
-  }
   const cliConfig = parseEnvConfigFlags(flags.envConfig ?? [], usage);
 
   const options: LoadConfigOptions = {
@@ -120,6 +115,10 @@ export async function runRollout(
   if (policy.kind === "scripted" && !env.oracleAction) {
     throw usage(`env_type '${entry.env_type}' has no oracleAction(): --policy scripted needs it`);
   }
+
+  await using model = policy.kind === "model"
+    ? await loadModelPolicy(policy.path, loaded.config, seed, exit)
+    : undefined;
 
   // With --json, stdout carries only the summary; a human still sees the game on stderr.
   const print = flags.json
@@ -151,6 +150,7 @@ export async function runRollout(
     let total = 0;
     let observation: string;
     const history: string[] = [];
+    const conversation: ChatMessage[] = [];
     try {
       observation = (await env.reset(episodeSeed)).observation;
       if (flags.render) frames.push(env.render("rgb"));
@@ -184,7 +184,29 @@ export async function runRollout(
         print(`[user]\n${user}`);
       }
       let response: string;
-      if (policy.kind === "human") {
+      if (model) {
+        // Trajectory-wise: the conversation so far; step-wise: a fresh prompt.
+        if (stepWise || turn === 1) {
+          conversation.length = 0;
+          conversation.push({ role: "system", content: system });
+          conversation.push({
+            role: "user",
+            content: stepWise ? user : `${env.instruction}\n${user}`,
+          });
+        } else conversation.push({ role: "user", content: user });
+        if (turn === 1 || stepWise) {
+          print(`--- prompt text (chat template) ---\n${model.render(conversation)}`);
+        }
+        try {
+          const reply = await model.reply(conversation, entry.max_tokens_per_step);
+          response = reply.text;
+          print(`(${reply.promptTokens} prompt tokens, ${reply.completionTokens} generated)`);
+        } catch (e) {
+          print(`the model could not answer: ${errorText(e)}; the episode ends`);
+          break;
+        }
+        conversation.push({ role: "assistant", content: response });
+      } else if (policy.kind === "human") {
         print(`your action (${env.actionDescription}; a bare word is wrapped for you):`);
         const line = await lines!.next();
         if (line.done) {
@@ -439,4 +461,28 @@ function fmt(x: number): string {
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** Loads the model:PATH policy; a bad folder is a clean error (exit 1). */
+async function loadModelPolicy(
+  path: string,
+  config: AgenticConfig,
+  seed: number,
+  exit: ExitFn,
+): Promise<ModelPolicy> {
+  const g = config.val_env_manager.generating_args ?? config.actor_infer.generating_args;
+  try {
+    return await ModelPolicy.load(
+      path,
+      {
+        temperature: g?.temperature ?? 0,
+        top_p: g?.top_p ?? 1,
+        top_k: g?.top_k ?? 0,
+      },
+      config.sequence_length ?? 4096,
+      seed,
+    );
+  } catch (e) {
+    throw exit(1, `Could not load the model at ${path}: ${errorText(e)}`);
+  }
 }

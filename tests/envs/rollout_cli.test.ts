@@ -4,6 +4,11 @@
  * transcript, JSON summary and rendered files.
  */
 import { deepStrictEqual, doesNotMatch, equal, match, ok } from "node:assert/strict";
+import { Kernels } from "../../ffi/mod.ts";
+import { parseQwen2Config } from "../../lib/model/hf_config.ts";
+import { writeTinyModel } from "../../lib/model/make_tiny_tokenizer.ts";
+import { savePretrained } from "../../lib/model/pretrained.ts";
+import { Qwen2Model } from "../../lib/model/qwen2.ts";
 
 const REPO_ROOT = new URL("../../", import.meta.url);
 
@@ -19,8 +24,8 @@ async function rollout(
   options: { stdin?: string; noWrite?: boolean } = {},
 ): Promise<CliResult> {
   const perms = options.noWrite
-    ? ["--allow-read", "--allow-env"]
-    : ["--allow-read", "--allow-env", "--allow-write"];
+    ? ["--allow-read", "--allow-env", "--allow-ffi"]
+    : ["--allow-read", "--allow-env", "--allow-write", "--allow-ffi"];
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...perms, "lib/cli/main.ts", "rollout", ...args],
     cwd: REPO_ROOT,
@@ -240,11 +245,42 @@ Deno.test("an env_type works directly, and --env-config values are typed and mer
   match(lake.stdout, /State:\n([^\n]{6}\n){6}/);
 });
 
-Deno.test("--policy model:PATH says the model engine lands with #4 and exits 1", async () => {
-  const r = await rollout(["--env", "FrozenLake", "--policy", "model:./ckpt"]);
-  equal(r.code, 1, show(r));
-  match(r.stderr, /model engine, which lands with the model issue \(#4\)/);
-  doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
+Deno.test("--policy model:PATH plays with a model folder through the generation engine", async () => {
+  // A random tiny model: its answers are mostly invalid, but every turn runs
+  // through the chat template, the engine and the environment.
+  const src = await Deno.makeTempDir({ prefix: "agentrl_rollout_model_" });
+  await writeTinyModel(`${src}/tok`);
+  {
+    using k = Kernels.open({ threads: 2 });
+    const cfg = parseQwen2Config(
+      JSON.parse(await Deno.readTextFile(`${src}/tok/config.json`)),
+      "tiny",
+    );
+    using m = new Qwen2Model(k, cfg, { seed: 5 });
+    await savePretrained(m, `${src}/model`, { tokenizerDir: `${src}/tok` });
+  }
+  const text = await rollout(["--env", "FrozenLake", "--policy", `model:${src}/model`]);
+  equal(text.code, 0, show(text));
+  match(text.stdout, /<\|im_start\|>system\n/);
+  match(text.stdout, /prompt tokens, \d+ generated/);
+  const json = await rollout([
+    "--env",
+    "FrozenLake",
+    "--policy",
+    `model:${src}/model`,
+    "--episodes",
+    "2",
+    "--json",
+  ]);
+  equal(json.code, 0, show(json));
+  const summary = JSON.parse(json.stdout);
+  equal(summary.episodes, 2);
+  ok(summary.mean_actions >= 1);
+  const missing = await rollout(["--env", "FrozenLake", "--policy", `model:${src}/nothing`]);
+  equal(missing.code, 1, show(missing));
+  match(missing.stderr, /Could not load the model at .*nothing: .*tokenizer\.json/);
+  doesNotMatch(missing.stderr, /Uncaught|^\s+at /m);
+  await Deno.remove(src, { recursive: true });
 });
 
 Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async () => {
