@@ -9,13 +9,15 @@
 
 #include "cpu_features.h"
 #include "sgemm_kernels.h"
+#include "vec_math.h"
 
 namespace arl {
 namespace {
 
 constexpr int KC = 512;   // depth of a packed block (tuned on 2-core AVX2: 512 x 48)
 constexpr int MC = 48;    // rows of A per task (multiple of MR; MC x KC floats = 96 KB, L2)
-constexpr int NC = 3072;  // columns of B packed at once (KC x NC floats = 6 MB, L3)
+constexpr int NC = 3072;
+constexpr int kGemvRows = 4;  // at most this many rows of A (and B transposed): dot products  // columns of B packed at once (KC x NC floats = 6 MB, L3)
 
 // An aligned scratch buffer, grown on demand (16 floats of slack for alignment).
 float* scratch(std::vector<float>& buf, size_t n) {
@@ -96,6 +98,21 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(c, ldc, m, n, beta);
+    return;
+  }
+  if (!trans_a && trans_b && m <= kGemvRows) {
+    // Few rows (decoding): dot products straight from B's rows; packing would
+    // cost as much as the product.
+    const bool parallel = num_threads > 1 && int64_t(n) * k > 32768;
+#pragma omp parallel for num_threads(num_threads) if (parallel) schedule(static)
+    for (int j = 0; j < n; j++) {
+      const float* bj = b + size_t(j) * ldb;
+      for (int i = 0; i < m; i++) {
+        const float v = alpha * vdot(a + size_t(i) * lda, bj, k);
+        float* cij = c + size_t(i) * ldc + j;
+        *cij = beta == 0.0f ? v : v + beta * *cij;
+      }
+    }
     return;
   }
   const MicroKernel kernel = pick_kernel();
