@@ -187,7 +187,7 @@ function benchOneModel(
           `${label} decode, 1 concurrent`,
           "tokens/s",
           rate,
-          "weight read (sum_squares)",
+          "weight read (sum of squares at memory bandwidth)",
           1000 / readMs,
         ));
         log(`${label} weight read: ${(model.params.byteSize / readMs / 1e6).toFixed(1)} GB/s`);

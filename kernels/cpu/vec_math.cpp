@@ -114,7 +114,31 @@ __attribute__((target("avx2,fma"))) void vaxpy_avx2(float* y, float alpha, const
   for (; i < n; i++) y[i] += alpha * x[i];
 }
 
+__attribute__((target("avx2,fma"))) double vsumsq_avx2(const float* x, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    a0 = _mm256_fmadd_pd(lo, lo, a0);
+    a1 = _mm256_fmadd_pd(hi, hi, a1);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a0, a1));
+  double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; i++) s += double(x[i]) * x[i];
+  return s;
+}
+
 }  // namespace
+
+double vsumsq(const float* x, int64_t n) {
+  if (has_avx2_fma()) return vsumsq_avx2(x, n);
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += double(x[i]) * x[i];
+  return s;
+}
 
 float vmax(const float* x, int n) {
   if (has_avx2_fma()) return vmax_avx2(x, n);

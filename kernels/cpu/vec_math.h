@@ -1,6 +1,8 @@
 // Vectorized reductions used by softmax-like kernels (AVX2 where available).
 #pragma once
 
+#include <cstdint>
+
 namespace arl {
 
 // Largest value of x (n); -inf for n == 0.
@@ -11,6 +13,8 @@ void vexp_sums(const float* x, int n, float m, double* sum_e, double* sum_ex);
 double vexp_store(float* out, const float* x, int n, float m);
 // dot product of a and b (n), accumulated in float lanes.
 float vdot(const float* a, const float* b, int n);
+// sum of x[i]^2 (n), products and sums in double (float squares are exact in double).
+double vsumsq(const float* x, int64_t n);
 // y += alpha * x (n)
 void vaxpy(float* y, float alpha, const float* x, int n);
 
