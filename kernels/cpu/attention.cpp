@@ -17,20 +17,6 @@ namespace {
 // Query rows per attention block (the GEMMs' M).
 constexpr int32_t kBlockRows = 64;
 
-arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
-                            int32_t t) {
-  if (cu[0] != 0)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[0] must be 0, got %d", fn, cu[0]);
-  for (int32_t s = 0; s < b; s++)
-    if (cu[s + 1] < cu[s])
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens must not decrease (index %d: %d < %d)",
-                       fn, s + 1, cu[s + 1], cu[s]);
-  if (cu[b] != t)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[%d] = %d must equal T = %d", fn, b,
-                     cu[b], t);
-  return ARL_OK;
-}
-
 arl_status check_heads(arl_ctx* ctx, const char* fn, int32_t hq, int32_t hkv) {
   if (hq % hkv != 0)
     return arl::fail(ctx, ARL_ERR_SIZE, "%s: query heads %d must be a multiple of kv heads %d",
@@ -73,7 +59,7 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(t) * hq, d);
   if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
-  if (arl_status s = check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   const int32_t group = hq / hkv;
   const int64_t kv_stride = int64_t(hkv) * d;
   return arl::guarded(ctx, __func__, [&] {
@@ -150,7 +136,7 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(t) * hq, d);
   if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
-  if (arl_status s = check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   const int32_t group = hq / hkv;
   const int64_t kv_stride = int64_t(hkv) * d;
   return arl::guarded(ctx, __func__, [&] {

@@ -28,6 +28,10 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 
 int default_threads();
 
+// Checks packed-sequence offsets: cu (B + 1) starts at 0, never decreases, ends at T.
+arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
+                            int32_t t);
+
 }  // namespace arl
 
 // Argument checks: each returns from the calling entry point with a status.

@@ -19,6 +19,19 @@ arl_status fail(arl_ctx* ctx, arl_status status, const char* fmt, ...) {
   return status;
 }
 
+arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
+                            int32_t t) {
+  if (cu[0] != 0)
+    return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[0] must be 0, got %d", fn, cu[0]);
+  for (int32_t s = 0; s < b; s++)
+    if (cu[s + 1] < cu[s])
+      return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens must not decrease (index %d: %d < %d)", fn,
+                  s + 1, cu[s + 1], cu[s]);
+  if (cu[b] != t)
+    return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[%d] = %d must equal T = %d", fn, b, cu[b], t);
+  return ARL_OK;
+}
+
 int default_threads() {
   int n = omp_get_num_procs();
   return n > 0 ? n : 1;

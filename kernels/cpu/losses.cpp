@@ -7,16 +7,6 @@
 
 namespace {
 
-arl_status check_segments(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b, int32_t t) {
-  if (cu[0] != 0) return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[0] must be 0", fn);
-  for (int32_t s = 0; s < b; s++)
-    if (cu[s + 1] < cu[s])
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens must not decrease (index %d)", fn, s + 1);
-  if (cu[b] != t)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[%d] = %d must equal T = %d", fn, b, cu[b], t);
-  return ARL_OK;
-}
-
 // d(aggregated loss) / d(per-token loss) for each token, by loss_agg_mode.
 // Returns false (with a message) for an unknown mode or a bad norm_len.
 bool agg_weights(std::vector<double>& weight, const float* mask, const int32_t* cu, int32_t b,
@@ -93,7 +83,7 @@ arl_status arl_ppo_loss(arl_ctx* ctx, arl_ppo_metrics* metrics, float* dlogp, fl
     return arl::fail(ctx, ARL_ERR_VALUE, "%s: unknown kl_kind %d (expected 0..3)", __func__,
                      p.kl_kind);
   if (arl_status s = check_agg(ctx, __func__, p.agg_mode, p.norm_len)) return s;
-  if (arl_status s = check_segments(ctx, __func__, cu_seqlens, b, t)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   return arl::guarded(ctx, __func__, [&] {
     std::vector<double> weight;
     agg_weights(weight, mask, cu_seqlens, b, t, p.agg_mode, p.norm_len);
@@ -184,7 +174,7 @@ arl_status arl_value_loss(arl_ctx* ctx, float* loss, float* clipfrac, float* dva
   ARL_POSITIVE(ctx, t);
   if (value_clip > 0) ARL_NOT_NULL(ctx, old_values);
   if (arl_status s = check_agg(ctx, __func__, agg_mode, norm_len)) return s;
-  if (arl_status s = check_segments(ctx, __func__, cu_seqlens, b, t)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   return arl::guarded(ctx, __func__, [&] {
     std::vector<double> weight;
     agg_weights(weight, mask, cu_seqlens, b, t, agg_mode, norm_len);

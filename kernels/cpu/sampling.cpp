@@ -58,8 +58,7 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * v > (1 << 16))
     {
       double* z = z_all.data() + size_t(v) * size_t(omp_get_thread_num());
-      int32_t* order_begin = order_all.data() + size_t(v) * size_t(omp_get_thread_num());
-      int32_t* order = order_begin;
+      int32_t* order = order_all.data() + size_t(v) * size_t(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
       for (int32_t i = 0; i < n; i++) {
         const float* row = logits + int64_t(i) * v;
@@ -81,15 +80,15 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
         if (!greedy) {
           // Candidates: all tokens, or the top-k by logit (ties broken by lower id).
           int32_t kept = v;
-          std::iota(order_begin, order_begin + v, 0);
+          std::iota(order, order + v, 0);
           auto by_logit = [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); };
           const int32_t k = top_k[i];
           const bool use_p = top_p[i] < 1.0f;
           if (k > 0 && k < v) {
-            std::partial_sort(order_begin, order_begin + k, order_begin + v, by_logit);
+            std::partial_sort(order, order + k, order + v, by_logit);
             kept = k;
           } else if (use_p) {
-            std::sort(order_begin, order_begin + v, by_logit);
+            std::sort(order, order + v, by_logit);
           }
           if (use_p) {
             // Smallest prefix (in logit order) whose probability reaches top_p.
