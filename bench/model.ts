@@ -18,9 +18,11 @@
  * so the 0.5B model's is also compared with a weight-read rate measured by
  * `sumSquares` over the parameters.
  *
- * Then continuous batching against static batching on the tiny model: 64
- * requests, prompts of 8..32 tokens, max_new_tokens drawn from 4..64, 16 at
- * a time, the same seeded sampling in both (so the same tokens).
+ * Then continuous batching against static batching on the tiny model: 256
+ * requests, prompts of 8..32 tokens, 16 at a time, the same seeded sampling
+ * in both (so the same tokens), for two length mixes: max_new_tokens uniform
+ * in 4..64, and an agent-like heavy tail (7 in 8 turns stop after 4..16
+ * tokens, 1 in 8 runs to 96..128).
  *
  * @module
  */
@@ -234,15 +236,59 @@ function benchOneModel(
   })();
 }
 
+/** A length mix for the scheduling benchmark: a label and a max_new_tokens draw. */
+interface LengthMix {
+  label: string;
+  maxNewTokens: (draw: (lo: number, hi: number) => number) => number;
+  maxLen: number;
+}
+
+/** max_new_tokens uniform in 4..64. */
+const UNIFORM_MIX: LengthMix = {
+  label: "max_new_tokens 4..64",
+  maxNewTokens: (draw) => draw(4, 64),
+  maxLen: 64,
+};
+
+/**
+ * Agent turns: most answer in a few tokens and stop, about one in eight runs
+ * on to the turn budget (the heavy tail of response lengths in agentic rollouts).
+ */
+const AGENT_MIX: LengthMix = {
+  label: "agent-like: 7/8 stop at 4..16, 1/8 run to 96..128",
+  maxNewTokens: (draw) => draw(1, 8) === 1 ? draw(96, 128) : draw(4, 16),
+  maxLen: 128,
+};
+
+/**
+ * Agent turns on the 0.5B-shaped model (shorter, to bound the run): 7/8 stop
+ * after 4..16 tokens, 1/8 run to 40..48.
+ */
+const AGENT_MIX_SHORT: LengthMix = {
+  label: "agent-like: 7/8 stop at 4..16, 1/8 run to 40..48",
+  maxNewTokens: (draw) => draw(1, 8) === 1 ? draw(40, 48) : draw(4, 16),
+  maxLen: 48,
+};
+
+/** How many requests, how many at a time, and the model's label. */
+interface SchedulingShape {
+  label: string;
+  requests: number;
+  concurrency: number;
+  /** Timed repetitions, the best kept (default 2). */
+  reps?: number;
+}
+
 /** Continuous batching vs the static baseline on the same requests. */
 async function benchScheduling(
   model: Qwen2Model,
-  smoke: boolean,
+  mix: LengthMix,
+  shape: SchedulingShape,
   log: (line: string) => void,
 ): Promise<BenchRow[]> {
-  const n = smoke ? 16 : 64;
-  const concurrency = smoke ? 4 : 16;
-  // a fixed draw of lengths: max_new_tokens 4..64, prompts 8..32
+  const n = shape.requests;
+  const concurrency = shape.concurrency;
+  // a fixed draw of lengths; prompts 8..32
   let state = 12345;
   const draw = (lo: number, hi: number) => {
     state = (Math.imul(state, 1103515245) + 12345) >>> 0;
@@ -251,12 +297,12 @@ async function benchScheduling(
   const vocab = model.config.vocab_size;
   const requests: GenerationRequest[] = Array.from({ length: n }, (_, i) => ({
     prompt_token_ids: Array.from({ length: draw(8, 32) }, (_, j) => (i * 31 + j * 17) % vocab),
-    max_new_tokens: draw(4, 64),
+    max_new_tokens: mix.maxNewTokens(draw),
     temperature: 1,
     seed: i,
   }));
   const total = requests.reduce((a, r) => a + r.max_new_tokens!, 0);
-  const opts = { maxRunningRequests: concurrency, maxModelLen: 32 + 64 };
+  const opts = { maxRunningRequests: concurrency, maxModelLen: 32 + mix.maxLen };
   const timeOf = async (f: () => Promise<unknown>) => {
     const t0 = performance.now();
     await f();
@@ -266,7 +312,7 @@ async function benchScheduling(
   const continuousMs: number[] = [];
   let staticSteps = 0;
   let continuousSteps = 0;
-  for (let r = 0; r < 2; r++) {
+  for (let r = 0; r < (shape.reps ?? 2); r++) {
     staticSteps = 0;
     staticMs.push(
       await timeOf(() => generateStatic(model, requests, { ...opts, onStep: () => staticSteps++ })),
@@ -284,14 +330,14 @@ async function benchScheduling(
   }
   const rate = (ms: number[]) => total / (best(ms) / 1000);
   log(
-    `scheduling: continuous ${rate(continuousMs).toFixed(0)} vs static ${
-      rate(staticMs).toFixed(0)
-    } tokens/s; ${continuousSteps} vs ${staticSteps} steps`,
+    `${shape.label} scheduling (${mix.label}): continuous ${
+      rate(continuousMs).toFixed(0)
+    } vs static ${rate(staticMs).toFixed(0)} tokens/s; ${continuousSteps} vs ${staticSteps} steps`,
   );
-  const what = `${n} requests (max_new_tokens 4..64), ${concurrency} concurrent`;
+  const what = `${n} requests (${mix.label}), ${concurrency} concurrent`;
   return [
     benchRow(
-      `tiny continuous batching, ${what}`,
+      `${shape.label} continuous batching, ${what}`,
       "tokens/s",
       rate(continuousMs),
       "static batching",
@@ -300,7 +346,7 @@ async function benchScheduling(
     // the scheduling alone: the ratio tokens/s would reach if a step cost the same
     // whatever its number of sequences
     benchRow(
-      `tiny continuous batching, ${what}: scheduler steps`,
+      `${shape.label} continuous batching, ${what}: scheduler steps`,
       "steps",
       continuousSteps,
       "static batching",
@@ -342,7 +388,9 @@ export async function benchModel(options: ModelBenchOptions = {}): Promise<Bench
         log,
       ),
     );
-    rows.push(...await benchScheduling(tiny, smoke, log));
+    const shape = { label: "tiny", requests: smoke ? 16 : 256, concurrency: smoke ? 4 : 16 };
+    rows.push(...await benchScheduling(tiny, UNIFORM_MIX, shape, log));
+    rows.push(...await benchScheduling(tiny, AGENT_MIX, shape, log));
   }
   if (options.large ?? true) {
     const t0 = performance.now();
@@ -367,6 +415,15 @@ export async function benchModel(options: ModelBenchOptions = {}): Promise<Bench
         peak,
         log,
       ),
+    );
+    // weight-read bound decoding, as on a GPU: the step costs little more with more sequences
+    rows.push(
+      ...await benchScheduling(big, AGENT_MIX_SHORT, {
+        label: "qwen2.5-0.5b",
+        requests: 32,
+        concurrency: 8,
+        reps: 1,
+      }, log),
     );
   }
   return rows;

@@ -16,8 +16,10 @@ namespace {
 
 constexpr int KC = 512;   // depth of a packed block (tuned on 2-core AVX2: 512 x 48)
 constexpr int MC = 48;    // rows of A per task (multiple of MR; MC x KC floats = 96 KB, L2)
-constexpr int NC = 3072;
-constexpr int kGemvRows = 4;  // at most this many rows of A (and B transposed): dot products  // columns of B packed at once (KC x NC floats = 6 MB, L3)
+constexpr int NC = 3072;   // columns of B packed at once (KC x NC floats = 6 MB, L3)
+// At most this many rows of A (and B transposed, as in decoding): dot products
+// straight from B's rows, four rows of A per read of a row of B.
+constexpr int kGemvRows = 16;
 
 // An aligned scratch buffer, grown on demand (16 floats of slack for alignment).
 float* scratch(std::vector<float>& buf, size_t n) {
@@ -103,14 +105,18 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
   if (!trans_a && trans_b && m <= kGemvRows) {
     // Few rows (decoding): dot products straight from B's rows; packing would
     // cost as much as the product.
-    const bool parallel = num_threads > 1 && int64_t(n) * k > 32768;
+    const bool parallel = num_threads > 1 && int64_t(m) * n * k > 65536;
 #pragma omp parallel for num_threads(num_threads) if (parallel) schedule(static)
     for (int j = 0; j < n; j++) {
       const float* bj = b + size_t(j) * ldb;
-      for (int i = 0; i < m; i++) {
-        const float v = alpha * vdot(a + size_t(i) * lda, bj, k);
-        float* cij = c + size_t(i) * ldc + j;
-        *cij = beta == 0.0f ? v : v + beta * *cij;
+      float dots[4];
+      for (int i0 = 0; i0 < m; i0 += 4) {
+        const int rows = std::min(4, m - i0);
+        vdot_rows(a + size_t(i0) * lda, lda, rows, bj, k, dots);
+        for (int r = 0; r < rows; r++) {
+          float* cij = c + size_t(i0 + r) * ldc + j;
+          *cij = beta == 0.0f ? alpha * dots[r] : alpha * dots[r] + beta * *cij;
+        }
       }
     }
     return;

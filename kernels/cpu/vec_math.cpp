@@ -106,6 +106,35 @@ __attribute__((target("avx2,fma"))) float vdot_avx2(const float* a, const float*
   return s;
 }
 
+// Each row's sum runs in the same order whatever `rows` is, so a row's result
+// does not depend on how many rows share the call (batch-invariant decoding).
+template <int R>
+__attribute__((target("avx2,fma"))) inline void dot_rows_fixed(const float* a, size_t lda,
+                                                               const float* b, int n, float* out) {
+  __m256 s[R];
+  for (int r = 0; r < R; r++) s[r] = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 vb = _mm256_loadu_ps(b + i);  // one read of b serves every row
+    for (int r = 0; r < R; r++) s[r] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + i), vb, s[r]);
+  }
+  for (int r = 0; r < R; r++) {
+    float v = hsum(s[r]);
+    for (int j = i; j < n; j++) v += a[r * lda + j] * b[j];
+    out[r] = v;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void vdot_rows_avx2(const float* a, int lda, int rows,
+                                                        const float* b, int n, float* out) {
+  switch (rows) {
+    case 4: return dot_rows_fixed<4>(a, size_t(lda), b, n, out);
+    case 3: return dot_rows_fixed<3>(a, size_t(lda), b, n, out);
+    case 2: return dot_rows_fixed<2>(a, size_t(lda), b, n, out);
+    default: return dot_rows_fixed<1>(a, size_t(lda), b, n, out);
+  }
+}
+
 __attribute__((target("avx2,fma"))) void vaxpy_avx2(float* y, float alpha, const float* x, int n) {
   const __m256 va = _mm256_set1_ps(alpha);
   int i = 0;
@@ -174,6 +203,11 @@ float vdot(const float* a, const float* b, int n) {
   float s = 0;
   for (int i = 0; i < n; i++) s += a[i] * b[i];
   return s;
+}
+
+void vdot_rows(const float* a, int lda, int rows, const float* b, int n, float* out) {
+  if (has_avx2_fma()) return vdot_rows_avx2(a, lda, rows, b, n, out);
+  for (int r = 0; r < rows; r++) out[r] = vdot(a + size_t(r) * lda, b, n);
 }
 
 void vaxpy(float* y, float alpha, const float* x, int n) {

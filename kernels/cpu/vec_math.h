@@ -13,6 +13,8 @@ void vexp_sums(const float* x, int n, float m, double* sum_e, double* sum_ex);
 double vexp_store(float* out, const float* x, int n, float m);
 // dot product of a and b (n), accumulated in float lanes.
 float vdot(const float* a, const float* b, int n);
+// out[r] = dot(a + r * lda, b) for r < rows (rows <= 4): b is read once for all rows.
+void vdot_rows(const float* a, int lda, int rows, const float* b, int n, float* out);
 // sum of x[i]^2 (n), products and sums in double (float squares are exact in double).
 double vsumsq(const float* x, int64_t n);
 // y += alpha * x (n)

@@ -103,7 +103,11 @@ Deno.test("engine: stop strings on the decoded text (tiny BPE tokenizer): text c
       assert.equal(r.finish_reason, "stop", JSON.stringify(stop));
       assert.equal(r.stop_reason, stop);
       assert.deepEqual(r.token_ids, full.token_ids.slice(0, through), JSON.stringify(stop));
-      assert.deepEqual(r.logprobs, full.logprobs.slice(0, through));
+      // equal up to float rounding: a prompt prefilled alone and three prefilled
+      // together go through different matmul paths (dot products vs packed GEMM)
+      const ref = full.logprobs.slice(0, through);
+      assert.equal(r.logprobs.length, ref.length);
+      r.logprobs.forEach((lp, i) => assert.ok(Math.abs(lp - ref[i]!) < 1e-4, `logprob ${i}`));
       assert.equal(r.completion_tokens, through);
     }
     assert.equal(cut!.text, text.slice(0, index));

@@ -16,7 +16,8 @@ function gemmTol(mag: ArrayLike<number>, k: number): Float64Array {
 
 // (m, n, k): tiny, primes, the MR = 6 / NR = 16 tile edges, both sides of the blocking
 // edges of sgemm.cpp (MC = 120, KC = 256 and the retuned MC = 48, KC = 512), N beyond
-// NC = 3072, K over several KC blocks.
+// NC = 3072, K over several KC blocks; both sides of the dot-product path for
+// transposed B (m <= 16).
 const SHAPES: [number, number, number][] = [
   [1, 1, 1],
   [7, 13, 5],
@@ -28,6 +29,9 @@ const SHAPES: [number, number, number][] = [
   [5, 3100, 9],
   [2, 17, 1025],
   [1, 3300, 64], // one row (decoding): the columns are split over the threads
+  [16, 70, 131], // the dot-product path's largest m (four rows per read of B, then the rest)
+  [11, 600, 200], // m not a multiple of four, parallel over the columns
+  [17, 40, 96], // one past it: the packed path
 ];
 
 Deno.test("sgemm matches the reference over shapes, transposes, alpha and beta (NaN in C ignored when beta = 0)", () => {
