@@ -24,6 +24,11 @@ import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { ChatMessage } from "../model/chat_template.ts";
 import { ModelPolicy } from "./model_policy.ts";
+import {
+  DEFAULT_AGENT_SYSTEM_TEMPLATE as FALLBACK_SYSTEM,
+  DEFAULT_AGENT_TEMPLATE as FALLBACK_TEMPLATE,
+  fillTemplate,
+} from "../rollout/prompt.ts";
 
 /** Thrown to end the process with a status and a message (see `ExitRequest` in commands.ts). */
 export type ExitFn = (status: number, message: string) => Error;
@@ -64,13 +69,6 @@ interface ResolvedEnv {
   tag: string;
   entry: CustomEnv;
 }
-
-/** Defaults when `--env` names an env_type and the config has no templates. */
-const FALLBACK_SYSTEM =
-  "You are a capable game player. Win the game with as few actions as you can.";
-const FALLBACK_TEMPLATE = "Turn {turn_idx}:\nState:\n{observation}\n" +
-  "Reply with exactly one action in the form <answer>ACTION</answer> and nothing else.\n" +
-  "Actions left: {actions_left}. At most {max_response_length} tokens.\n";
 
 /** Runs the command; every user mistake is thrown as `exit(2, message)`. */
 export async function runRollout(
@@ -306,17 +304,7 @@ export async function runRollout(
   }
 }
 
-/**
- * Fills ROLL's placeholders (`{turn_idx}`, `{observation}`, ...) like Python's
- * `str.format`: `{{` and `}}` are literal braces; unknown placeholders stay as written.
- */
-export function fillTemplate(template: string, values: Record<string, string | number>): string {
-  return template.replace(/\{\{|\}\}|\{(\w+)\}/g, (m, name?: string) => {
-    if (m === "{{") return "{";
-    if (m === "}}") return "}";
-    return name !== undefined && name in values ? String(values[name]) : m;
-  });
-}
+export { fillTemplate };
 
 function resolveEnv(
   name: string,

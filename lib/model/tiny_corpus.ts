@@ -14,6 +14,7 @@ import { createEnv } from "../../envs/registry.ts";
 import { Rng } from "../../envs/random.ts";
 import type { Env } from "../../envs/types.ts";
 import { type ChatMessage, ChatTemplate, QWEN2_5_CHAT_TEMPLATE } from "./chat_template.ts";
+import { fillTemplate } from "../rollout/prompt.ts";
 
 /** The agent template files read, relative to the repository's `configs/`. */
 export const TINY_CORPUS_TEMPLATE_FILES: readonly string[] = ["envs/traj.yaml", "envs/step.yaml"];
@@ -199,15 +200,6 @@ function respond(env: Env, rng: Rng, think: boolean): string {
     return `<think>${reason}</think>\n<answer>${name}</answer>`;
   }
   return response;
-}
-
-/** The env managers' `{name}` filling (as `fillTemplate` of lib/cli/rollout.ts). */
-function fillTemplate(template: string, values: Record<string, string | number>): string {
-  return template.replace(/\{\{|\}\}|\{(\w+)\}/g, (m, name?: string) => {
-    if (m === "{{") return "{";
-    if (m === "}}") return "}";
-    return name !== undefined && name in values ? String(values[name]) : m;
-  });
 }
 
 function fmt(x: number): string {

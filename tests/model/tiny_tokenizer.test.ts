@@ -6,7 +6,7 @@
  * small Qwen2; and the BPE trainer against a naive reference trainer.
  */
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
-import { fillTemplate } from "../../lib/cli/rollout.ts";
+import { fillTemplate } from "../../lib/rollout/prompt.ts";
 import { loadConfig } from "../../lib/config/load_config.ts";
 import type { CustomEnv } from "../../lib/config/schema/env_manager.ts";
 import {

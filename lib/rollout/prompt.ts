@@ -1,0 +1,65 @@
+/**
+ * The trajectory-wise env manager's turn prompts, as ROLL's TrajEnvManager
+ * builds them: the first turn opens with the system message
+ * (`agent_system_template`) and a user message holding the env's instruction
+ * then the filled `agent_template`; every later turn is one user message with
+ * the filled `agent_template`. Placeholders: `{turn_idx}` (1-based),
+ * `{observation}`, `{actions_left}`, `{max_response_length}`.
+ *
+ * @module
+ */
+import type { ChatMessage } from "../model/chat_template.ts";
+
+/** ROLL's defaults when a custom_envs entry has no templates. */
+export const DEFAULT_AGENT_SYSTEM_TEMPLATE =
+  "You are a capable game player. Win the game with as few actions as you can.";
+
+/** ROLL's defaults when a custom_envs entry has no templates. */
+export const DEFAULT_AGENT_TEMPLATE = "Turn {turn_idx}:\nState:\n{observation}\n" +
+  "Reply with exactly one action in the form <answer>ACTION</answer> and nothing else.\n" +
+  "Actions left: {actions_left}. At most {max_response_length} tokens.\n";
+
+/**
+ * Fills ROLL's placeholders (`{turn_idx}`, `{observation}`, ...) like Python's
+ * `str.format`: `{{` and `}}` are literal braces; unknown placeholders stay as written.
+ */
+export function fillTemplate(template: string, values: Record<string, string | number>): string {
+  return template.replace(/\{\{|\}\}|\{(\w+)\}/g, (m, name?: string) => {
+    if (m === "{{") return "{";
+    if (m === "}}") return "}";
+    return name !== undefined && name in values ? String(values[name]) : m;
+  });
+}
+
+/** What a turn's prompt is made of. */
+export interface TurnPromptInput {
+  /** `agent_system_template` (null: the default). */
+  systemTemplate: string | null;
+  /** `agent_template` (null: the default). */
+  agentTemplate: string | null;
+  /** The env's instruction (first turn only). */
+  instruction: string;
+  /** The observation to act on. */
+  observation: string;
+  /** 0-based index of the action about to be taken. */
+  turn: number;
+  /** `max_steps` of the entry (actions allowed per trajectory). */
+  maxActions: number;
+  /** `max_tokens_per_step` of the entry. */
+  maxResponseLength: number;
+}
+
+/** The messages a turn adds to the conversation: [system, user] first, then [user]. */
+export function turnMessages(input: TurnPromptInput): ChatMessage[] {
+  const body = fillTemplate(input.agentTemplate ?? DEFAULT_AGENT_TEMPLATE, {
+    turn_idx: input.turn + 1,
+    observation: input.observation,
+    actions_left: input.maxActions - input.turn,
+    max_response_length: input.maxResponseLength,
+  });
+  if (input.turn > 0) return [{ role: "user", content: body }];
+  return [
+    { role: "system", content: input.systemTemplate ?? DEFAULT_AGENT_SYSTEM_TEMPLATE },
+    { role: "user", content: `${input.instruction}\n${body}` },
+  ];
+}
