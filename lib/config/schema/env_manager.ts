@@ -26,6 +26,11 @@ export const EnvManagerConfig = section({
   group_filter_cls: z.string().nullable().default(null),
   /** Seconds one environment step may take before its trajectory is dropped. */
   env_step_timeout: num.positive().default(600),
+  /**
+   * Where envs run (agentrl): `main` (the main thread) or `worker` (Deno
+   * Workers of at most max_env_num_per_worker envs each).
+   */
+  env_runner: z.enum(["main", "worker"]).default("main"),
 });
 
 /** One entry of `custom_envs`: an environment tag's type, config and prompt templates. */

@@ -1,0 +1,52 @@
+/**
+ * The generation engine as a rollout policy (ROLL's actor_infer behind the
+ * env managers): each turn is one engine request with the env manager's
+ * sampling settings, stopping at the tokenizer's end-of-turn tokens.
+ *
+ * @module
+ */
+import type { GenerationEngine } from "../infer/engine.ts";
+import type { PolicyRequest, PolicyResponse, RolloutPolicy } from "./types.ts";
+
+/** Sampling settings (generating_args). */
+export interface PolicySampling {
+  temperature: number;
+  topP: number;
+  topK: number;
+}
+
+/** Answers turns with a {@linkcode GenerationEngine}. */
+export class EnginePolicy implements RolloutPolicy {
+  readonly engine: GenerationEngine;
+  readonly sampling: PolicySampling;
+  readonly stopTokenIds: readonly number[];
+  /** Generated tokens so far (for throughput). */
+  generatedTokens = 0;
+
+  /** `stopTokenIds`: the end-of-turn ids (e.g. `<|im_end|>`, `<|endoftext|>`). */
+  constructor(engine: GenerationEngine, sampling: PolicySampling, stopTokenIds: readonly number[]) {
+    this.engine = engine;
+    this.sampling = sampling;
+    this.stopTokenIds = stopTokenIds;
+  }
+
+  async generate(request: PolicyRequest): Promise<PolicyResponse> {
+    const r = await this.engine.generate({
+      request_id: request.requestId,
+      prompt_token_ids: request.promptIds,
+      max_new_tokens: request.maxNewTokens,
+      temperature: this.sampling.temperature,
+      top_p: this.sampling.topP,
+      top_k: this.sampling.topK,
+      seed: request.seed,
+      stop_token_ids: this.stopTokenIds,
+    });
+    this.generatedTokens += r.token_ids.length;
+    return {
+      tokenIds: r.token_ids,
+      logprobs: r.logprobs,
+      finishReason: r.finish_reason,
+      weightVersions: r.weight_versions,
+    };
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Environment groups and asynchronous, environment-granular rollout: env
+ * layout and seeding, the trajectory-wise episode, group queues, the
+ * rollout scheduler (main thread or Deno Workers), the engine as a policy,
+ * and ROLL's rollout metrics.
+ *
+ * @module
+ */
+export { type EnvSlot, layoutEnvs } from "./env_layout.ts";
+export {
+  type EnvHandle,
+  type EnvHost,
+  EnvTimeoutError,
+  MainThreadEnvHost,
+  withTimeout,
+} from "./env_host.ts";
+export { EnvWorkerStoppedError, WorkerEnvHost } from "./env_worker_host.ts";
+export { EnginePolicy, type PolicySampling } from "./engine_policy.ts";
+export { type EpisodeOptions, type EpisodeSpec, PolicyError, runEpisode } from "./episode.ts";
+export { type CompleteGroup, GroupQueue, type GroupQueueOptions } from "./group_queue.ts";
+export { rolloutMetrics, withPrefix } from "./metrics.ts";
+export {
+  DEFAULT_AGENT_SYSTEM_TEMPLATE,
+  DEFAULT_AGENT_TEMPLATE,
+  fillTemplate,
+  turnMessages,
+} from "./prompt.ts";
+export { type RolloutBatch, RolloutScheduler, type RolloutSchedulerOptions } from "./scheduler.ts";
+export { episodeSeed, groupSeed, turnSeed } from "./seeding.ts";
+export type {
+  EndReason,
+  LostTrajectory,
+  PolicyRequest,
+  PolicyResponse,
+  RolloutPolicy,
+  TrajectorySample,
+} from "./types.ts";

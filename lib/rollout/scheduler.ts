@@ -1,0 +1,299 @@
+/**
+ * The rollout scheduler: one asynchronous loop per environment, no lockstep.
+ * Each env loop asks its group's queue for an episode, plays it (asking the
+ * policy for a turn whenever the env is ready), and hands the trajectory
+ * back; `getBatch` returns complete groups in the order they complete, as
+ * soon as there are enough of them. Slow envs never stall fast ones.
+ *
+ * An env that throws or overruns `env_step_timeout` loses the trajectory it
+ * was playing (counted in the metrics); the env is rebuilt and the group's
+ * place is played again, so the run goes on.
+ *
+ * @example
+ * ```ts ignore
+ * const scheduler = new RolloutScheduler({ config, mode: "train", policy, encoder, decodeForEnv });
+ * const batch = await scheduler.getBatch(config.rollout_batch_size, 0);
+ * console.log(batch.samples.length, batch.metrics["rollout/score/mean"]);
+ * await scheduler.close();
+ * ```
+ *
+ * @module
+ */
+import type { AgenticConfig } from "../config/agentic_config.ts";
+import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
+import type { ChatEncoder } from "../model/chat_template.ts";
+import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
+import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
+import { WorkerEnvHost } from "./env_worker_host.ts";
+import { PolicyError, runEpisode } from "./episode.ts";
+import { type CompleteGroup, GroupQueue } from "./group_queue.ts";
+import { rolloutMetrics } from "./metrics.ts";
+import { episodeSeed, groupSeed } from "./seeding.ts";
+import type { LostTrajectory, RolloutPolicy, TrajectorySample } from "./types.ts";
+
+/** Options of a {@linkcode RolloutScheduler}. */
+export interface RolloutSchedulerOptions {
+  /** A finalized config (loadConfig's). */
+  config: AgenticConfig;
+  /** "train" uses train_env_manager, "val" val_env_manager. */
+  mode: "train" | "val";
+  policy: RolloutPolicy;
+  encoder: ChatEncoder;
+  /** Response ids to the text the env receives (ROLL: special tokens kept). */
+  decodeForEnv: (ids: readonly number[]) => string;
+  /** Where envs run (default: from env_runner and max_env_num_per_worker). */
+  host?: EnvHost;
+  /** Base seed (default config.seed). */
+  seed?: number;
+  /** Keep rendered frames in the samples. */
+  render?: boolean;
+  /** Called with each lost trajectory. */
+  onLost?: (lost: LostTrajectory) => void;
+}
+
+/** What {@linkcode RolloutScheduler.getBatch} returns. */
+export interface RolloutBatch {
+  samples: TrajectorySample[];
+  /** ROLL's metric names (`env/{tag}/...`, `rollout/...`, `scheduler/...`, `time/...`). */
+  metrics: Record<string, number>;
+  lost: LostTrajectory[];
+}
+
+/** Runs the env loops of one env manager and hands out complete groups. */
+export class RolloutScheduler {
+  readonly config: AgenticConfig;
+  readonly mode: "train" | "val";
+  readonly manager: EnvManagerConfig;
+  readonly slots: readonly EnvSlot[];
+  readonly #o: RolloutSchedulerOptions;
+  readonly #host: EnvHost;
+  readonly #queues = new Map<number, GroupQueue>();
+  readonly #groupSeeds = new Map<number, number>();
+  #complete: CompleteGroup[] = [];
+  #lost: LostTrajectory[] = [];
+  #expired = 0;
+  #onProgress: (() => void) | null = null;
+  #loops: Promise<void>[] | null = null;
+  #closed = false;
+  #loopError: unknown = null;
+  #lossesInARow = 0;
+  #getting = false;
+
+  constructor(options: RolloutSchedulerOptions) {
+    this.#o = options;
+    this.config = options.config;
+    this.mode = options.mode;
+    this.manager = options.mode === "train"
+      ? options.config.train_env_manager
+      : options.config.val_env_manager;
+    this.slots = layoutEnvs(this.manager, options.config.custom_envs);
+    const m = this.manager;
+    this.#host = options.host ??
+      (m.env_runner === "worker"
+        ? new WorkerEnvHost(m.env_step_timeout, Math.max(1, m.max_env_num_per_worker))
+        : new MainThreadEnvHost(m.env_step_timeout));
+    const seed = options.seed ?? options.config.seed;
+    const batch = options.mode === "train"
+      ? options.config.rollout_batch_size
+      : options.config.val_batch_size;
+    const perStep = m.max_traj_per_env > 0
+      ? m.max_traj_per_env
+      : Math.max(1, Math.ceil(batch / Math.max(1, this.slots.length)));
+    for (const slot of this.slots) {
+      if (this.#queues.has(slot.groupId)) continue;
+      this.#groupSeeds.set(slot.groupId, groupSeed(seed, options.mode, slot.groupId));
+      this.#queues.set(
+        slot.groupId,
+        new GroupQueue({
+          groupId: slot.groupId,
+          groupSize: m.group_size,
+          redundancy: m.group_size_redundancy,
+          episodesPerStep: perStep,
+          asyncRatio: options.mode === "train"
+            ? Math.floor(options.config.async_generation_ratio)
+            : 0,
+          mode: options.mode,
+          onComplete: (g) => {
+            this.#complete.push(g);
+            this.#onProgress?.();
+          },
+        }),
+      );
+    }
+  }
+
+  /** The group size of this scheduler's env manager. */
+  get groupSize(): number {
+    return this.manager.group_size;
+  }
+
+  /**
+   * Complete groups totalling `batchSize` trajectories for training step
+   * `step`, as they complete. `batchSize` must be a multiple of group_size.
+   * Groups older than async_generation_ratio steps are discarded; groups
+   * beyond the batch wait for the next call.
+   */
+  async getBatch(batchSize: number, step: number): Promise<RolloutBatch> {
+    if (this.#closed) throw new Error("getBatch on a closed RolloutScheduler");
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize % this.groupSize !== 0) {
+      throw new RangeError(
+        `batch size ${batchSize} is not valid: expected a positive multiple of group_size ` +
+          `${this.groupSize} (the scheduler hands out complete groups)`,
+      );
+    }
+    if (this.#getting) {
+      throw new Error("getBatch is already running: await it before the next call");
+    }
+    this.#getting = true;
+    try {
+      return await this.#getBatch(batchSize, step);
+    } finally {
+      this.#getting = false;
+    }
+  }
+
+  async #getBatch(batchSize: number, step: number): Promise<RolloutBatch> {
+    const t0 = performance.now();
+    for (const q of this.#queues.values()) q.advanceStep(step);
+    this.#loops ??= this.slots.map((slot) => this.#envLoop(slot));
+    const ratio = this.mode === "train" ? Math.floor(this.config.async_generation_ratio) : 0;
+    const taken: CompleteGroup[] = [];
+    let have = 0;
+    while (have < batchSize) {
+      if (this.#loopError !== null) throw this.#loopError;
+      const group = this.#complete.shift();
+      if (group === undefined) {
+        if (this.mode === "val" && this.#allLoopsDone) break;
+        await new Promise<void>((resolve) => (this.#onProgress = resolve));
+        this.#onProgress = null;
+        continue;
+      }
+      if (step - group.createStep > ratio) {
+        this.#expired++;
+        continue;
+      }
+      taken.push(group);
+      have += group.samples.length;
+    }
+    const samples = taken.flatMap((g) => g.samples);
+    const lost = this.#lost;
+    this.#lost = [];
+    const metrics = rolloutMetrics(samples, lost, this.manager.tags);
+    metrics["scheduler/expired_groups"] = this.#expired;
+    metrics["scheduler/dropped_groups"] = [...this.#queues.values()].reduce(
+      (a, q) => a + q.droppedEpisodes,
+      0,
+    );
+    metrics["time/rollout"] = (performance.now() - t0) / 1000;
+    this.#expired = 0;
+    for (const q of this.#queues.values()) q.droppedEpisodes = 0;
+    return { samples, metrics, lost };
+  }
+
+  #doneLoops = 0;
+  get #allLoopsDone(): boolean {
+    return this.#loops !== null && this.#doneLoops === this.#loops.length;
+  }
+
+  async #envLoop(slot: EnvSlot): Promise<void> {
+    const queue = this.#queues.get(slot.groupId)!;
+    const gSeed = this.#groupSeeds.get(slot.groupId)!;
+    const m = this.manager;
+    const gen = m.generating_args;
+    let env: EnvHandle | null = null;
+    try {
+      while (!this.#closed) {
+        const ticket = await queue.next();
+        if (ticket === null) break;
+        const seed = episodeSeed(gSeed, ticket.episodeId);
+        const lose = (reason: LostTrajectory["reason"], e: unknown) => {
+          const lost: LostTrajectory = {
+            tag: slot.tag,
+            groupId: slot.groupId,
+            envId: slot.envId,
+            episodeId: ticket.episodeId,
+            seed,
+            reason,
+            message: e instanceof Error ? e.message : String(e),
+          };
+          this.#lost.push(lost);
+          this.#o.onLost?.(lost);
+          queue.release(ticket.episodeId, true);
+          // a systematic failure (every trajectory lost) stops the run instead of spinning
+          if (++this.#lossesInARow >= 3 * this.slots.length + 3) {
+            this.#loopError ??= new Error(
+              `Every trajectory is being lost (${this.#lossesInARow} in a row); the last: ` +
+                `${lost.reason} in env ${slot.envId} (${slot.tag}, seed ${seed}): ${lost.message}`,
+            );
+            this.#onProgress?.();
+          }
+        };
+        try {
+          env ??= await this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config);
+        } catch (e) {
+          lose("env_error", e);
+          // a config mistake fails every env the same way: stop instead of spinning
+          this.#loopError ??= e;
+          this.#onProgress?.();
+          break;
+        }
+        try {
+          const sample = await runEpisode(env, {
+            tag: slot.tag,
+            entry: slot.entry,
+            envId: slot.envId,
+            groupId: slot.groupId,
+            episodeId: ticket.episodeId,
+            groupSeed: gSeed,
+            seed,
+            createStep: ticket.createStep,
+          }, {
+            policy: this.#o.policy,
+            encoder: this.#o.encoder,
+            decodeForEnv: this.#o.decodeForEnv,
+            sequenceLength: this.config.sequence_length ?? Number.MAX_SAFE_INTEGER,
+            maxNewTokens: gen?.max_new_tokens ?? slot.entry.max_tokens_per_step,
+            formatPenalty: m.format_penalty,
+            render: this.#o.render ?? false,
+            isWanted: () => !this.#closed && queue.wants(ticket.episodeId),
+          });
+          if (sample === null) queue.release(ticket.episodeId, false);
+          else {
+            this.#lossesInARow = 0;
+            queue.put(ticket.episodeId, sample);
+          }
+        } catch (e) {
+          lose(
+            e instanceof PolicyError
+              ? "policy_error"
+              : e instanceof EnvTimeoutError
+              ? "env_timeout"
+              : "env_error",
+            e,
+          );
+          // the env may be in any state (or its worker gone): rebuild it
+          const broken = env;
+          env = null;
+          void broken.close();
+        }
+      }
+    } finally {
+      await env?.close();
+      this.#doneLoops++;
+      this.#onProgress?.();
+    }
+  }
+
+  /** Stops the env loops (in-flight episodes are abandoned) and frees the envs. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const q of this.#queues.values()) q.close();
+    this.#onProgress?.();
+    await this.#host.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
