@@ -88,14 +88,26 @@ function notBuilt(name: string, description: string, issue: string) {
     });
 }
 
-/** `agentrl eval` (lands with the rollout issue). */
+/** `agentrl eval`: validation rollouts with a checkpoint (or the config's pretrain). */
 export function evalCommand() {
-  return notBuilt("eval", "run validation rollouts and print metrics", "the rollout issue (#6)")
+  return new Command("eval")
+    .description(
+      "play the validation episodes (val_env_manager, val_batch_size) with a model and " +
+        "print ROLL's val/ metrics; GIFs go to render_save_dir when it is set",
+    )
     .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
     .option("-n, --config-name <name>", CONFIG_NAME_HELP)
-    .option("--checkpoint <dir>", "checkpoint to evaluate (default: the config's pretrain)")
+    .option(
+      "--checkpoint <dir>",
+      "model folder to evaluate (default: the config's pretrain, else the tiny default " +
+        "with random weights)",
+    )
     .option("--json", "print the metrics as JSON")
-    .argument("[overrides...]", OVERRIDES_HELP);
+    .argument("[overrides...]", OVERRIDES_HELP)
+    .action(async (overrides, flags) => {
+      const { runEval } = await import("./eval.ts");
+      await runEval(flags, overrides, (status, message) => new ExitRequest(status, message));
+    });
 }
 
 /** `agentrl rollout`: runs episodes of one environment locally and prints every turn. */

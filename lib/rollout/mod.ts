@@ -19,6 +19,8 @@ export { EnginePolicy, type PolicySampling } from "./engine_policy.ts";
 export { type EpisodeOptions, type EpisodeSpec, PolicyError, runEpisode } from "./episode.ts";
 export { type CompleteGroup, GroupQueue, type GroupQueueOptions } from "./group_queue.ts";
 export { rolloutMetrics, withPrefix } from "./metrics.ts";
+export { loadPolicyModel, type PolicyModel } from "./policy_model.ts";
+export { runValidation, type ValidationOptions, type ValidationResult } from "./validation.ts";
 export {
   DEFAULT_AGENT_SYSTEM_TEMPLATE,
   DEFAULT_AGENT_TEMPLATE,

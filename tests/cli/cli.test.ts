@@ -131,15 +131,63 @@ Deno.test("bench with an unknown name lists the benchmarks and fails", async () 
   doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
 });
 
-for (const [sub, issue] of [["eval", "#6"]] as const) {
-  Deno.test(`${sub} says it is not built yet and fails`, async () => {
-    const r = await cli(sub);
-    ok(r.code !== 0, show(r));
-    match(r.stderr, new RegExp(`agentrl ${sub} is not built yet`));
-    ok(r.stderr.includes(issue), show(r));
-    doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
-  });
+/** Runs the CLI with the permissions `deno task agentrl` grants. */
+async function cliFull(...args: string[]): Promise<CliResult> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-env",
+      "--allow-ffi",
+      "lib/cli/main.ts",
+      ...args,
+    ],
+    cwd: REPO_ROOT,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
 }
+
+Deno.test("eval plays the validation episodes and prints val/ metrics as JSON, with GIFs", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const r = await cliFull(
+      "eval",
+      "--json",
+      "val_batch_size=8",
+      "val_env_manager.num_env_groups=8",
+      "val_env_manager.num_groups_partition=[8]",
+      "max_actions_per_traj=2",
+      "max_tokens_per_step=6",
+      `render_save_dir=${dir}`,
+    );
+    equal(r.code, 0, show(r));
+    const metrics = JSON.parse(r.stdout) as Record<string, number>;
+    equal(metrics["val/rollout/num_trajectories"], 8);
+    for (const key of ["success", "action_is_valid", "num_actions"]) {
+      ok(Number.isFinite(metrics[`val/env/FrozenLake/${key}`]), key);
+    }
+    ok(metrics["val/rollout/response_length/max"]! <= 12, show(r));
+    const gifs = [];
+    for await (const e of Deno.readDir(dir)) {
+      if (e.isDirectory) gifs.push(e.name);
+    }
+    equal(gifs.length, 8, gifs.join(", "));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("eval with a missing checkpoint is a clean usage error", async () => {
+  const r = await cliFull("eval", "--checkpoint", "/nonexistent/model");
+  assertCleanError(r);
+  match(r.stderr, /Cannot load the model \/nonexistent\/model/);
+});
 
 Deno.test("--help prints the usage and lists every subcommand", async () => {
   const r = await cli("--help");

@@ -1,0 +1,100 @@
+/**
+ * `agentrl eval`: loads a policy (a checkpoint folder, else the config's
+ * `pretrain`, else the tiny default with random weights), plays the
+ * validation episodes through the generation engine and prints the metrics
+ * (a table, or JSON with --json); with `render_save_dir` set, every episode
+ * is written as PNG frames and a GIF.
+ *
+ * @module
+ */
+import { Kernels } from "../../ffi/mod.ts";
+import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
+import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
+import { GenerationEngine } from "../infer/engine.ts";
+import { ChatEncoder } from "../model/chat_template.ts";
+import { EnginePolicy } from "../rollout/engine_policy.ts";
+import { loadPolicyModel } from "../rollout/policy_model.ts";
+import { runValidation } from "../rollout/validation.ts";
+import type { ExitFn } from "./rollout.ts";
+
+/** The options of `agentrl eval` as commander parses them. */
+export interface EvalFlags {
+  configPath?: string;
+  configName?: string;
+  checkpoint?: string;
+  json?: boolean;
+}
+
+/** The end-of-turn ids a policy stops at: the tokenizer's eos and `<|im_end|>`. */
+export function stopTokenIds(
+  tok: { eosTokenIds: readonly number[]; tokenToId(t: string): number | undefined },
+): number[] {
+  const ids = new Set(tok.eosTokenIds);
+  const imEnd = tok.tokenToId("<|im_end|>");
+  if (imEnd !== undefined) ids.add(imEnd);
+  return [...ids];
+}
+
+/** Runs the command. */
+export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitFn): Promise<void> {
+  const options: LoadConfigOptions = {
+    ...(flags.configPath !== undefined ? { configPath: flags.configPath } : {}),
+    ...(flags.configName !== undefined ? { configName: flags.configName } : {}),
+    overrides,
+  };
+  const { config, notices } = await loadConfig(options);
+  for (const n of notices) console.error(`note: ${n}`);
+  const path = flags.checkpoint ?? config.pretrain ?? null;
+  using kernels = Kernels.open();
+  let loaded;
+  try {
+    loaded = await loadPolicyModel(kernels, path);
+  } catch (e) {
+    throw exit(2, `Cannot load the model ${path}: ${e instanceof Error ? e.message : e}`);
+  }
+  using policyModel = loaded;
+  const { model, tokenizer } = policyModel;
+  console.error(`model: ${policyModel.source}`);
+  const val = config.val_env_manager;
+  const gen = val.generating_args!;
+  const envs = val.num_env_groups * (val.group_size + val.group_size_redundancy);
+  await using engine = new GenerationEngine(model, {
+    maxRunningRequests: Math.min(envs, 128),
+    maxModelLen: Math.min(config.sequence_length ?? 4096, model.config.max_position_embeddings),
+    decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
+    seed: config.seed,
+  });
+  const policy = new EnginePolicy(engine, {
+    temperature: gen.temperature ?? 1,
+    topP: gen.top_p ?? 1,
+    topK: gen.top_k ?? -1,
+  }, stopTokenIds(tokenizer));
+  const t0 = performance.now();
+  const result = await runValidation({
+    config,
+    policy,
+    encoder: new ChatEncoder(tokenizer),
+    decodeForEnv: (ids) => tokenizer.decode(ids),
+    render: config.render_save_dir !== null && config.render_save_dir !== undefined,
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const metrics = { ...result.metrics };
+  metrics["val/time/rollout"] = seconds;
+  metrics["val/system/generated_tokens_per_s"] = policy.generatedTokens / seconds;
+  if (config.render_save_dir) {
+    for (const s of result.samples) {
+      if (!s.frames || s.frames.length === 0) continue;
+      await writeEpisodeFrames(config.render_save_dir, `val_${s.trajId}`, s.frames);
+    }
+    console.error(`frames: ${result.samples.length} episodes in ${config.render_save_dir}/`);
+  }
+  if (flags.json) {
+    console.log(JSON.stringify(metrics, null, 2));
+    return;
+  }
+  const width = Math.max(...Object.keys(metrics).map((k) => k.length));
+  console.log(`${result.samples.length} validation episodes in ${seconds.toFixed(1)} s`);
+  for (const [k, v] of Object.entries(metrics).sort(([a], [b]) => a.localeCompare(b))) {
+    console.log(`  ${k.padEnd(width)}  ${Number.isInteger(v) ? v : v.toFixed(4)}`);
+  }
+}

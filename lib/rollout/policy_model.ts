@@ -1,0 +1,54 @@
+/**
+ * The policy model a run starts from: a checkpoint folder, else the config's
+ * `pretrain`, else the tiny default architecture with random weights (so a
+ * config without a model still runs end to end, e.g. to debug a rollout).
+ *
+ * @module
+ */
+import type { Kernels } from "../../ffi/mod.ts";
+import { parseQwen2Config } from "../model/hf_config.ts";
+import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+import { loadPretrained } from "../model/pretrained.ts";
+import { Qwen2Model } from "../model/qwen2.ts";
+import { Tokenizer } from "../model/tokenizer.ts";
+
+/** A model, its tokenizer, and where they came from. */
+export interface PolicyModel extends Disposable {
+  model: Qwen2Model;
+  tokenizer: Tokenizer;
+  /** A folder path, or "tiny default (random weights)". */
+  source: string;
+}
+
+/** Loads `path` (a HF folder), or the random tiny default when `path` is null. */
+export async function loadPolicyModel(
+  kernels: Kernels,
+  path: string | null,
+  options: { valueHead?: boolean; seed?: number } = {},
+): Promise<PolicyModel> {
+  if (path !== null) {
+    const p = await loadPretrained(kernels, path, { valueHead: options.valueHead ?? false });
+    return {
+      model: p.model,
+      tokenizer: p.tokenizer,
+      source: path,
+      [Symbol.dispose]: () => p[Symbol.dispose](),
+    };
+  }
+  const files = await buildTinyModelFiles();
+  const tokenizer = Tokenizer.fromJSON({
+    tokenizerJson: JSON.parse(files["tokenizer.json"]),
+    tokenizerConfig: JSON.parse(files["tokenizer_config.json"]),
+  });
+  const config = parseQwen2Config(JSON.parse(files["config.json"]), "tiny default config.json");
+  const model = new Qwen2Model(kernels, config, {
+    seed: options.seed ?? 0,
+    ...(options.valueHead ? { valueHead: true } : {}),
+  });
+  return {
+    model,
+    tokenizer,
+    source: "tiny default (random weights)",
+    [Symbol.dispose]: () => model.dispose(),
+  };
+}
