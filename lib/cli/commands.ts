@@ -79,15 +79,6 @@ export function trainCommand() {
     });
 }
 
-/** A subcommand whose engine is not built yet: it says so and exits with status 1. */
-function notBuilt(name: string, description: string, issue: string) {
-  return new Command(name)
-    .description(`${description} [not built yet: ${issue}]`)
-    .action(() => {
-      throw new ExitRequest(1, `agentrl ${name} is not built yet: it lands with ${issue}.`);
-    });
-}
-
 /** `agentrl eval`: validation rollouts with a checkpoint (or the config's pretrain). */
 export function evalCommand() {
   return new Command("eval")
