@@ -1,0 +1,13 @@
+/**
+ * lib/algo: the RL math of the agentic pipeline as plain TypeScript over arrays —
+ * reward normalization, token rewards with KL penalties, advantage estimators
+ * (GAE, REINFORCE / GRPO, REINFORCE++, segment-wise REINFORCE), whitening and
+ * clipping, KL controllers, and the loss aggregation reference.
+ *
+ * @module
+ */
+export * from "./types.ts";
+export * from "./masked_stats.ts";
+export * from "./reward_normalization.ts";
+export * from "./kl_penalty.ts";
+export * from "./clip.ts";
