@@ -11,3 +11,8 @@ export * from "./masked_stats.ts";
 export * from "./reward_normalization.ts";
 export * from "./kl_penalty.ts";
 export * from "./clip.ts";
+export * from "./token_rewards.ts";
+export * from "./returns.ts";
+export * from "./advantage.ts";
+export * from "./batch_advantages.ts";
+export * from "./kl_controller.ts";
