@@ -16,3 +16,5 @@ export * from "./returns.ts";
 export * from "./advantage.ts";
 export * from "./batch_advantages.ts";
 export * from "./kl_controller.ts";
+export * from "./loss_agg.ts";
+export * from "./from_config.ts";
