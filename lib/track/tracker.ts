@@ -12,6 +12,7 @@
  * @module
  */
 import { didYouMean } from "../util/did_you_mean.ts";
+import { formatNumber } from "./format_number.ts";
 import { JsonlMetricsWriter, METRICS_JSONL, truncateJsonlMetrics } from "./jsonl.ts";
 import { TfEventsWriter } from "./tfevents.ts";
 
@@ -92,26 +93,6 @@ export class StdoutTracker implements Tracker {
 function keyPattern(key: string): RegExp {
   const body = key.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]+");
   return new RegExp(`^${body}$`);
-}
-
-/**
- * A short rendering of a metric value: integers as they are (below 1e6),
- * 4 significant digits otherwise, exponent form for very large or small
- * magnitudes, "nan"/"inf" for non-finite values.
- *
- * @example
- * ```ts
- * import { formatNumber } from "./tracker.ts";
- * console.log(formatNumber(0.123456), formatNumber(12), formatNumber(1234567.8)); // 0.1235 12 1.235e+6
- * ```
- */
-export function formatNumber(v: number | null): string {
-  if (v === null || Number.isNaN(v)) return "nan";
-  if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
-  const a = Math.abs(v);
-  if (Number.isInteger(v) && a < 1e6) return String(v);
-  if (a >= 1e6 || (a < 1e-3 && a !== 0)) return v.toExponential(3).replace(/\.?0+e/, "e");
-  return String(Number(v.toPrecision(4)));
 }
 
 /** Forwards every step to several trackers; closing closes all and rethrows the first error. */

@@ -2,9 +2,9 @@
 import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
 import { readTfEvents } from "../../lib/track/tfevents.ts";
+import { formatNumber } from "../../lib/track/format_number.ts";
 import {
   createTracker,
-  formatNumber,
   MultiTracker,
   StdoutTracker,
   type Tracker,
