@@ -32,6 +32,14 @@ export const BENCHMARKS: Record<string, Benchmark> = {
     quick: true,
     run: async () => (await import("./model.ts")).benchModel({ log: (l) => console.log(`  ${l}`) }),
   },
+  rollout: {
+    description:
+      "async env-granular rollout vs lockstep (env steps/s, generated tokens/s): WebShop with " +
+      "heavy-tailed step delays, and FrozenLake (~1 min)",
+    quick: true,
+    run: async () =>
+      (await import("./rollout.ts")).benchRollout({ log: (l) => console.log(`  ${l}`) }),
+  },
   envs: {
     description: "environment steps/s (resets included, random valid actions) vs a no-op env",
     quick: true,

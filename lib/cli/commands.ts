@@ -53,7 +53,7 @@ export function configCommand() {
     });
 }
 
-/** `agentrl train`: composes and validates; the pipeline itself lands with issue #7. */
+/** `agentrl train`: the AgenticPipeline on a composed config (default: the embedded one). */
 export function trainCommand() {
   return new Command("train")
     .description(
@@ -66,15 +66,18 @@ export function trainCommand() {
       const { config, notices, files } = await loadConfig(loadOptions(flags, overrides));
       printNotices(notices);
       const train = config.train_env_manager;
-      console.log(`config ok: ${files[files.length - 1]} (${files.length} files composed)`);
-      console.log(
+      console.error(`config: ${files[files.length - 1]} (${files.length} files composed)`);
+      console.error(
         `  ${config.exp_name}: ${config.adv_estimator}, ${config.max_steps} steps, ` +
           `${config.rollout_batch_size} trajectories per step ` +
-          `(${train.num_env_groups} groups x ${train.group_size}) on ${train.tags.join(", ")}`,
+          `(${train.num_env_groups} groups x ${train.group_size}) on ${train.tags.join(", ")}; ` +
+          `outputs in ${config.output_dir}`,
       );
-      console.log(
-        "Training is not implemented yet: the pipeline (rollout, PPO/GRPO, checkpoints) " +
-          "lands with the AgenticPipeline issue (#7). Nothing was trained.",
+      const { runPipeline } = await import("../pipeline/pipeline.ts");
+      const summary = await runPipeline(config);
+      console.error(
+        `done: ${summary.steps} steps; metrics ${summary.outputDir}/metrics.jsonl, report ` +
+          `${summary.outputDir}/report.html`,
       );
     });
 }

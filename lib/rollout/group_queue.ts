@@ -67,6 +67,9 @@ export class GroupQueue {
   /** Opens the step's episodes and expires old ones (ROLL's advance_step). */
   advanceStep(step: number): void {
     if (this.#currentStep === null) {
+      // episode ids follow the step, so a run resumed at step s plays the same
+      // episodes (and seeds) as an uninterrupted one
+      if (this.o.mode === "train") this.#nextEpisodeId = step * this.o.episodesPerStep;
       // async training: the first step also opens the episodes of the steps ahead
       for (let i = 0; i < this.o.asyncRatio; i++) this.#open(step, this.o.episodesPerStep);
     } else {

@@ -1,0 +1,392 @@
+/**
+ * The AgenticPipeline run loop (seed 001), trajectory-wise: for each step,
+ * validation every `eval_steps` (the base model's level at step 0), a train
+ * rollout of `rollout_batch_size` trajectories in complete groups, old (and
+ * reference) log-probs, reward normalization and advantages, the actor's
+ * PPO update after `critic_warmup`, model_update to the inference engine,
+ * metrics to the trackers and the HTML report, and a checkpoint every
+ * `save_steps` and at the end. `resume_from_checkpoint` continues a run
+ * exactly where its last checkpoint left it.
+ *
+ * One process: actor_train and actor_infer share the model's memory (the
+ * engine reads the weights the trainer writes; model_update is a version
+ * bump), the reference is a frozen copy loaded only when a KL term needs it.
+ *
+ * @module
+ */
+import { Kernels } from "../../ffi/mod.ts";
+import { Rng } from "../../envs/random.ts";
+import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
+import {
+  advantageSettingsFromConfig,
+  type AlgoSample,
+  computeBatchAdvantages,
+  type KlController,
+  klControllerFromConfig,
+  klControllerFromJSON,
+} from "../algo/mod.ts";
+import type { AgenticConfig } from "../config/agentic_config.ts";
+import { stopTokenIds } from "../cli/eval.ts";
+import { GenerationEngine } from "../infer/engine.ts";
+import { ChatEncoder } from "../model/chat_template.ts";
+import { savePretrained } from "../model/pretrained.ts";
+import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+import { EnginePolicy } from "../rollout/engine_policy.ts";
+import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
+import { RolloutScheduler } from "../rollout/scheduler.ts";
+import type { TrajectorySample } from "../rollout/types.ts";
+import { runValidation } from "../rollout/validation.ts";
+import { createTracker, type Tracker } from "../track/tracker.ts";
+import { readJsonlMetrics } from "../track/jsonl.ts";
+import { writeHtmlReport } from "../track/html_report.ts";
+import { Progress } from "../track/progress.ts";
+import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
+import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/checkpoint_dir.ts";
+import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
+import { trainBatching } from "../train/micro_batches.ts";
+import { AdamW } from "../train/optimizer.ts";
+
+/** Options of {@linkcode runPipeline}. */
+export interface PipelineOptions {
+  /** Status lines (default: console.error). */
+  log?: (line: string) => void;
+  /** Stop after this many steps of this run (tests; the schedule still spans max_steps). */
+  stopAfter?: number;
+}
+
+/** What a run did. */
+export interface PipelineSummary {
+  /** Steps completed in all (including those of a resumed run). */
+  steps: number;
+  /** The last metrics logged. */
+  lastMetrics: Record<string, number>;
+  /** Validation success per step, per tag: `val/env/{tag}/success`. */
+  history: Array<{ step: number } & Record<string, number>>;
+  /** The checkpoints written by this run. */
+  checkpoints: string[];
+  outputDir: string;
+}
+
+/** The trainer state a checkpoint holds besides the model and the optimizer. */
+interface TrainerState {
+  /** The next step to run. */
+  step: number;
+  klController: unknown;
+  seed: number;
+}
+
+const STATE_FILE = "trainer_state.json";
+
+function toAlgo(s: TrajectorySample, oldLogprobs: Float32Array, ref?: Float32Array): AlgoSample {
+  return {
+    responseMask: s.responseMask,
+    score: s.score,
+    trajGroupId: s.trajGroupId,
+    tag: s.tag,
+    logprobs: oldLogprobs,
+    ...(ref ? { refLogprobs: ref } : {}),
+  };
+}
+
+/** Runs the pipeline of `config` to `max_steps` (or `stopAfter`). */
+export async function runPipeline(
+  config: AgenticConfig,
+  options: PipelineOptions = {},
+): Promise<PipelineSummary> {
+  const log = options.log ?? ((l: string) => console.error(l));
+  const outputDir = config.output_dir ?? "./output";
+  if (config.adv_estimator === "gae" || config.adv_estimator === "gigpo") {
+    throw new Error(
+      `adv_estimator ${config.adv_estimator} is not wired into the pipeline yet ` +
+        "(the critic role and step-wise samples land next): use grpo, reinforce or reinforce_plus_plus",
+    );
+  }
+  using kernels = Kernels.open();
+  const resume = resolveResume(config.resume_from_checkpoint, outputDir);
+  if (resume.notice) log(resume.notice);
+  const from: CheckpointInfo | null = resume.checkpoint;
+  const modelPath = from ? `${from.dir}/model` : config.pretrain ?? null;
+  using actor: PolicyModel = await loadPolicyModel(kernels, modelPath, { seed: config.seed });
+  log(`actor: ${actor.source}${from ? ` (resuming at step ${from.step})` : ""}`);
+  const model = actor.model;
+  const tok = actor.tokenizer;
+  const encoder = new ChatEncoder(tok);
+  const decodeForEnv = (ids: readonly number[]) => tok.decode(ids);
+
+  // reference: only when a KL term reads it
+  const needsRef = config.use_kl_loss ||
+    (config.add_token_level_kl && (config.init_kl_coef > 0 || config.target_kl !== null));
+  using reference = needsRef
+    ? await loadPolicyModel(kernels, config.pretrain ?? null, { seed: config.seed })
+    : null;
+
+  const train = config.actor_train;
+  const ta = train.training_args;
+  const optimizer = new AdamW(model, { weightDecay: ta.weight_decay ?? 0 });
+  const batching = trainBatching(train);
+  const trainer = new ActorTrainer(model, optimizer, {
+    clipLow: config.use_pg_clip_range ? config.pg_clip_low ?? 0.2 : config.pg_clip ?? 0.2,
+    clipHigh: config.use_pg_clip_range ? config.pg_clip_high ?? 0.2 : config.pg_clip ?? 0.2,
+    dualClip: config.dual_clip_loss ? config.dual_clip_c : 0,
+    klLossCoef: config.use_kl_loss ? config.kl_loss_coef : 0,
+    entropyCoef: config.entropy_loss_coef,
+    aggMode: config.loss_agg_mode,
+    ppoEpochs: config.ppo_epochs,
+    miniBatchSize: batching.miniBatchSize,
+    plan: batching.plan,
+    maxGradNorm: config.max_grad_norm,
+  });
+  const schedule = {
+    learningRate: ta.learning_rate,
+    warmupSteps: ta.warmup_steps ?? 0,
+    totalSteps: config.max_steps,
+    type: (ta.lr_scheduler_type ?? "constant") as LrScheduleType,
+  };
+  const advSettings = advantageSettingsFromConfig(config);
+  let klController: KlController = klControllerFromConfig(config);
+  let startStep = 0;
+  if (from) {
+    optimizer.load(`${from.dir}/optimizer`);
+    const state = JSON.parse(await Deno.readTextFile(`${from.dir}/${STATE_FILE}`)) as TrainerState;
+    startStep = state.step;
+    klController = klControllerFromJSON(state.klController);
+  }
+
+  const trainEnvs = config.train_env_manager.num_env_groups *
+    (config.train_env_manager.group_size + config.train_env_manager.group_size_redundancy);
+  const valEnvs = config.val_env_manager.num_env_groups *
+    (config.val_env_manager.group_size + config.val_env_manager.group_size_redundancy);
+  await using engine = new GenerationEngine(model, {
+    maxRunningRequests: Math.min(Math.max(trainEnvs, valEnvs), 128),
+    maxModelLen: Math.min(config.sequence_length ?? 4096, model.config.max_position_embeddings),
+    decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+    seed: config.seed,
+  });
+  const stops = stopTokenIds(tok);
+  const sampling = (g: AgenticConfig["actor_infer"]["generating_args"]) => ({
+    temperature: g?.temperature ?? 1,
+    topP: g?.top_p ?? 1,
+    topK: g?.top_k ?? -1,
+  });
+  const trainPolicy = new EnginePolicy(
+    engine,
+    sampling(config.train_env_manager.generating_args),
+    stops,
+  );
+  const valPolicy = new EnginePolicy(
+    engine,
+    sampling(config.val_env_manager.generating_args),
+    stops,
+  );
+  await using scheduler = new RolloutScheduler({
+    config,
+    mode: "train",
+    policy: trainPolicy,
+    encoder,
+    decodeForEnv,
+  });
+
+  await Deno.mkdir(outputDir, { recursive: true });
+  const tracker: Tracker = await createTracker(
+    config.track_with,
+    config.tracker_kwargs ?? {},
+    outputDir,
+    from ? { resumeStep: startStep - 1, warn: log } : { warn: log },
+  );
+  const history: Array<{ step: number } & Record<string, number>> = from
+    ? (await readJsonlMetrics(`${outputDir}/metrics.jsonl`)).map((r) => ({ ...r } as never))
+    : [];
+  const progress = new Progress();
+  const checkpoints: string[] = [];
+  const t0 = performance.now();
+  let lastMetrics: Record<string, number> = {};
+  const endStep = Math.min(config.max_steps, startStep + (options.stopAfter ?? Infinity));
+
+  const validate = async (step: number) => {
+    const tv = performance.now();
+    progress.start("validation", config.val_batch_size);
+    const val = await runValidation({
+      config,
+      policy: valPolicy,
+      encoder,
+      decodeForEnv,
+      render: !!config.render_save_dir,
+    });
+    progress.done();
+    if (config.render_save_dir) {
+      for (const s of val.samples.slice(0, 8)) {
+        if (s.frames?.length) {
+          await writeEpisodeFrames(`${config.render_save_dir}/step_${step}`, s.trajId, s.frames);
+        }
+      }
+    }
+    return { ...val.metrics, "time/step_val": (performance.now() - tv) / 1000 };
+  };
+
+  const save = async (nextStep: number, metrics: Record<string, number>) => {
+    const info = await saveCheckpoint(outputDir, nextStep, async (dir) => {
+      await savePretrained(model, `${dir}/model`, {
+        ...(actor.source.startsWith("tiny default") ? {} : { tokenizerDir: actor.source }),
+      });
+      if (actor.source.startsWith("tiny default")) {
+        const files = await buildTinyModelFiles();
+        for (const name of ["tokenizer.json", "tokenizer_config.json"] as const) {
+          await Deno.writeTextFile(`${dir}/model/${name}`, files[name]);
+        }
+      }
+      await Deno.mkdir(`${dir}/optimizer`, { recursive: true });
+      await optimizer.save(`${dir}/optimizer`);
+      const state: TrainerState = {
+        step: nextStep,
+        klController: klController.toJSON(),
+        seed: config.seed,
+      };
+      await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
+    }, { meta: { success: metrics["val/env/FrozenLake/success"] ?? null } });
+    checkpoints.push(info.dir);
+    log(`checkpoint: ${info.dir}`);
+  };
+
+  try {
+    for (let step = startStep; step < endStep; step++) {
+      const ts = performance.now();
+      const metrics: Record<string, number> = {};
+      if (config.eval_steps > 0 && step % config.eval_steps === 0) {
+        Object.assign(metrics, await validate(step));
+      }
+
+      // rollout
+      const tr = performance.now();
+      const tokensBefore = trainPolicy.generatedTokens;
+      const batch = await scheduler.getBatch(config.rollout_batch_size, step);
+      Object.assign(metrics, batch.metrics);
+      metrics["time/step_rollout"] = (performance.now() - tr) / 1000;
+      const generated = trainPolicy.generatedTokens - tokensBefore;
+
+      // old and reference log-probs, advantages
+      const tt = performance.now();
+      const seqs = batch.samples.map((s) => s.tokens);
+      const old = sequenceLogprobs(model, seqs, batching.plan);
+      const ref = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
+      const adv = computeBatchAdvantages(
+        batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i])),
+        advSettings,
+        klController,
+      );
+      Object.assign(metrics, adv.metrics);
+      let advSum = 0, advCount = 0;
+      for (const a of adv.advantages) for (const v of a) if (v !== 0) (advSum += v, advCount++);
+      metrics["critic/advantages/mean"] = advCount ? advSum / advCount : 0;
+      metrics["critic/score/mean"] = batch.samples.reduce((a, s) => a + s.score, 0) /
+        Math.max(1, batch.samples.length);
+
+      // actor update, then model_update (the engine shares the weights: a version bump)
+      if (step >= config.critic_warmup) {
+        const rng = new Rng(config.seed, 0x7a11 + step);
+        const lr = lrAt(step, schedule);
+        Object.assign(
+          metrics,
+          trainer.train(
+            batch.samples.map((s, i) => ({
+              tokens: s.tokens,
+              responseMask: s.responseMask,
+              advantages: adv.advantages[i]!,
+              oldLogprobs: old[i]!,
+              ...(ref ? { refLogprobs: ref[i]! } : {}),
+            })),
+            lr,
+            (n) => permutation(rng, n),
+          ),
+        );
+        await engine.updateWeights(model);
+      }
+      metrics["time/step_train"] = (performance.now() - tt) / 1000;
+      const seconds = (performance.now() - ts) / 1000;
+      metrics["time/step_total"] = seconds;
+      metrics["time/elapsed"] = (performance.now() - t0) / 1000;
+      const trainTokens = batch.samples.reduce((a, s) => a + s.tokens.length, 0);
+      metrics["system/tps"] = trainTokens / Math.max(1e-9, metrics["time/step_train"]);
+      metrics["system/generated_tps"] = generated / Math.max(1e-9, metrics["time/step_rollout"]);
+
+      tracker.log(step, metrics);
+      history.push({ step, ...metrics });
+      lastMetrics = metrics;
+      if (config.logging_steps > 0 && step % config.logging_steps === 0) {
+        log(stepLine(step, config.max_steps, metrics, config.train_env_manager.tags));
+        const sample = batch.samples[0];
+        if (sample) log(transcript(sample));
+      }
+      await writeHtmlReport(`${outputDir}/report.html`, history, {
+        runName: config.exp_name,
+        wallTimeSeconds: metrics["time/elapsed"],
+      });
+      const next = step + 1;
+      if ((config.save_steps > 0 && next % config.save_steps === 0) || next === config.max_steps) {
+        await save(next, metrics);
+      }
+    }
+    // the final level
+    if (endStep === config.max_steps && config.eval_steps > 0) {
+      const metrics = await validate(endStep);
+      tracker.log(endStep, metrics);
+      history.push({ step: endStep, ...metrics });
+      lastMetrics = metrics;
+      log(stepLine(endStep, config.max_steps, metrics, config.train_env_manager.tags));
+      await writeHtmlReport(`${outputDir}/report.html`, history, {
+        runName: config.exp_name,
+        wallTimeSeconds: (performance.now() - t0) / 1000,
+      });
+    }
+  } finally {
+    await tracker.close();
+    optimizer.dispose();
+  }
+  return { steps: endStep, lastMetrics, history, checkpoints, outputDir };
+}
+
+/** A seeded Fisher-Yates permutation of 0..n-1. */
+function permutation(rng: Rng, n: number): number[] {
+  const p = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [p[i], p[j]] = [p[j]!, p[i]!];
+  }
+  return p;
+}
+
+/** One status line: step, validation and train success, score, losses, times. */
+function stepLine(
+  step: number,
+  maxSteps: number,
+  m: Record<string, number>,
+  tags: readonly string[],
+): string {
+  const f = (v: number | undefined, d = 3) => v === undefined ? "-" : v.toFixed(d);
+  const parts = [`step ${step}/${maxSteps}`];
+  for (const tag of tags) {
+    if (m[`val/env/${tag}/success`] !== undefined) {
+      parts.push(`val ${tag} success ${f(m[`val/env/${tag}/success`])}`);
+    }
+    if (m[`env/${tag}/success`] !== undefined) {
+      parts.push(`train success ${f(m[`env/${tag}/success`])}`);
+    }
+  }
+  if (m["rollout/score/mean"] !== undefined) parts.push(`score ${f(m["rollout/score/mean"])}`);
+  if (m["actor/pg_loss"] !== undefined) parts.push(`pg_loss ${f(m["actor/pg_loss"], 4)}`);
+  if (m["time/step_rollout"] !== undefined) {
+    parts.push(
+      `time rollout ${f(m["time/step_rollout"], 1)} s, train ${f(m["time/step_train"], 1)} s` +
+        (m["time/step_val"] !== undefined ? `, val ${f(m["time/step_val"], 1)} s` : ""),
+    );
+  }
+  return parts.join(" | ");
+}
+
+/** A sample's conversation, for the log every logging_steps. */
+function transcript(s: TrajectorySample): string {
+  const turns = s.messages
+    .filter((m) => m.role === "assistant")
+    .map((m) => JSON.stringify(m.content))
+    .join(" ");
+  return `  sample ${s.trajId}: score ${s.score.toFixed(2)}, ${s.endReason}, responses ${turns}`;
+}

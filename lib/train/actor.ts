@@ -1,0 +1,261 @@
+/**
+ * The actor_train role: per-token log-probs of trajectory samples (old and
+ * reference log-probs), and PPO updates from the loss kernel — clip low/high,
+ * dual clip, KL loss, entropy bonus, `loss_agg_mode` — over mini-batches
+ * (one optimizer step each) cut into packed micro-batches (gradient
+ * accumulation), `ppo_epochs` times.
+ *
+ * Per-token arrays here are token-aligned: entry t belongs to token t (the
+ * log-prob of token t given tokens < t), as in a `TrajectorySample`. The
+ * model predicts token t+1 at position t, so they are shifted by one on the
+ * way in.
+ *
+ * @module
+ */
+import {
+  type Kernels,
+  type LossAggMode,
+  ppoLoss,
+  type PpoLossMetrics,
+  Tensor,
+} from "../../ffi/mod.ts";
+import type { Qwen2Model } from "../model/qwen2.ts";
+import {
+  type MicroBatchPlan,
+  splitMiniBatches,
+  sumField,
+  type TrainSample,
+} from "./micro_batches.ts";
+import { AdamW } from "./optimizer.ts";
+
+/** A sample to train on. */
+export interface ActorSample {
+  tokens: Int32Array;
+  /** 1 on generated tokens. */
+  responseMask: Uint8Array;
+  /** Token-aligned advantages (0 off the response). */
+  advantages: Float32Array;
+  /** Token-aligned log-probs of the policy that generated the data (recomputed). */
+  oldLogprobs: Float32Array;
+  /** Token-aligned reference log-probs (KL loss only). */
+  refLogprobs?: Float32Array;
+}
+
+/** PPO settings (ROLL's names in the comments). */
+export interface PpoSettings {
+  /** pg_clip_low / pg_clip_high (pg_clip when use_pg_clip_range is off). */
+  clipLow: number;
+  clipHigh: number;
+  /** dual_clip_c when dual_clip_loss, else 0. */
+  dualClip: number;
+  /** kl_loss_coef when use_kl_loss, else 0. */
+  klLossCoef: number;
+  entropyCoef: number;
+  aggMode: LossAggMode;
+  ppoEpochs: number;
+  /** per_device_train_batch_size x gradient_accumulation_steps samples per update. */
+  miniBatchSize: number;
+  plan: MicroBatchPlan;
+  maxGradNorm: number;
+}
+
+type Fields = {
+  targets: Int32Array;
+  mask: Float32Array;
+  adv: Float32Array;
+  old: Float32Array;
+  ref: Float32Array;
+};
+
+/** Token-aligned values to target-aligned (position t holds token t+1's value). */
+function shift(a: ArrayLike<number>, out: Float32Array | Int32Array): void {
+  for (let t = 0; t + 1 < a.length; t++) out[t] = a[t + 1]!;
+  out[a.length - 1] = 0;
+}
+
+/** The model's packed input for `samples`, with shifted targets and fields. */
+export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fields>[] {
+  return samples.map((s) => {
+    const n = s.tokens.length;
+    const f: Fields = {
+      targets: new Int32Array(n),
+      mask: new Float32Array(n),
+      adv: new Float32Array(n),
+      old: new Float32Array(n),
+      ref: new Float32Array(n),
+    };
+    shift(s.tokens, f.targets);
+    shift(s.responseMask, f.mask);
+    shift(s.advantages, f.adv);
+    shift(s.oldLogprobs, f.old);
+    if (s.refLogprobs) shift(s.refLogprobs, f.ref);
+    return { tokens: s.tokens, fields: f };
+  });
+}
+
+/**
+ * Token-aligned log-probs of every token of each sequence under `model`
+ * (entry 0 is 0: the first token has no prefix), micro-batched by `plan`.
+ */
+export function sequenceLogprobs(
+  model: Qwen2Model,
+  sequences: readonly Int32Array[],
+  plan: MicroBatchPlan,
+): Float32Array[] {
+  const samples = sequences.map((tokens) => {
+    const targets = new Int32Array(tokens.length);
+    shift(tokens, targets);
+    return { tokens, fields: { targets } };
+  });
+  const out: Float32Array[] = sequences.map((s) => new Float32Array(s.length));
+  const [mini] = splitMiniBatches(samples, Math.max(1, samples.length), plan);
+  for (const mb of mini?.microBatches ?? []) {
+    const { logp } = model.forward({ ...mb, targets: mb.fields.targets });
+    const lp = logp.view() as Float32Array;
+    mb.indices.forEach((i, j) => {
+      const start = mb.cuSeqlens[j]!;
+      const dst = out[i]!;
+      for (let t = 0; t + 1 < dst.length; t++) dst[t + 1] = lp[start + t]!;
+    });
+  }
+  return out;
+}
+
+/** Metric sums, weighted by each micro-batch's share of its mini-batch. */
+class MetricSums {
+  readonly #sums = new Map<string, number>();
+  #updates = 0;
+  add(m: PpoLossMetrics, weight: number): void {
+    const add = (k: string, v: number) => this.#sums.set(k, (this.#sums.get(k) ?? 0) + v * weight);
+    add("actor/pg_loss", m.pgLoss);
+    add("actor/kl_loss", m.klLoss);
+    add("actor/entropy_loss", m.entropyLoss);
+    add("actor/total_loss", m.loss);
+    add("actor/approxkl", m.approxKl);
+    add("actor/clipfrac", m.clipfrac);
+    add("actor/dual_clipfrac", m.dualClipfrac);
+    add("actor/ratio_mean", m.ratioMean);
+  }
+  update(gradNorm: number): void {
+    this.#updates++;
+    this.#sums.set("actor/grad_norm", (this.#sums.get("actor/grad_norm") ?? 0) + gradNorm);
+  }
+  result(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [k, v] of this.#sums) out[k] = v / Math.max(1, this.#updates);
+    out["actor/num_updates"] = this.#updates;
+    return out;
+  }
+}
+
+/** actor_train: PPO updates of `model` with an AdamW optimizer. */
+export class ActorTrainer {
+  readonly model: Qwen2Model;
+  readonly optimizer: AdamW;
+  readonly settings: PpoSettings;
+  readonly #k: Kernels;
+
+  constructor(model: Qwen2Model, optimizer: AdamW, settings: PpoSettings) {
+    this.model = model;
+    this.optimizer = optimizer;
+    this.settings = settings;
+    this.#k = model.kernels;
+  }
+
+  /**
+   * PPO on `samples` at learning rate `lr`: `ppoEpochs` passes, each over
+   * mini-batches in a seeded random order (`shuffle(n)` returns a
+   * permutation); returns ROLL's actor/* metrics (means over updates).
+   */
+  train(
+    samples: readonly ActorSample[],
+    lr: number,
+    shuffle: (n: number) => number[],
+  ): Record<string, number> {
+    const s = this.settings;
+    const data = toTrainSamples(samples);
+    const sums = new MetricSums();
+    let padding = 0;
+    let microBatches = 0;
+    for (let epoch = 0; epoch < s.ppoEpochs; epoch++) {
+      const minis = splitMiniBatches(data, s.miniBatchSize, s.plan, shuffle(data.length));
+      for (const mini of minis) {
+        this.model.zeroGrad();
+        const seqs = mini.indices.length;
+        const tokens = sumField(mini.microBatches, "mask");
+        padding += mini.stats.paddingFraction;
+        microBatches += mini.stats.numMicroBatches;
+        for (const mb of mini.microBatches) {
+          // the kernel averages within the micro-batch; weight it by its share of the mini-batch
+          const mbTokens = sumField([mb], "mask");
+          const weight = s.aggMode === "token-mean"
+            ? (tokens > 0 ? mbTokens / tokens : 0)
+            : mb.indices.length / seqs;
+          const m = this.#microStep(mb, weight);
+          sums.add(m, weight);
+        }
+        const norm = this.optimizer.clipGradNorm(s.maxGradNorm);
+        if (Number.isFinite(norm)) this.optimizer.step(lr);
+        sums.update(norm);
+      }
+    }
+    const out = sums.result();
+    out["actor/lr"] = lr;
+    out["actor/padding_fraction"] = padding / Math.max(1, out["actor/num_updates"]!);
+    out["actor/micro_batches"] = microBatches;
+    return out;
+  }
+
+  #microStep(
+    mb: ReturnType<typeof splitMiniBatches<Fields>>[number]["microBatches"][number],
+    weight: number,
+  ): PpoLossMetrics {
+    const s = this.settings;
+    const k = this.#k;
+    const entropy = s.entropyCoef !== 0;
+    const { logp, entropy: ent } = this.model.forward(
+      { ...mb, targets: mb.fields.targets },
+      { entropy },
+    );
+    const t = mb.numTokens;
+    const owned: Tensor[] = [];
+    const tensor = (a: Float32Array | Int32Array) => {
+      const x = a instanceof Float32Array ? Tensor.from(k, a) : Tensor.from(k, a);
+      owned.push(x);
+      return x;
+    };
+    try {
+      const dlogp = tensor(new Float32Array(t)) as Tensor<"f32">;
+      const dentropy = entropy ? tensor(new Float32Array(t)) as Tensor<"f32"> : null;
+      const m = ppoLoss(k, { dlogp, dentropy }, {
+        logp,
+        oldLogp: tensor(mb.fields.old),
+        advantages: tensor(mb.fields.adv),
+        mask: tensor(mb.fields.mask),
+        cuSeqlens: tensor(mb.cuSeqlens),
+        refLogp: s.klLossCoef !== 0 ? tensor(mb.fields.ref) : null,
+        entropy: entropy ? ent : null,
+      }, {
+        clipLow: s.clipLow,
+        clipHigh: s.clipHigh,
+        dualClip: s.dualClip,
+        klCoef: s.klLossCoef,
+        klKind: "k3",
+        klClamp: 10,
+        entropyCoef: s.entropyCoef,
+        aggMode: s.aggMode,
+        normLen: mb.maxLen,
+      });
+      const d = dlogp.view() as Float32Array;
+      for (let i = 0; i < d.length; i++) d[i]! *= weight;
+      if (dentropy) {
+        const de = dentropy.view() as Float32Array;
+        for (let i = 0; i < de.length; i++) de[i]! *= weight;
+      }
+      this.model.backward(dentropy ? { dlogp, dentropy } : { dlogp });
+      return m;
+    } finally {
+      for (const x of owned) x.free();
+    }
+  }
+}
