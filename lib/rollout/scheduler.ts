@@ -129,7 +129,7 @@ export class RolloutScheduler {
 
   /**
    * Complete groups totalling `batchSize` trajectories for training step
-   * `step`, as they complete. `batchSize` must be a multiple of group_size.
+   * `step`, as they complete (returned sorted by group, then env). `batchSize` must be a multiple of group_size.
    * Groups older than async_generation_ratio steps are discarded; groups
    * beyond the batch wait for the next call.
    */
@@ -175,7 +175,12 @@ export class RolloutScheduler {
       taken.push(group);
       have += group.samples.length;
     }
-    const samples = taken.flatMap((g) => g.samples);
+    // a canonical order (groups complete in any order; members finish in any order), so
+    // that training on the batch does not depend on timing: a resumed run repeats a run
+    taken.sort((a, b) =>
+      a.createStep - b.createStep || a.groupId - b.groupId || a.episodeId - b.episodeId
+    );
+    const samples = taken.flatMap((g) => [...g.samples].sort((a, b) => a.envId - b.envId));
     const lost = this.#lost;
     this.#lost = [];
     const metrics = rolloutMetrics(samples, lost, this.manager.tags);
