@@ -41,6 +41,7 @@ import { readJsonlMetrics } from "../track/jsonl.ts";
 import { writeHtmlReport } from "../track/html_report.ts";
 import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
+import { CriticTrainer, sequenceValues, valueMetrics } from "../train/critic.ts";
 import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/checkpoint_dir.ts";
 import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
@@ -77,7 +78,12 @@ interface TrainerState {
 
 const STATE_FILE = "trainer_state.json";
 
-function toAlgo(s: TrajectorySample, oldLogprobs: Float32Array, ref?: Float32Array): AlgoSample {
+function toAlgo(
+  s: TrajectorySample,
+  oldLogprobs: Float32Array,
+  ref?: Float32Array,
+  values?: Float32Array,
+): AlgoSample {
   return {
     responseMask: s.responseMask,
     score: s.score,
@@ -85,6 +91,7 @@ function toAlgo(s: TrajectorySample, oldLogprobs: Float32Array, ref?: Float32Arr
     tag: s.tag,
     logprobs: oldLogprobs,
     ...(ref ? { refLogprobs: ref } : {}),
+    ...(values ? { values } : {}),
   };
 }
 
@@ -95,10 +102,10 @@ export async function runPipeline(
 ): Promise<PipelineSummary> {
   const log = options.log ?? ((l: string) => console.error(l));
   const outputDir = config.output_dir ?? "./output";
-  if (config.adv_estimator === "gae" || config.adv_estimator === "gigpo") {
+  if (config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce") {
     throw new Error(
-      `adv_estimator ${config.adv_estimator} is not wired into the pipeline yet ` +
-        "(the critic role and step-wise samples land next): use grpo, reinforce or reinforce_plus_plus",
+      `adv_estimator ${config.adv_estimator} trains step-wise, which the pipeline does not run ` +
+        "yet: use grpo, reinforce, reinforce_plus_plus or gae",
     );
   }
   using kernels = Kernels.open();
@@ -119,6 +126,37 @@ export async function runPipeline(
   using reference = needsRef
     ? await loadPolicyModel(kernels, config.pretrain ?? null, { seed: config.seed })
     : null;
+
+  // critic: a value head on the same backbone (gae only)
+  const useCritic = config.adv_estimator === "gae";
+  using critic = useCritic
+    ? await loadPolicyModel(
+      kernels,
+      from ? `${from.dir}/critic` : config.pretrain ?? null,
+      { seed: config.seed, valueHead: true },
+    )
+    : null;
+  const criticArgs = config.critic.training_args;
+  const criticOptimizer = critic
+    ? new AdamW(critic.model, { weightDecay: criticArgs.weight_decay ?? 0 })
+    : null;
+  const criticBatching = critic ? trainBatching(config.critic) : null;
+  const criticTrainer = critic && criticOptimizer && criticBatching
+    ? new CriticTrainer(critic.model, criticOptimizer, {
+      valueClip: config.value_clip,
+      aggMode: config.loss_agg_mode,
+      miniBatchSize: criticBatching.miniBatchSize,
+      plan: criticBatching.plan,
+      maxGradNorm: config.max_grad_norm,
+      ppoEpochs: config.ppo_epochs,
+    })
+    : null;
+  const criticSchedule = {
+    learningRate: criticArgs.learning_rate,
+    warmupSteps: criticArgs.warmup_steps ?? 0,
+    totalSteps: config.max_steps,
+    type: (criticArgs.lr_scheduler_type ?? "constant") as LrScheduleType,
+  };
 
   const train = config.actor_train;
   const ta = train.training_args;
@@ -147,6 +185,7 @@ export async function runPipeline(
   let startStep = 0;
   if (from) {
     optimizer.load(`${from.dir}/optimizer`);
+    criticOptimizer?.load(`${from.dir}/critic_optimizer`);
     const state = JSON.parse(await Deno.readTextFile(`${from.dir}/${STATE_FILE}`)) as TrainerState;
     startStep = state.step;
     klController = klControllerFromJSON(state.klController);
@@ -236,6 +275,19 @@ export async function runPipeline(
       }
       await Deno.mkdir(`${dir}/optimizer`, { recursive: true });
       await optimizer.save(`${dir}/optimizer`);
+      if (critic && criticOptimizer) {
+        await savePretrained(critic.model, `${dir}/critic`, {
+          ...(actor.source.startsWith("tiny default") ? {} : { tokenizerDir: actor.source }),
+        });
+        if (actor.source.startsWith("tiny default")) {
+          const files = await buildTinyModelFiles();
+          for (const name of ["tokenizer.json", "tokenizer_config.json"] as const) {
+            await Deno.writeTextFile(`${dir}/critic/${name}`, files[name]);
+          }
+        }
+        await Deno.mkdir(`${dir}/critic_optimizer`, { recursive: true });
+        await criticOptimizer.save(`${dir}/critic_optimizer`);
+      }
       const state: TrainerState = {
         step: nextStep,
         klController: klController.toJSON(),
@@ -268,11 +320,29 @@ export async function runPipeline(
       const seqs = batch.samples.map((s) => s.tokens);
       const old = sequenceLogprobs(model, seqs, batching.plan);
       const ref = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
+      const values = critic ? sequenceValues(critic.model, seqs, criticBatching!.plan) : null;
       const adv = computeBatchAdvantages(
-        batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i])),
+        batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i])),
         advSettings,
         klController,
       );
+      if (criticTrainer && values) {
+        Object.assign(metrics, valueMetrics(values, batch.samples.map((s) => s.responseMask)));
+        const rng = new Rng(config.seed, 0xc41c + step);
+        Object.assign(
+          metrics,
+          criticTrainer.train(
+            batch.samples.map((s, i) => ({
+              tokens: s.tokens,
+              responseMask: s.responseMask,
+              returns: adv.returns[i]!,
+              oldValues: values[i]!,
+            })),
+            lrAt(step, criticSchedule),
+            (n) => permutation(rng, n),
+          ),
+        );
+      }
       Object.assign(metrics, adv.metrics);
       let advSum = 0, advCount = 0;
       for (const a of adv.advantages) for (const v of a) if (v !== 0) (advSum += v, advCount++);
@@ -340,6 +410,7 @@ export async function runPipeline(
   } finally {
     await tracker.close();
     optimizer.dispose();
+    criticOptimizer?.dispose();
   }
   return { steps: endStep, lastMetrics, history, checkpoints, outputDir };
 }
