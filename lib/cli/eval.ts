@@ -12,6 +12,7 @@ import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder } from "../model/chat_template.ts";
+import { prepareModelPath } from "../model/builtin_models.ts";
 import { EnginePolicy } from "../rollout/engine_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
@@ -44,7 +45,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   };
   const { config, notices } = await loadConfig(options);
   for (const n of notices) console.error(`note: ${n}`);
-  const path = flags.checkpoint ?? config.pretrain ?? null;
+  const path = flags.checkpoint ?? await prepareModelPath(config.pretrain ?? null);
   using kernels = Kernels.open();
   let loaded;
   try {

@@ -30,6 +30,7 @@ import { stopTokenIds } from "../cli/eval.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder } from "../model/chat_template.ts";
 import { savePretrained } from "../model/pretrained.ts";
+import { prepareModelPath } from "../model/builtin_models.ts";
 import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
 import { EnginePolicy } from "../rollout/engine_policy.ts";
 import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
@@ -112,7 +113,9 @@ export async function runPipeline(
   const resume = resolveResume(config.resume_from_checkpoint, outputDir);
   if (resume.notice) log(resume.notice);
   const from: CheckpointInfo | null = resume.checkpoint;
-  const modelPath = from ? `${from.dir}/model` : config.pretrain ?? null;
+  const modelPath = from
+    ? `${from.dir}/model`
+    : await prepareModelPath(config.pretrain ?? null, log);
   using actor: PolicyModel = await loadPolicyModel(kernels, modelPath, { seed: config.seed });
   log(`actor: ${actor.source}${from ? ` (resuming at step ${from.step})` : ""}`);
   const model = actor.model;

@@ -159,6 +159,7 @@ Deno.test("eval plays the validation episodes and prints val/ metrics as JSON, w
     const r = await cliFull(
       "eval",
       "--json",
+      "pretrain=null",
       "val_batch_size=8",
       "val_env_manager.num_env_groups=8",
       "val_env_manager.num_groups_partition=[8]",

@@ -9,6 +9,7 @@ async function tinyConfig(outputDir: string, extra: string[] = []) {
   const { config } = await loadConfig({
     overrides: [
       `output_dir=${outputDir}`,
+      "pretrain=null", // the tiny default architecture, random weights
       "max_steps=4",
       "save_steps=2",
       "eval_steps=2",

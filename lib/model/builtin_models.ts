@@ -1,0 +1,33 @@
+/**
+ * Models the project makes itself, built on first use: a config whose
+ * `pretrain` names `build/models/frozen_lake_base` (the embedded default)
+ * gets the FrozenLake base model built there (about 40 s on 2 cores, once;
+ * again only when its recipe changes).
+ *
+ * @module
+ */
+import { ensureFrozenLakeBaseModel, FROZEN_LAKE_BASE_DIR } from "./make_base_model.ts";
+
+function normalize(path: string): string {
+  return path.replace(/^\.\//, "").replace(/\/+$/, "");
+}
+
+/** Builds `path` when it names a built-in model that is missing or stale; returns `path`. */
+export async function prepareModelPath(
+  path: string | null,
+  log: (line: string) => void = (l) => console.error(l),
+): Promise<string | null> {
+  if (path === null || normalize(path) !== normalize(FROZEN_LAKE_BASE_DIR)) return path;
+  let announced = false;
+  const result = await ensureFrozenLakeBaseModel(path, {
+    log: (line) => {
+      if (!announced) {
+        log(`building the FrozenLake base model in ${path} (once; about 40 s on 2 cores)`);
+        announced = true;
+      }
+      log(`  ${line}`);
+    },
+  });
+  if (result.built) log(`built ${result.dir}`);
+  return path;
+}
