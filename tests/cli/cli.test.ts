@@ -116,14 +116,6 @@ Deno.test("duplicate keys in a YAML file are an error", async () => {
   }
 });
 
-Deno.test("train with no arguments validates the default config and says it cannot train yet", async () => {
-  const r = await cli("train");
-  equal(r.code, 0, show(r));
-  match(r.stdout, /agent_val_frozen_lake/);
-  match(r.stdout, /not implemented yet/i);
-  match(r.stdout, /AgenticPipeline issue \(#7\)/);
-});
-
 Deno.test("bench with an unknown name lists the benchmarks and fails", async () => {
   const r = await cli("bench", "nope");
   equal(r.code, 2, show(r));
@@ -182,6 +174,41 @@ Deno.test("eval plays the validation episodes and prints val/ metrics as JSON, w
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("train runs the pipeline: a one-step run writes metrics, a report and a checkpoint", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const r = await cliFull(
+      "train",
+      "pretrain=null",
+      `output_dir=${dir}`,
+      "max_steps=1",
+      "rollout_batch_size=8",
+      "train_env_manager.num_env_groups=2",
+      "train_env_manager.num_groups_partition=[2]",
+      "train_env_manager.group_size=4",
+      "val_batch_size=4",
+      "val_env_manager.num_env_groups=4",
+      "val_env_manager.num_groups_partition=[4]",
+      "max_actions_per_traj=2",
+      "max_tokens_per_step=6",
+    );
+    equal(r.code, 0, show(r));
+    match(r.stderr, /step 0\/1 \| val FrozenLake success/);
+    const rows = (await Deno.readTextFile(`${dir}/metrics.jsonl`)).trim().split("\n");
+    equal(rows.length, 2, rows.join("\n")); // step 0, then the final validation at step 1
+    ok((await Deno.stat(`${dir}/report.html`)).isFile);
+    ok((await Deno.stat(`${dir}/checkpoints/checkpoint-1/manifest.json`)).isFile);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("train with a bad value is a clean usage error before anything runs", async () => {
+  const r = await cliFull("train", "ppo_epochs=0");
+  assertCleanError(r);
+  match(r.stderr, /ppo_epochs/);
 });
 
 Deno.test("eval with a missing checkpoint is a clean usage error", async () => {
