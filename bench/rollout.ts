@@ -10,7 +10,7 @@
  *   env steps (all awaited) — the slowest step of a turn holds up everyone.
  *
  * Two envs: WebShop with a heavy-tailed per-step delay (lognormal, median
- * 20 ms, sigma 1.5: most steps are quick, a few take a second, like a remote
+ * 100 ms, sigma 1.5, capped at 5 s: most steps are quick, a few take seconds, like a remote
  * service), and FrozenLake (no delay: steps cost microseconds, so the two
  * should be close). The policy is the tiny default architecture with random
  * weights, so every turn runs to its token budget. Reported: env steps/s and
@@ -65,14 +65,14 @@ function cases(smoke: boolean): Case[] {
   ];
   return [
     {
-      label: "WebShop, heavy-tailed step delay (lognormal median 20 ms, sigma 1.5)",
+      label: "WebShop, heavy-tailed step delay (lognormal median 100 ms, sigma 1.5, cap 5 s)",
       overrides: [
         ...common,
         "+custom_envs.WebShop=${custom_env.WebShop}",
         "train_env_manager.tags=[WebShop]",
         `max_actions_per_traj=${smoke ? 2 : 5}`,
-        "+env_configs.WebShop.env_config.step_delay={distribution: lognormal, median_ms: 20, " +
-        "sigma: 1.5, cap_ms: 2000, seed: 7}",
+        "+env_configs.WebShop.env_config.step_delay={distribution: lognormal, median_ms: 100, " +
+        "sigma: 1.5, cap_ms: 5000, seed: 7}",
       ],
     },
     {
