@@ -63,3 +63,71 @@ export * as kernels from "./ffi/mod.ts";
  * ```
  */
 export * as model from "./lib/model/mod.ts";
+/**
+ * The generation engine (actor_infer): continuous batching over a Qwen2 model.
+ *
+ * @example
+ * ```ts
+ * import { infer } from "./mod.ts";
+ * console.log(typeof infer.GenerationEngine); // "function"
+ * ```
+ */
+export * as infer from "./lib/infer/mod.ts";
+/**
+ * Environment groups and the asynchronous rollout: `rollout.RolloutScheduler`,
+ * `rollout.runValidation`, the engine as a policy, ROLL's seeding and metrics.
+ *
+ * @example
+ * ```ts
+ * import { rollout } from "./mod.ts";
+ * // members of a group share a start state: group seed + episode id
+ * const g = rollout.groupSeed(42, "train", 3);
+ * console.log(rollout.episodeSeed(g, 0) === g); // true
+ * ```
+ */
+export * as rollout from "./lib/rollout/mod.ts";
+/**
+ * Advantages, reward normalization, KL penalties and controllers, loss aggregation.
+ *
+ * @example
+ * ```ts
+ * import { algo } from "./mod.ts";
+ * // two members of one group: scores 1 and 0, normalized within the group
+ * const r = algo.normalizeScores([1, 0], ["g", "g"], { method: "mean_std" });
+ * console.log(Array.from(r).map((x) => x.toFixed(2))); // [ "0.71", "-0.71" ]
+ * ```
+ */
+export * as algo from "./lib/algo/mod.ts";
+/**
+ * Trainer roles and their building blocks: the actor and critic trainers,
+ * AdamW, learning-rate schedules, micro-batches, checkpoint folders.
+ *
+ * @example
+ * ```ts
+ * import { train } from "./mod.ts";
+ * const lr = train.lrAt(5, { learningRate: 1e-4, warmupSteps: 10, totalSteps: 100, type: "cosine" });
+ * console.log(lr.toExponential(1)); // "5.0e-5"
+ * ```
+ */
+export * as train from "./lib/train/mod.ts";
+/**
+ * Tracking: TensorBoard event files, metrics.jsonl, the HTML report, progress.
+ *
+ * @example
+ * ```ts
+ * import { track } from "./mod.ts";
+ * console.log(track.crc32c(new TextEncoder().encode("123456789")).toString(16)); // "e3069283"
+ * ```
+ */
+export * as track from "./lib/track/mod.ts";
+/**
+ * The training pipeline: `pipeline.runPipeline(config)`.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadConfig, pipeline } from "./mod.ts";
+ * const { config } = await loadConfig({ overrides: ["max_steps=2"] });
+ * await pipeline.runPipeline(config);
+ * ```
+ */
+export * as pipeline from "./lib/pipeline/mod.ts";

@@ -61,3 +61,18 @@ export {
   saveCheckpoint,
   type SaveCheckpointOptions,
 } from "./checkpoint_dir.ts";
+export {
+  type ActorSample,
+  ActorTrainer,
+  type PpoSettings,
+  sequenceLogprobs,
+  toTrainSamples,
+} from "./actor.ts";
+export {
+  type CriticSample,
+  type CriticSettings,
+  CriticTrainer,
+  sequenceValues,
+  valueMetrics,
+} from "./critic.ts";
+export { packSftBatch, SftTrainer } from "./sft.ts";
