@@ -16,6 +16,18 @@
 export const QWEN2_PRETOKENIZE_PATTERN =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/**
+ * Grid rows (FrozenLake's and Sokoban's symbols `_ O P G X √ # S`): every
+ * cell of a line made only of these symbols is its own pre-token, so a cell
+ * is always one token and the cell above is always row-width + 1 tokens back
+ * (Oniguruma syntax: `^` and `$` match at line breaks). Applied before
+ * {@linkcode QWEN2_PRETOKENIZE_PATTERN}.
+ */
+export const GRID_CELL_PATTERN = "(?<=^|[_OPGX√#S])[_OPGX√#S](?=[_OPGX√#S]*$)";
+
+/** {@linkcode GRID_CELL_PATTERN} as a JavaScript regular expression. */
+const GRID_CELL = /(?<=^|[_OPGX√#S])[_OPGX√#S](?=[_OPGX√#S]*$)/gmu;
+
 /** {@linkcode QWEN2_PRETOKENIZE_PATTERN} as a JavaScript regular expression, for training. */
 const PRETOKENIZE =
   /'(?:[sS]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
@@ -54,11 +66,21 @@ export const BYTE_TO_UNICODE: readonly string[] = (() => {
 export function byteLevelPieces(text: string): string[] {
   const encoder = new TextEncoder();
   const pieces: string[] = [];
-  for (const match of text.matchAll(PRETOKENIZE)) {
-    let piece = "";
-    for (const byte of encoder.encode(match[0])) piece += BYTE_TO_UNICODE[byte]!;
-    pieces.push(piece);
+  const push = (part: string) => {
+    for (const match of part.matchAll(PRETOKENIZE)) {
+      let piece = "";
+      for (const byte of encoder.encode(match[0])) piece += BYTE_TO_UNICODE[byte]!;
+      pieces.push(piece);
+    }
+  };
+  // grid cells first (isolated), then the Qwen2 pattern over everything else
+  let at = 0;
+  for (const cell of text.matchAll(GRID_CELL)) {
+    push(text.slice(at, cell.index));
+    push(cell[0]);
+    at = cell.index + cell[0].length;
   }
+  push(text.slice(at));
   return pieces;
 }
 

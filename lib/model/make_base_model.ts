@@ -57,7 +57,7 @@ export const FROZEN_LAKE_BASE_DIR = "build/models/frozen_lake_base";
 export const FROZEN_LAKE_BASE_MANIFEST = "agentrl_base_manifest.json";
 
 /** Bump when the recipe changes in a way its options do not show. */
-export const FROZEN_LAKE_BASE_VERSION = 1;
+export const FROZEN_LAKE_BASE_VERSION = 2;
 
 /** A `custom_envs` entry of the config (FrozenLake's, here). */
 export type CustomEnvEntry = AgenticConfig["custom_envs"][string];
@@ -82,13 +82,20 @@ export interface FrozenLakeBaseRecipe {
   modelSeed: number;
   /** Seed of the actions and of the batch order. */
   dataSeed: number;
+  /**
+   * Loss weight of the later turns' prompt tokens (the next state after each
+   * random move): the base model learns the game's dynamics, i.e. to read the
+   * grid, while its own moves stay uniformly random (it still does not know
+   * the task). 0 trains the responses only.
+   */
+  observationWeight: number;
 }
 
 /** The default recipe (about a minute on 2 cores). */
 export const FROZEN_LAKE_BASE_RECIPE: Readonly<FrozenLakeBaseRecipe> = Object.freeze({
   episodes: 1024,
   seedStart: 10_000_000,
-  steps: 64,
+  steps: 96,
   batchEpisodes: 16,
   lr: 3e-3,
   minLr: 0,
@@ -97,6 +104,7 @@ export const FROZEN_LAKE_BASE_RECIPE: Readonly<FrozenLakeBaseRecipe> = Object.fr
   maxGradNorm: 1,
   modelSeed: 0,
   dataSeed: 0,
+  observationWeight: 0.2,
 });
 
 /** One FrozenLake episode as training data. */
@@ -109,6 +117,8 @@ export interface FrozenLakeConversation {
   tokens: number[];
   /** 1 on response tokens (trained), 0 on prompt tokens. */
   lossMask: Uint8Array;
+  /** 1 on the prompt tokens of turns after the first (the next state), 0 elsewhere. */
+  observationMask: Uint8Array;
   /** The responses (action texts such as `<answer>Left</answer>`), in order. */
   actions: string[];
   /**
@@ -170,7 +180,10 @@ export function actionDecisionOffset(tokenizer: Tokenizer, entry: CustomEnvEntry
  * that Adam follows at full step size even when the model is at the uniform
  * optimum, leaving a random global bias between the actions.
  */
-export function balancedBatch(batch: readonly FrozenLakeConversation[]): SftExample[] {
+export function balancedBatch(
+  batch: readonly FrozenLakeConversation[],
+  observationWeight = 0,
+): SftExample[] {
   const counts = new Map<string, number>();
   let n = 0;
   for (const c of batch) {
@@ -182,6 +195,11 @@ export function balancedBatch(batch: readonly FrozenLakeConversation[]): SftExam
   const balanced = counts.size === 4;
   return batch.map((c) => {
     const lossMask = Float32Array.from(c.lossMask);
+    if (observationWeight > 0) {
+      c.observationMask.forEach((m, t) => {
+        if (m) lossMask[t] = observationWeight;
+      });
+    }
     if (balanced) {
       c.decisions.forEach((t, j) => {
         lossMask[t] = n / (4 * counts.get(c.actions[j]!)!);
@@ -221,11 +239,13 @@ export function frozenLakeConversations(
         messages: [] as ChatMessage[],
         tokens: [] as number[],
         lossMask: new Uint8Array(0),
+        observationMask: new Uint8Array(0),
         actions: [] as string[],
         decisions: [] as number[],
         success: false,
       },
       mask: [] as number[],
+      obs: [] as number[],
     };
   });
   for (let turn = 0; turn < entry.max_steps; turn++) {
@@ -248,7 +268,10 @@ export function frozenLakeConversations(
         : chat.nextTurnIds(conv.messages, conv.tokens, next);
       conv.messages.push(...next);
       conv.tokens.push(...prompt);
-      for (let j = 0; j < prompt.length; j++) g.mask.push(0);
+      for (let j = 0; j < prompt.length; j++) {
+        g.mask.push(0);
+        g.obs.push(turn > 0 ? 1 : 0);
+      }
       if (deck.length === 0) deck = shuffled(4, deckRng);
       const card = deck.pop()!;
       const action = env.sampleAction(() => (card + 0.5) / 4);
@@ -261,7 +284,10 @@ export function frozenLakeConversations(
       }
       conv.decisions.push(conv.tokens.length + decisionOffset);
       conv.tokens.push(...response);
-      for (let j = 0; j < response.length; j++) g.mask.push(1);
+      for (let j = 0; j < response.length; j++) {
+        g.mask.push(1);
+        g.obs.push(0);
+      }
       conv.messages.push(chat.assistantMessage(response));
       conv.actions.push(action);
       const step = env.step(action);
@@ -272,7 +298,11 @@ export function frozenLakeConversations(
       }
     }
   }
-  return games.map((g) => ({ ...g.conv, lossMask: Uint8Array.from(g.mask) }));
+  return games.map((g) => ({
+    ...g.conv,
+    lossMask: Uint8Array.from(g.mask),
+    observationMask: Uint8Array.from(g.obs),
+  }));
 }
 
 /** Options of {@linkcode buildFrozenLakeBaseModel}. */
@@ -402,7 +432,7 @@ export async function buildFrozenLakeBaseModel(
       if (order.length === 0) order = shuffled(data.length, orderRng);
       batch.push(data[order.pop()!]!);
     }
-    const r = sft.step(balancedBatch(batch), { lr: lrAt(recipe, s) });
+    const r = sft.step(balancedBatch(batch, recipe.observationWeight), { lr: lrAt(recipe, s) });
     losses.push(r.loss);
     if (s % 10 === 0 || s === recipe.steps - 1) {
       log(

@@ -12,7 +12,11 @@
  *
  * @module
  */
-import { QWEN2_PRETOKENIZE_PATTERN, trainByteLevelBpe } from "./bpe_trainer.ts";
+import {
+  GRID_CELL_PATTERN,
+  QWEN2_PRETOKENIZE_PATTERN,
+  trainByteLevelBpe,
+} from "./bpe_trainer.ts";
 import { QWEN2_5_CHAT_TEMPLATE } from "./chat_template.ts";
 import { tinyTokenizerCorpus } from "./tiny_corpus.ts";
 
@@ -99,6 +103,13 @@ export async function buildTinyModelFiles(configDir?: URL): Promise<TinyModelFil
     pre_tokenizer: {
       type: "Sequence",
       pretokenizers: [
+        // grid cells are single tokens (see GRID_CELL_PATTERN)
+        {
+          type: "Split",
+          pattern: { Regex: GRID_CELL_PATTERN },
+          behavior: "Isolated",
+          invert: false,
+        },
         {
           type: "Split",
           pattern: { Regex: QWEN2_PRETOKENIZE_PATTERN },

@@ -60,6 +60,8 @@ const CORPUS_ENVS: readonly CorpusEnv[] = [
     },
     episodes: 8,
   },
+  // WebShop's pages: words enough for the vocabulary once grid cells stay single tokens
+  { type: "webshop", config: {}, episodes: 6 },
 ];
 
 /** Short reasoning for think-style responses; `{a}` is the action. */

@@ -1,7 +1,8 @@
 /**
  * The FrozenLake base model's recipe at a tiny scale: the conversations are
  * token for token what the rollout builds (no re-tokenization drift), the loss
- * mask covers exactly the responses, batches weigh the actions equally, the
+ * mask covers exactly the responses (and the observation mask the later
+ * prompts), batches weigh the actions equally, the
  * SFT loss goes down, and the manifest rebuilds only a changed recipe.
  */
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
@@ -83,6 +84,29 @@ Deno.test("the loss mask covers exactly the responses: action text + <|im_end|>"
   const c0 = conversations[0]!;
   ok(tokenizer.decode([c0.tokens[c0.decisions[0]!]!]).endsWith(c0.actions[0]!.slice(8, -9)));
   ok(turns > conversations.length && successes < conversations.length);
+});
+
+Deno.test("the observation mask covers exactly the later turns' prompts (the next states)", () => {
+  for (const c of conversations) {
+    equal(c.observationMask.length, c.tokens.length);
+    const responses = spans(c.lossMask);
+    const observations = spans(c.observationMask);
+    // one prompt after each response but the last
+    equal(observations.length, responses.length - 1);
+    observations.forEach(([start, end], j) => {
+      equal(start, responses[j]![1], "starts right after a response");
+      equal(end, responses[j + 1]![0], "ends where the next response starts");
+      ok(tokenizer.decode(c.tokens.slice(start, end)).includes(`Turn ${j + 2}:`));
+    });
+    for (let t = 0; t < c.tokens.length; t++) ok(!(c.lossMask[t] && c.observationMask[t]));
+  }
+  // weighted into the batch's loss mask, responses untouched
+  const [ex] = balancedBatch(conversations.slice(0, 1), 0.25);
+  const c = conversations[0]!;
+  for (let t = 0; t < c.tokens.length; t++) {
+    if (c.observationMask[t]) equal(ex!.lossMask[t], 0.25);
+    else if (!c.decisions.includes(t)) equal(ex!.lossMask[t], c.lossMask[t]);
+  }
 });
 
 Deno.test("actions are drawn stratified and batches weigh them equally", () => {
