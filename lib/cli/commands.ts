@@ -96,6 +96,11 @@ export function evalCommand() {
       "model folder to evaluate (default: the config's pretrain, else the tiny default " +
         "with random weights)",
     )
+    .option(
+      "--policy <kind>",
+      "model, or random (the env's random legal actions on the same seeds; default: " +
+        "val_env_manager.llm_proxy.proxy_type)",
+    )
     .option("--json", "print the metrics as JSON")
     .argument("[overrides...]", OVERRIDES_HELP)
     .action(async (overrides, flags) => {

@@ -14,6 +14,7 @@ import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder } from "../model/chat_template.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
 import { EnginePolicy } from "../rollout/engine_policy.ts";
+import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
 import type { ExitFn } from "./rollout.ts";
@@ -23,6 +24,7 @@ export interface EvalFlags {
   configPath?: string;
   configName?: string;
   checkpoint?: string;
+  policy?: string;
   json?: boolean;
 }
 
@@ -65,11 +67,21 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
     seed: config.seed,
   });
-  const policy = new EnginePolicy(engine, {
+  const kind = flags.policy ?? (val.llm_proxy.proxy_type === "random" ? "random" : "model");
+  if (kind !== "model" && kind !== "random") {
+    throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
+  }
+  const enginePolicy = new EnginePolicy(engine, {
     temperature: gen.temperature ?? 1,
     topP: gen.top_p ?? 1,
     topK: gen.top_k ?? -1,
   }, stopTokenIds(tokenizer));
+  const policy = kind === "random"
+    ? new RandomPolicy(tokenizer, tokenizer.tokenToId("<|im_end|>") ?? null)
+    : enginePolicy;
+  console.error(
+    `policy: ${kind === "random" ? "random legal actions (the env's sampleAction)" : "the model"}`,
+  );
   const t0 = performance.now();
   const result = await runValidation({
     config,
@@ -81,7 +93,9 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   const seconds = (performance.now() - t0) / 1000;
   const metrics = { ...result.metrics };
   metrics["val/time/rollout"] = seconds;
-  metrics["val/system/generated_tokens_per_s"] = policy.generatedTokens / seconds;
+  if (kind === "model") {
+    metrics["val/system/generated_tokens_per_s"] = enginePolicy.generatedTokens / seconds;
+  }
   if (config.render_save_dir) {
     for (const s of result.samples) {
       if (!s.frames || s.frames.length === 0) continue;

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { Rng } from "../../envs/random.ts";
 import { createEnv } from "../../envs/registry.ts";
 import type { Env, ResetResult, RgbFrame, StepResult } from "../../envs/types.ts";
 
@@ -30,6 +31,8 @@ export interface EnvHandle {
   reset(seed: number): Promise<ResetResult>;
   step(action: string): Promise<StepResult>;
   renderRgb(): Promise<RgbFrame>;
+  /** A uniformly random legal action drawn with `seed` (null when the env has no sampleAction). */
+  sampleAction(seed: number): Promise<string | null>;
   /** Frees the env; never throws. */
   close(): Promise<void>;
 }
@@ -44,6 +47,13 @@ export interface EnvHost {
   ): Promise<EnvHandle>;
   /** Frees every env (and worker). */
   close(): Promise<void>;
+}
+
+/** `env.sampleAction` with a seeded uniform source, or null when the env has none. */
+export function sampleWith(env: Env, seed: number): string | null {
+  if (!env.sampleAction) return null;
+  const rng = new Rng(seed, 0x5a3e);
+  return env.sampleAction(() => rng.float());
 }
 
 /** Rejects with an {@linkcode EnvTimeoutError} when `p` takes longer than `seconds`. */
@@ -88,6 +98,7 @@ export class MainThreadEnvHost implements EnvHost {
           `step of env ${envId}`,
         ),
       renderRgb: () => Promise.resolve().then(() => env.render("rgb")),
+      sampleAction: (seed) => Promise.resolve().then(() => sampleWith(env, seed)),
       close: () => {
         open.delete(handle);
         try {

@@ -8,6 +8,7 @@
 /// <reference lib="deno.worker" />
 import { createEnv } from "../../envs/registry.ts";
 import type { Env } from "../../envs/types.ts";
+import { sampleWith } from "./env_host.ts";
 
 /** A request from the host. */
 export type EnvWorkerRequest =
@@ -21,6 +22,7 @@ export type EnvWorkerRequest =
   | { id: number; op: "reset"; envId: number; seed: number }
   | { id: number; op: "step"; envId: number; action: string }
   | { id: number; op: "render"; envId: number }
+  | { id: number; op: "sample"; envId: number; seed: number }
   | { id: number; op: "close"; envId: number };
 
 /** The reply to a request. */
@@ -58,6 +60,8 @@ async function handle(
         transfer: [data.buffer],
       };
     }
+    case "sample":
+      return { result: sampleWith(envOf(req.envId), req.seed), transfer: [] };
     case "close": {
       const env = envs.get(req.envId);
       envs.delete(req.envId);

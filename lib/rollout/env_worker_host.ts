@@ -147,6 +147,10 @@ export class WorkerEnvHost implements EnvHost {
         w.call({ op: "reset", envId, seed }, t, `reset of env ${envId}`) as Promise<ResetResult>,
       step: (action) =>
         w.call({ op: "step", envId, action }, t, `step of env ${envId}`) as Promise<StepResult>,
+      sampleAction: (seed) =>
+        w.call({ op: "sample", envId, seed }, t, `sampleAction of env ${envId}`) as Promise<
+          string | null
+        >,
       renderRgb: () =>
         w.call({ op: "render", envId }, t, `render of env ${envId}`) as Promise<RgbFrame>,
       close: async () => {

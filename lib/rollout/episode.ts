@@ -118,12 +118,14 @@ export async function runEpisode(
     }
     const budget = Math.min(entry.max_tokens_per_step, o.maxNewTokens, o.sequenceLength - context);
     let response;
+    const seed = turnSeed(spec.seed, spec.envId, turn);
     try {
       response = await o.policy.generate({
         requestId: `${trajId}/${turn}`,
         promptIds: tokens.slice(),
         maxNewTokens: budget,
-        seed: turnSeed(spec.seed, spec.envId, turn),
+        seed,
+        sampleAction: () => env.sampleAction(seed),
       });
     } catch (e) {
       throw new PolicyError(

@@ -18,6 +18,8 @@ export interface PolicyRequest {
   maxNewTokens: number;
   /** A seed for this turn's sampling (derived from the episode seed and the turn). */
   seed: number;
+  /** The env's uniformly random legal action for this turn (null: the env has none). */
+  sampleAction?: () => Promise<string | null>;
 }
 
 /** The policy's answer to a {@linkcode PolicyRequest}. */

@@ -4,33 +4,40 @@ import { decodeForEnv, encoder, smallConfig, TextPolicy } from "./_setup.ts";
 
 Deno.test("rollout: each turn's budget is min(max_tokens_per_step, max_new_tokens, sequence_length - context)", async () => {
   // a long-winded policy: answers never parse, so episodes run to max_steps or the cap
-  const config = await smallConfig([
-    "sequence_length=420",
-    "max_tokens_per_step=24",
-    "train_env_manager.generating_args.max_new_tokens=20",
-  ]);
-  const policy = new TextPolicy(() => "I think the best move is probably to go left, then down.");
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
-  const batch = await scheduler.getBatch(8, 0);
+  const talk = () => "I think the best move is probably to go left, then down.";
+  const run = async (sequenceLength: number) => {
+    const config = await smallConfig([
+      `sequence_length=${sequenceLength}`,
+      "max_tokens_per_step=24",
+      "train_env_manager.generating_args.max_new_tokens=20",
+    ]);
+    const policy = new TextPolicy(talk);
+    await using scheduler = new RolloutScheduler({
+      config,
+      mode: "train",
+      policy,
+      encoder,
+      decodeForEnv,
+    });
+    return { batch: await scheduler.getBatch(8, 0), requests: policy.requests };
+  };
+  // where the second turn's context ends without a cap
+  const free = await run(4096);
+  const second = free.requests.find((r) => r.requestId.endsWith("/1"))!.promptIds.length;
+  const cap = second + 10; // the second turn gets 10 tokens, below max_new_tokens
+  const { batch, requests } = await run(cap);
   let capped = 0;
-  for (const r of policy.requests) {
-    const expected = Math.min(24, 20, 420 - r.promptIds.length);
+  for (const r of requests) {
+    const expected = Math.min(24, 20, cap - r.promptIds.length);
     assert.equal(r.maxNewTokens, expected, r.requestId);
     if (expected < 20) capped++;
   }
+  assert.ok(capped > 0, "no turn met the sequence cap");
   for (const s of batch.samples) {
-    assert.ok(s.tokens.length <= 420, `${s.tokens.length} tokens`);
-    // every response got its full budget of 20 but the last may be cut by the cap
+    assert.ok(s.tokens.length <= cap, `${s.tokens.length} tokens`);
     assert.equal(s.endReason, "sequence_length");
     assert.equal(s.metrics.action_is_valid, 0);
   }
-  assert.ok(capped > 0, "no turn met the sequence cap");
 });
 
 Deno.test("rollout: max_steps ends a trajectory after that many actions", async () => {
