@@ -30,7 +30,12 @@ export {
   type NamedWeights,
   type UpdateWeightsOptions,
 } from "./engine.ts";
-export { generateStatic, type StaticBatchOptions } from "./static_batch.ts";
+export {
+  generateStatic,
+  generateStaticPadded,
+  type StaticBatchOptions,
+  type StaticPaddedOptions,
+} from "./static_batch.ts";
 export type {
   AdmittedSequence,
   EngineStats,
