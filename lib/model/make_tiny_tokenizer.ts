@@ -12,11 +12,7 @@
  *
  * @module
  */
-import {
-  GRID_CELL_PATTERN,
-  QWEN2_PRETOKENIZE_PATTERN,
-  trainByteLevelBpe,
-} from "./bpe_trainer.ts";
+import { GRID_CELL_PATTERN, QWEN2_PRETOKENIZE_PATTERN, trainByteLevelBpe } from "./bpe_trainer.ts";
 import { QWEN2_5_CHAT_TEMPLATE } from "./chat_template.ts";
 import { tinyTokenizerCorpus } from "./tiny_corpus.ts";
 
