@@ -20,13 +20,14 @@ import {
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
+import { microBatchWeights, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
 import {
+  type MicroBatch,
   type MicroBatchPlan,
   splitMiniBatches,
-  sumField,
   type TrainSample,
 } from "./micro_batches.ts";
-import { AdamW } from "./optimizer.ts";
+import type { AdamW } from "./optimizer.ts";
 
 /** A sample to train on. */
 export interface ActorSample {
@@ -67,12 +68,6 @@ type Fields = {
   ref: Float32Array;
 };
 
-/** Token-aligned values to target-aligned (position t holds token t+1's value). */
-function shift(a: ArrayLike<number>, out: Float32Array | Int32Array): void {
-  for (let t = 0; t + 1 < a.length; t++) out[t] = a[t + 1]!;
-  out[a.length - 1] = 0;
-}
-
 /** The model's packed input for `samples`, with shifted targets and fields. */
 export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fields>[] {
   return samples.map((s) => {
@@ -84,11 +79,11 @@ export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fie
       old: new Float32Array(n),
       ref: new Float32Array(n),
     };
-    shift(s.tokens, f.targets);
-    shift(s.responseMask, f.mask);
-    shift(s.advantages, f.adv);
-    shift(s.oldLogprobs, f.old);
-    if (s.refLogprobs) shift(s.refLogprobs, f.ref);
+    shiftToPositions(s.tokens, f.targets);
+    shiftToPositions(s.responseMask, f.mask);
+    shiftToPositions(s.advantages, f.adv);
+    shiftToPositions(s.oldLogprobs, f.old);
+    if (s.refLogprobs) shiftToPositions(s.refLogprobs, f.ref);
     return { tokens: s.tokens, fields: f };
   });
 }
@@ -104,21 +99,14 @@ export function sequenceLogprobs(
 ): Float32Array[] {
   const samples = sequences.map((tokens) => {
     const targets = new Int32Array(tokens.length);
-    shift(tokens, targets);
+    shiftToPositions(tokens, targets);
     return { tokens, fields: { targets } };
   });
-  const out: Float32Array[] = sequences.map((s) => new Float32Array(s.length));
-  const [mini] = splitMiniBatches(samples, Math.max(1, samples.length), plan);
-  for (const mb of mini?.microBatches ?? []) {
-    const { logp } = model.forward({ ...mb, targets: mb.fields.targets });
-    const lp = logp.view() as Float32Array;
-    mb.indices.forEach((i, j) => {
-      const start = mb.cuSeqlens[j]!;
-      const dst = out[i]!;
-      for (let t = 0; t + 1 < dst.length; t++) dst[t + 1] = lp[start + t]!;
-    });
-  }
-  return out;
+  return tokenAlignedOutputs(
+    samples,
+    plan,
+    (mb) => model.forward({ ...mb, targets: mb.fields.targets }).logp.view() as Float32Array,
+  );
 }
 
 /** Metric sums, weighted by each micro-batch's share of its mini-batch. */
@@ -181,19 +169,13 @@ export class ActorTrainer {
       const minis = splitMiniBatches(data, s.miniBatchSize, s.plan, shuffle(data.length));
       for (const mini of minis) {
         this.model.zeroGrad();
-        const seqs = mini.indices.length;
-        const tokens = sumField(mini.microBatches, "mask");
         padding += mini.stats.paddingFraction;
         microBatches += mini.stats.numMicroBatches;
-        for (const mb of mini.microBatches) {
-          // the kernel averages within the micro-batch; weight it by its share of the mini-batch
-          const mbTokens = sumField([mb], "mask");
-          const weight = s.aggMode === "token-mean"
-            ? (tokens > 0 ? mbTokens / tokens : 0)
-            : mb.indices.length / seqs;
-          const m = this.#microStep(mb, weight);
-          sums.add(m, weight);
-        }
+        // the kernel aggregates within a micro-batch; each enters by its share of the mini-batch
+        const { weights, normLen } = microBatchWeights(mini.microBatches, s.aggMode);
+        mini.microBatches.forEach((mb, j) => {
+          sums.add(this.#microStep(mb, weights[j]!, normLen), weights[j]!);
+        });
         const norm = this.optimizer.clipGradNorm(s.maxGradNorm);
         if (Number.isFinite(norm)) this.optimizer.step(lr);
         sums.update(norm);
@@ -206,10 +188,7 @@ export class ActorTrainer {
     return out;
   }
 
-  #microStep(
-    mb: ReturnType<typeof splitMiniBatches<Fields>>[number]["microBatches"][number],
-    weight: number,
-  ): PpoLossMetrics {
+  #microStep(mb: MicroBatch<Fields>, weight: number, normLen: number): PpoLossMetrics {
     const s = this.settings;
     const k = this.#k;
     const entropy = s.entropyCoef !== 0;
@@ -244,7 +223,7 @@ export class ActorTrainer {
         klClamp: 10,
         entropyCoef: s.entropyCoef,
         aggMode: s.aggMode,
-        normLen: mb.maxLen,
+        normLen,
       });
       const d = dlogp.view() as Float32Array;
       for (let i = 0; i < d.length; i++) d[i]! *= weight;

@@ -39,6 +39,7 @@ import {
   type TrainSample,
 } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
+import { microBatchWeights, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
 
 /** A sample to train the critic on (every array token-aligned, the tokens' length). */
 export interface CriticSample {
@@ -67,12 +68,6 @@ export interface CriticSettings {
 }
 
 type Fields = { mask: Float32Array; ret: Float32Array; old: Float32Array };
-
-/** Token-aligned entries to position-aligned (position t holds entry t + 1; the last 0). */
-function shift(a: ArrayLike<number>, out: Float32Array): void {
-  for (let t = 0; t + 1 < a.length; t++) out[t] = a[t + 1]!;
-  out[a.length - 1] = 0;
-}
 
 function checkSample(s: CriticSample, i: number): void {
   const n = s.tokens.length;
@@ -103,19 +98,11 @@ export function sequenceValues(
   sequences: readonly Int32Array[],
   plan: MicroBatchPlan,
 ): Float32Array[] {
-  const out: Float32Array[] = sequences.map((s) => new Float32Array(s.length));
-  if (sequences.length === 0) return out;
-  const samples = sequences.map((tokens) => ({ tokens }));
-  const [mini] = splitMiniBatches(samples, samples.length, plan);
-  for (const mb of mini?.microBatches ?? []) {
-    const v = model.forwardValues(mb).view() as Float32Array;
-    mb.indices.forEach((i, j) => {
-      const start = mb.cuSeqlens[j]!;
-      const dst = out[i]!;
-      for (let t = 0; t + 1 < dst.length; t++) dst[t + 1] = v[start + t]!;
-    });
-  }
-  return out;
+  return tokenAlignedOutputs(
+    sequences.map((tokens) => ({ tokens })),
+    plan,
+    (mb) => model.forwardValues(mb).view() as Float32Array,
+  );
 }
 
 /**
@@ -226,9 +213,9 @@ export class CriticTrainer {
         ret: new Float32Array(n),
         old: new Float32Array(n),
       };
-      shift(x.responseMask, f.mask);
-      shift(x.returns, f.ret);
-      shift(x.oldValues, f.old);
+      shiftToPositions(x.responseMask, f.mask);
+      shiftToPositions(x.returns, f.ret);
+      shiftToPositions(x.oldValues, f.old);
       for (let t = 0; t < n; t++) f.mask[t] = f.mask[t] ? 1 : 0;
       return { tokens: x.tokens, fields: f };
     });
@@ -240,31 +227,15 @@ export class CriticTrainer {
       const minis = splitMiniBatches(data, s.miniBatchSize, s.plan, shuffle(data.length));
       for (const mini of minis) {
         this.model.zeroGrad();
-        let tokens = 0;
-        let seqs = 0;
-        let maxLen = 0;
-        for (const i of mini.indices) {
-          const d = data[i]!;
-          for (const m of d.fields!.mask) tokens += m;
-          if (valid[i]) seqs++;
-          maxLen = Math.max(maxLen, d.tokens.length);
-        }
+        const seqs = mini.indices.filter((i) => valid[i]).length;
         padding += mini.stats.paddingFraction;
         microBatches += mini.stats.numMicroBatches;
         let loss = 0;
         const seq: SeqSums = { value: 0, vpred: 0, error: 0, clipfrac: 0 };
-        for (const mb of mini.microBatches) {
-          let weight = 1;
-          if (s.aggMode === "token-mean") {
-            let mbTokens = 0;
-            for (const m of mb.fields.mask) mbTokens += m;
-            weight = tokens > 0 ? mbTokens / tokens : 0;
-          } else if (s.aggMode !== "seq-mean-token-sum-norm") {
-            const mbSeqs = mb.indices.filter((i) => valid[i]).length;
-            weight = seqs > 0 ? mbSeqs / seqs : 0;
-          }
-          loss += weight * this.#microStep(mb, weight, maxLen, seq);
-        }
+        const { weights, normLen } = microBatchWeights(mini.microBatches, s.aggMode);
+        mini.microBatches.forEach((mb, j) => {
+          loss += weights[j]! * this.#microStep(mb, weights[j]!, normLen, seq);
+        });
         const norm = this.optimizer.clipGradNorm(s.maxGradNorm);
         if (Number.isFinite(norm)) this.optimizer.step(lr);
         sums.update();

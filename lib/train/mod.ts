@@ -76,3 +76,4 @@ export {
   valueMetrics,
 } from "./critic.ts";
 export { packSftBatch, SftTrainer } from "./sft.ts";
+export { microBatchWeights, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";

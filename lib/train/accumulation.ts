@@ -1,0 +1,91 @@
+/**
+ * Token alignment and gradient accumulation, shared by the actor and the
+ * critic: per-token arrays between token and position alignment, per-sequence
+ * outputs of a micro-batched forward pass, and how each micro-batch's loss
+ * enters its mini-batch's.
+ *
+ * The kernels aggregate a loss within one call (`loss_agg_mode` over the
+ * call's sequences; sequences without a masked token do not count). Scaling
+ * each micro-batch's loss and gradient by its weight below and summing makes
+ * the result the mini-batch's own aggregate, whatever the split:
+ * - token-mean: the micro-batch's share of the mini-batch's masked tokens;
+ * - seq-mean-token-sum / seq-mean-token-mean: its share of the mini-batch's
+ *   sequences that have a masked token;
+ * - seq-mean-token-sum-norm: 1, with the mini-batch's longest sequence as
+ *   `normLen` in every call.
+ *
+ * @module
+ */
+import type { LossAggMode } from "../../ffi/mod.ts";
+import {
+  type MicroBatch,
+  type MicroBatchPlan,
+  type PerTokenFields,
+  splitMiniBatches,
+  type TrainSample,
+} from "./micro_batches.ts";
+
+/**
+ * Token-aligned entries (entry t belongs to token t) to position-aligned ones
+ * (position t predicts token t + 1): `out[t] = a[t + 1]`, the last position 0.
+ */
+export function shiftToPositions(a: ArrayLike<number>, out: Float32Array | Int32Array): void {
+  for (let t = 0; t + 1 < a.length; t++) out[t] = a[t + 1]!;
+  out[a.length - 1] = 0;
+}
+
+/**
+ * Runs `forward` over `samples` micro-batched by `plan` and returns, per
+ * sample, its position-aligned output (T) back in token alignment: entry
+ * t + 1 is position t's output, entry 0 is 0.
+ */
+export function tokenAlignedOutputs<F extends PerTokenFields>(
+  samples: readonly TrainSample<F>[],
+  plan: MicroBatchPlan,
+  forward: (mb: MicroBatch<F>) => Float32Array,
+): Float32Array[] {
+  const out = samples.map((s) => new Float32Array(s.tokens.length));
+  if (samples.length === 0) return out;
+  const [mini] = splitMiniBatches(samples, samples.length, plan);
+  for (const mb of mini?.microBatches ?? []) {
+    const y = forward(mb);
+    mb.indices.forEach((i, j) => {
+      const start = mb.cuSeqlens[j]!;
+      const dst = out[i]!;
+      for (let t = 0; t + 1 < dst.length; t++) dst[t + 1] = y[start + t]!;
+    });
+  }
+  return out;
+}
+
+/** Masked tokens and sequences with a masked token, in one micro-batch. */
+function counts(mb: MicroBatch<{ mask: Float32Array }>): { tokens: number; seqs: number } {
+  const mask = mb.fields.mask;
+  let tokens = 0, seqs = 0;
+  for (let j = 0; j + 1 < mb.cuSeqlens.length; j++) {
+    let any = false;
+    for (let i = mb.cuSeqlens[j]!; i < mb.cuSeqlens[j + 1]!; i++) {
+      tokens += mask[i]!;
+      if (mask[i]! > 0) any = true;
+    }
+    if (any) seqs++;
+  }
+  return { tokens, seqs };
+}
+
+/** Each micro-batch's weight in its mini-batch, and the `normLen` for every call. */
+export function microBatchWeights(
+  microBatches: readonly MicroBatch<{ mask: Float32Array }>[],
+  aggMode: LossAggMode,
+): { weights: number[]; normLen: number } {
+  const per = microBatches.map(counts);
+  const tokens = per.reduce((a, c) => a + c.tokens, 0);
+  const seqs = per.reduce((a, c) => a + c.seqs, 0);
+  const normLen = Math.max(1, ...microBatches.map((mb) => mb.maxLen));
+  const weights = per.map((c) => {
+    if (aggMode === "token-mean") return tokens > 0 ? c.tokens / tokens : 0;
+    if (aggMode === "seq-mean-token-sum-norm") return 1;
+    return seqs > 0 ? c.seqs / seqs : 0;
+  });
+  return { weights, normLen };
+}

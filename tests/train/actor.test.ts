@@ -1,0 +1,126 @@
+// The actor_train role on the real model: token-aligned log-probs and PPO
+// updates whose micro-batch accumulation gives the one-batch gradient.
+import assert from "node:assert/strict";
+import { Kernels, LOSS_AGG_MODES } from "../../ffi/mod.ts";
+import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import {
+  type ActorSample,
+  ActorTrainer,
+  type PpoSettings,
+  sequenceLogprobs,
+} from "../../lib/train/actor.ts";
+import type { MicroBatchPlan } from "../../lib/train/micro_batches.ts";
+import { AdamW } from "../../lib/train/optimizer.ts";
+import { maxAbs, Rng } from "../kernels/_helpers.ts";
+import { randomizeParams, tinyConfig } from "../model/_qwen2_reference.ts";
+
+const LENS = [5, 3, 9, 2, 6, 4, 7, 1, 2];
+const identity = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+function actorModel(k: Kernels, seed: string): Qwen2Model {
+  const model = new Qwen2Model(k, tinyConfig());
+  randomizeParams(model, seed);
+  return model;
+}
+
+function settings(over: Partial<PpoSettings> = {}): PpoSettings {
+  return {
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    dualClip: 0,
+    klLossCoef: 0,
+    entropyCoef: 0,
+    aggMode: "seq-mean-token-mean",
+    ppoEpochs: 1,
+    miniBatchSize: 64,
+    plan: { maxTokens: 1000 },
+    maxGradNorm: 1e9,
+    ...over,
+  };
+}
+
+/** Samples whose first 2 tokens are the prompt; the last one has no response token. */
+function samples(model: Qwen2Model, rng: Rng): ActorSample[] {
+  const seqs = LENS.map((n) => rng.ints(n, 0, model.config.vocab_size - 1));
+  const old = sequenceLogprobs(model, seqs, { maxTokens: 1000 });
+  return seqs.map((tokens, i) => {
+    const n = tokens.length;
+    const responseMask = Uint8Array.from(
+      { length: n },
+      (_, t) => (t >= Math.min(2, n - 1) ? 1 : 0),
+    );
+    if (i === seqs.length - 1) responseMask.fill(0);
+    return {
+      tokens,
+      responseMask,
+      advantages: Float32Array.from({ length: n }, (_, t) => (responseMask[t] ? rng.normal() : 0)),
+      // off-policy by a little, so the ratio and the clip take part
+      oldLogprobs: Float32Array.from(old[i]!, (v) => v + rng.normal() * 0.1),
+    };
+  });
+}
+
+Deno.test("sequenceLogprobs: entry t is log p(token t | tokens < t), whatever the micro-batching", () => {
+  using k = Kernels.open({ threads: 2 });
+  using model = actorModel(k, "actor logprobs");
+  const rng = new Rng("actor logprobs");
+  const seqs = LENS.map((n) => rng.ints(n, 0, model.config.vocab_size - 1));
+  const all = sequenceLogprobs(model, seqs, { maxTokens: 1000 });
+  const split = sequenceLogprobs(model, seqs, { batchSize: 1 });
+  seqs.forEach((s, i) => {
+    assert.equal(all[i]![0], 0);
+    const targets = Int32Array.from(s, (_, t) => s[t + 1] ?? 0);
+    const { logp } = model.forward({
+      tokens: s,
+      positions: Int32Array.from(s, (_, t) => t),
+      cuSeqlens: Int32Array.of(0, s.length),
+      targets,
+    });
+    const ref = logp.toArray();
+    for (let t = 1; t < s.length; t++) {
+      assert.ok(Math.abs(all[i]![t]! - ref[t - 1]!) < 1e-5, `seq ${i} token ${t}`);
+      assert.ok(Math.abs(split[i]![t]! - ref[t - 1]!) < 1e-5, `seq ${i} token ${t} (split)`);
+    }
+  });
+});
+
+Deno.test("actor: micro-batch splits accumulate the one-batch gradient, in every loss_agg_mode", () => {
+  using k = Kernels.open({ threads: 2 });
+  using model = actorModel(k, "actor accumulation");
+  using opt = new AdamW(model);
+  const data = samples(model, new Rng("actor accumulation"));
+  const plans: MicroBatchPlan[] = [{ maxTokens: 10 }, { maxTokens: 7 }, { batchSize: 3 }, {
+    batchSize: 1,
+  }];
+  for (const aggMode of LOSS_AGG_MODES) {
+    const run = (plan: MicroBatchPlan) => {
+      const trainer = new ActorTrainer(model, opt, settings({ aggMode, plan }));
+      const m = trainer.train(data, 0, identity); // lr 0: the gradient stays in model.grads
+      return { m, grads: model.grads.toArray() };
+    };
+    const one = run({ maxTokens: 1000 });
+    assert.equal(one.m["actor/micro_batches"], 1);
+    assert.ok(maxAbs(one.grads) > 0);
+    for (const plan of plans) {
+      const split = run(plan);
+      const what = `${aggMode} ${JSON.stringify(plan)}`;
+      assert.ok(split.m["actor/micro_batches"]! >= 3, what);
+      let diff = 0;
+      for (let i = 0; i < one.grads.length; i++) {
+        diff = Math.max(diff, Math.abs(split.grads[i]! - one.grads[i]!));
+      }
+      // float32 rounding only; a wrong weighting is off by far more
+      assert.ok(
+        diff <= 1e-5 * maxAbs(one.grads),
+        `${what}: gradients differ by ${diff} of ${maxAbs(one.grads)}`,
+      );
+      for (const key of ["actor/pg_loss", "actor/clipfrac", "actor/grad_norm"]) {
+        const a = split.m[key]!, b = one.m[key]!;
+        assert.ok(
+          Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(b)),
+          `${what} ${key}: ${a} vs ${b}`,
+        );
+      }
+    }
+  }
+});
