@@ -24,7 +24,7 @@ import { loadConfig } from "../lib/config/load_config.ts";
 import { GenerationEngine } from "../lib/infer/engine.ts";
 import { ChatEncoder, type ChatMessage } from "../lib/model/chat_template.ts";
 import type { Tokenizer } from "../lib/model/tokenizer.ts";
-import { EnginePolicy } from "../lib/rollout/engine_policy.ts";
+import { endOfTurnIds, EnginePolicy } from "../lib/rollout/engine_policy.ts";
 import { type EnvHandle, MainThreadEnvHost } from "../lib/rollout/env_host.ts";
 import { layoutEnvs } from "../lib/rollout/env_layout.ts";
 import { loadPolicyModel } from "../lib/rollout/policy_model.ts";
@@ -32,7 +32,6 @@ import { turnMessages } from "../lib/rollout/prompt.ts";
 import { RolloutScheduler } from "../lib/rollout/scheduler.ts";
 import { episodeSeed, groupSeed, turnSeed } from "../lib/rollout/seeding.ts";
 import { type BenchRow, benchRow } from "./_report.ts";
-import { stopTokenIds } from "../lib/cli/eval.ts";
 
 /** Options of {@linkcode benchRollout}. */
 export interface RolloutBenchOptions {
@@ -95,7 +94,7 @@ async function runAsync(
   const policy = new EnginePolicy(
     engine,
     { temperature: 1, topP: 1, topK: -1 },
-    stopTokenIds(tokenizer),
+    endOfTurnIds(tokenizer),
   );
   await using scheduler = new RolloutScheduler({
     config,
@@ -121,7 +120,7 @@ async function runLockstep(
   tokenizer: Tokenizer,
 ): Promise<Throughput> {
   const encoder = new ChatEncoder(tokenizer);
-  const stops = stopTokenIds(tokenizer);
+  const stops = endOfTurnIds(tokenizer);
   const host = new MainThreadEnvHost(config.train_env_manager.env_step_timeout);
   const slots = layoutEnvs(config.train_env_manager, config.custom_envs);
   const envs: EnvHandle[] = [];

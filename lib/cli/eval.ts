@@ -13,7 +13,7 @@ import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder } from "../model/chat_template.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
-import { EnginePolicy } from "../rollout/engine_policy.ts";
+import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
@@ -26,16 +26,6 @@ export interface EvalFlags {
   checkpoint?: string;
   policy?: string;
   json?: boolean;
-}
-
-/** The end-of-turn ids a policy stops at: the tokenizer's eos and `<|im_end|>`. */
-export function stopTokenIds(
-  tok: { eosTokenIds: readonly number[]; tokenToId(t: string): number | undefined },
-): number[] {
-  const ids = new Set(tok.eosTokenIds);
-  const imEnd = tok.tokenToId("<|im_end|>");
-  if (imEnd !== undefined) ids.add(imEnd);
-  return [...ids];
 }
 
 /** Runs the command. */
@@ -71,11 +61,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   if (kind !== "model" && kind !== "random") {
     throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
   }
-  const enginePolicy = new EnginePolicy(engine, {
-    temperature: gen.temperature ?? 1,
-    topP: gen.top_p ?? 1,
-    topK: gen.top_k ?? -1,
-  }, stopTokenIds(tokenizer));
+  const enginePolicy = new EnginePolicy(engine, samplingOf(gen), endOfTurnIds(tokenizer));
   const policy = kind === "random"
     ? new RandomPolicy(tokenizer, tokenizer.tokenToId("<|im_end|>") ?? null)
     : enginePolicy;

@@ -26,19 +26,16 @@ import {
   klControllerFromJSON,
 } from "../algo/mod.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
-import { stopTokenIds } from "../cli/eval.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder } from "../model/chat_template.ts";
-import { savePretrained } from "../model/pretrained.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
-import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
-import { EnginePolicy } from "../rollout/engine_policy.ts";
+import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
 import { RolloutScheduler } from "../rollout/scheduler.ts";
 import type { TrajectorySample } from "../rollout/types.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
-import { readJsonlMetrics } from "../track/jsonl.ts";
+import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
 import { writeHtmlReport } from "../track/html_report.ts";
 import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
@@ -63,7 +60,7 @@ export interface PipelineSummary {
   /** The last metrics logged. */
   lastMetrics: Record<string, number>;
   /** Validation success per step, per tag: `val/env/{tag}/success`. */
-  history: Array<{ step: number } & Record<string, number>>;
+  history: MetricsRow[];
   /** The checkpoints written by this run. */
   checkpoints: string[];
   outputDir: string;
@@ -204,20 +201,15 @@ export async function runPipeline(
     decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
     seed: config.seed,
   });
-  const stops = stopTokenIds(tok);
-  const sampling = (g: AgenticConfig["actor_infer"]["generating_args"]) => ({
-    temperature: g?.temperature ?? 1,
-    topP: g?.top_p ?? 1,
-    topK: g?.top_k ?? -1,
-  });
+  const stops = endOfTurnIds(tok);
   const trainPolicy = new EnginePolicy(
     engine,
-    sampling(config.train_env_manager.generating_args),
+    samplingOf(config.train_env_manager.generating_args),
     stops,
   );
   const valPolicy = new EnginePolicy(
     engine,
-    sampling(config.val_env_manager.generating_args),
+    samplingOf(config.val_env_manager.generating_args),
     stops,
   );
   await using scheduler = new RolloutScheduler({
@@ -235,9 +227,7 @@ export async function runPipeline(
     outputDir,
     from ? { resumeStep: startStep - 1, warn: log } : { warn: log },
   );
-  const history: Array<{ step: number } & Record<string, number>> = from
-    ? (await readJsonlMetrics(`${outputDir}/metrics.jsonl`)).map((r) => ({ ...r } as never))
-    : [];
+  const history: MetricsRow[] = from ? await readJsonlMetrics(`${outputDir}/metrics.jsonl`) : [];
   const progress = new Progress();
   const checkpoints: string[] = [];
   const t0 = performance.now();
@@ -267,27 +257,11 @@ export async function runPipeline(
 
   const save = async (nextStep: number, metrics: Record<string, number>) => {
     const info = await saveCheckpoint(outputDir, nextStep, async (dir) => {
-      await savePretrained(model, `${dir}/model`, {
-        ...(actor.source.startsWith("tiny default") ? {} : { tokenizerDir: actor.source }),
-      });
-      if (actor.source.startsWith("tiny default")) {
-        const files = await buildTinyModelFiles();
-        for (const name of ["tokenizer.json", "tokenizer_config.json"] as const) {
-          await Deno.writeTextFile(`${dir}/model/${name}`, files[name]);
-        }
-      }
+      await actor.save(model, `${dir}/model`);
       await Deno.mkdir(`${dir}/optimizer`, { recursive: true });
       await optimizer.save(`${dir}/optimizer`);
       if (critic && criticOptimizer) {
-        await savePretrained(critic.model, `${dir}/critic`, {
-          ...(actor.source.startsWith("tiny default") ? {} : { tokenizerDir: actor.source }),
-        });
-        if (actor.source.startsWith("tiny default")) {
-          const files = await buildTinyModelFiles();
-          for (const name of ["tokenizer.json", "tokenizer_config.json"] as const) {
-            await Deno.writeTextFile(`${dir}/critic/${name}`, files[name]);
-          }
-        }
+        await actor.save(critic.model, `${dir}/critic`);
         await Deno.mkdir(`${dir}/critic_optimizer`, { recursive: true });
         await criticOptimizer.save(`${dir}/critic_optimizer`);
       }
@@ -297,7 +271,12 @@ export async function runPipeline(
         seed: config.seed,
       };
       await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
-    }, { meta: { success: metrics["val/env/FrozenLake/success"] ?? null } });
+    }, {
+      // the validation success of each tag, when this step validated
+      meta: Object.fromEntries(
+        Object.entries(metrics).filter(([k]) => /^val\/env\/[^/]+\/success$/.test(k)),
+      ),
+    });
     checkpoints.push(info.dir);
     log(`checkpoint: ${info.dir}`);
   };

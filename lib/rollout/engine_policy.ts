@@ -15,6 +15,23 @@ export interface PolicySampling {
   topK: number;
 }
 
+/** The sampling settings of a config's `generating_args` (temperature 1, no top-p/k if unset). */
+export function samplingOf(
+  g: { temperature: number | null; top_p: number | null; top_k: number | null } | null,
+): PolicySampling {
+  return { temperature: g?.temperature ?? 1, topP: g?.top_p ?? 1, topK: g?.top_k ?? -1 };
+}
+
+/** The end-of-turn ids a policy stops at: the tokenizer's eos and `<|im_end|>`. */
+export function endOfTurnIds(
+  tok: { eosTokenIds: readonly number[]; tokenToId(t: string): number | undefined },
+): number[] {
+  const ids = new Set(tok.eosTokenIds);
+  const imEnd = tok.tokenToId("<|im_end|>");
+  if (imEnd !== undefined) ids.add(imEnd);
+  return [...ids];
+}
+
 /** Answers turns with a {@linkcode GenerationEngine}. */
 export class EnginePolicy implements RolloutPolicy {
   readonly engine: GenerationEngine;

@@ -8,7 +8,7 @@
 import type { Kernels } from "../../ffi/mod.ts";
 import { parseQwen2Config } from "../model/hf_config.ts";
 import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
-import { loadPretrained } from "../model/pretrained.ts";
+import { loadPretrained, savePretrained } from "../model/pretrained.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
 
@@ -18,6 +18,8 @@ export interface PolicyModel extends Disposable {
   tokenizer: Tokenizer;
   /** A folder path, or "tiny default (random weights)". */
   source: string;
+  /** Saves `model` (this one, or a critic on the same tokenizer) as a HF folder with this tokenizer. */
+  save(model: Qwen2Model, dir: string): Promise<void>;
 }
 
 /** Loads `path` (a HF folder), or the random tiny default when `path` is null. */
@@ -32,6 +34,9 @@ export async function loadPolicyModel(
       model: p.model,
       tokenizer: p.tokenizer,
       source: path,
+      save: async (m, dir) => {
+        await savePretrained(m, dir, { tokenizerDir: path });
+      },
       [Symbol.dispose]: () => p[Symbol.dispose](),
     };
   }
@@ -49,6 +54,12 @@ export async function loadPolicyModel(
     model,
     tokenizer,
     source: "tiny default (random weights)",
+    save: async (m, dir) => {
+      await savePretrained(m, dir);
+      for (const name of ["tokenizer.json", "tokenizer_config.json"] as const) {
+        await Deno.writeTextFile(`${dir}/${name}`, files[name]);
+      }
+    },
     [Symbol.dispose]: () => model.dispose(),
   };
 }
