@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { ADV_ESTIMATORS, LOSS_AGG_MODES } from "../config/schema/agentic.ts";
 
 /** Per-token numbers: a typed array or a plain array. */
 export type TokenValues = ArrayLike<number>;
@@ -37,15 +38,7 @@ export interface AlgoSample {
 }
 
 /** ROLL's `adv_estimator` values (the config schema's list). */
-export const ADV_ESTIMATORS = [
-  "gae",
-  "grpo",
-  "reinforce",
-  "reinforce_plus_plus",
-  "gigpo",
-  "step_reinforce",
-  "agentic_reinforce",
-] as const;
+export { ADV_ESTIMATORS };
 /** One of {@linkcode ADV_ESTIMATORS}. */
 export type AdvEstimator = typeof ADV_ESTIMATORS[number];
 
@@ -64,13 +57,8 @@ export const KL_PENALTY_KINDS = ["kl", "abs", "mse", "k3", "full"] as const;
 /** One of {@linkcode KL_PENALTY_KINDS}. */
 export type KlPenaltyKind = typeof KL_PENALTY_KINDS[number];
 
-/** ROLL's `loss_agg_mode` values. */
-export const LOSS_AGG_MODES = [
-  "token-mean",
-  "seq-mean-token-sum",
-  "seq-mean-token-mean",
-  "seq-mean-token-sum-norm",
-] as const;
+/** ROLL's `loss_agg_mode` values (the config schema's list). */
+export { LOSS_AGG_MODES };
 /** One of {@linkcode LOSS_AGG_MODES}. */
 export type LossAggMode = typeof LOSS_AGG_MODES[number];
 
