@@ -137,6 +137,7 @@ export function generateStaticPadded(
       Int32Array.from(last),
     )!;
     const pos = prompts.map((p) => p.length);
+    const rowIds = Int32Array.from(batch.map((_, i) => i));
     for (let step = 0; step < longest; step++) {
       const { tokens: next } = sample(
         model.kernels,
@@ -148,13 +149,12 @@ export function generateStaticPadded(
       });
       if (step + 1 === longest) break;
       // every row decodes, finished or not (padding compute)
-      const idx = Int32Array.from(batch.map((_, i) => i));
       logits = model.forwardCached(
         cache,
         Int32Array.from(next),
-        Int32Array.from(pos.map((p) => p)),
-        idx,
-        idx,
+        Int32Array.from(pos),
+        rowIds,
+        rowIds,
       )!;
       for (let i = 0; i < pos.length; i++) pos[i]!++;
       options.onStep?.(batch.length);
