@@ -39,13 +39,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   for (const n of notices) console.error(`note: ${n}`);
   const path = flags.checkpoint ?? await prepareModelPath(config.pretrain ?? null);
   using kernels = Kernels.open();
-  let loaded;
-  try {
-    loaded = await loadPolicyModel(kernels, path);
-  } catch (e) {
-    throw exit(2, `Cannot load the model ${path}: ${e instanceof Error ? e.message : e}`);
-  }
-  using policyModel = loaded;
+  using policyModel = await loadPolicyModel(kernels, path);
   const { model, tokenizer } = policyModel;
   console.error(`model: ${policyModel.source}`);
   const val = config.val_env_manager;

@@ -1,5 +1,8 @@
 import { Command, CommanderError } from "npm:@commander-js/extra-typings@15.1.0";
 import { ConfigError } from "../config/errors.ts";
+import { EnvConfigError } from "../../envs/errors.ts";
+import { CheckpointError } from "../model/safetensors.ts";
+import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
 import { normalizeArgv } from "./argv.ts";
 import {
   benchCommand,
@@ -36,9 +39,20 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     await buildProgram().parseAsync(normalizeArgv(argv), { from: "user" });
     return 0;
   } catch (e) {
-    if (e instanceof ConfigError) {
+    if (e instanceof ConfigError || e instanceof EnvConfigError) {
       console.error(e.format());
       return USAGE_ERROR;
+    }
+    if (
+      e instanceof RolloutConfigError || e instanceof ModelLoadError ||
+      e instanceof CheckpointError
+    ) {
+      console.error(e.message);
+      return USAGE_ERROR;
+    }
+    if (e instanceof RolloutError) {
+      console.error(e.message);
+      return 1;
     }
     if (e instanceof ExitRequest) {
       if (e.message) console.error(e.message);

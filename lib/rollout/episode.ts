@@ -14,6 +14,7 @@ import type { RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { CustomEnv } from "../config/schema/env_manager.ts";
 import type { ChatEncoder, ChatMessage } from "../model/chat_template.ts";
 import type { EnvHandle } from "./env_host.ts";
+import { RolloutConfigError } from "./errors.ts";
 import { turnMessages } from "./prompt.ts";
 import { turnSeed } from "./seeding.ts";
 import type { EndReason, RolloutPolicy, TrajectorySample } from "./types.ts";
@@ -101,8 +102,8 @@ export async function runEpisode(
     const context = tokens.length + promptIds.length;
     if (context >= o.sequenceLength) {
       if (turn === 0) {
-        throw new Error(
-          `the first prompt of ${spec.tag} is ${promptIds.length} tokens, ` +
+        throw new RolloutConfigError(
+          `The first prompt of ${spec.tag} is ${promptIds.length} tokens, but ` +
             `sequence_length is ${o.sequenceLength}: expected a sequence_length above the prompt`,
         );
       }

@@ -16,6 +16,7 @@ export {
   withTimeout,
 } from "./env_host.ts";
 export { EnvWorkerStoppedError, WorkerEnvHost } from "./env_worker_host.ts";
+export { ModelLoadError, RolloutConfigError, RolloutError } from "./errors.ts";
 export { endOfTurnIds, EnginePolicy, type PolicySampling, samplingOf } from "./engine_policy.ts";
 export { RandomPolicy } from "./random_policy.ts";
 export { type EpisodeOptions, type EpisodeSpec, PolicyError, runEpisode } from "./episode.ts";

@@ -11,6 +11,7 @@ import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
 import { loadPretrained, savePretrained } from "../model/pretrained.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
+import { ModelLoadError } from "./errors.ts";
 
 /** A model, its tokenizer, and where they came from. */
 export interface PolicyModel extends Disposable {
@@ -22,14 +23,22 @@ export interface PolicyModel extends Disposable {
   save(model: Qwen2Model, dir: string): Promise<void>;
 }
 
-/** Loads `path` (a HF folder), or the random tiny default when `path` is null. */
+/**
+ * Loads `path` (a HF folder; a failure is a {@linkcode ModelLoadError}), or
+ * the random tiny default when `path` is null.
+ */
 export async function loadPolicyModel(
   kernels: Kernels,
   path: string | null,
   options: { valueHead?: boolean; seed?: number } = {},
 ): Promise<PolicyModel> {
   if (path !== null) {
-    const p = await loadPretrained(kernels, path, { valueHead: options.valueHead ?? false });
+    let p;
+    try {
+      p = await loadPretrained(kernels, path, { valueHead: options.valueHead ?? false });
+    } catch (e) {
+      throw new ModelLoadError(path, e);
+    }
     return {
       model: p.model,
       tokenizer: p.tokenizer,

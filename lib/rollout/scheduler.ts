@@ -26,6 +26,7 @@ import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
 import { WorkerEnvHost } from "./env_worker_host.ts";
 import { PolicyError, runEpisode } from "./episode.ts";
+import { RolloutConfigError, RolloutError } from "./errors.ts";
 import { type CompleteGroup, GroupQueue } from "./group_queue.ts";
 import { rolloutMetrics } from "./metrics.ts";
 import { episodeSeed, groupSeed } from "./seeding.ts";
@@ -78,6 +79,7 @@ export class RolloutScheduler {
   #loopError: unknown = null;
   #lossesInARow = 0;
   #getting = false;
+  #doneLoops = 0;
 
   constructor(options: RolloutSchedulerOptions) {
     this.#o = options;
@@ -129,9 +131,10 @@ export class RolloutScheduler {
 
   /**
    * Complete groups totalling `batchSize` trajectories for training step
-   * `step`, as they complete (returned sorted by group, then env). `batchSize` must be a multiple of group_size.
-   * Groups older than async_generation_ratio steps are discarded; groups
-   * beyond the batch wait for the next call.
+   * `step`, taken as they complete and returned sorted by group, then env.
+   * `batchSize` must be a multiple of group_size. Groups older than
+   * async_generation_ratio steps are discarded; groups beyond the batch wait
+   * for the next call.
    */
   async getBatch(batchSize: number, step: number): Promise<RolloutBatch> {
     if (this.#closed) throw new Error("getBatch on a closed RolloutScheduler");
@@ -195,7 +198,6 @@ export class RolloutScheduler {
     return { samples, metrics, lost };
   }
 
-  #doneLoops = 0;
   get #allLoopsDone(): boolean {
     return this.#loops !== null && this.#doneLoops === this.#loops.length;
   }
@@ -226,7 +228,7 @@ export class RolloutScheduler {
           queue.release(ticket.episodeId, true);
           // a systematic failure (every trajectory lost) stops the run instead of spinning
           if (++this.#lossesInARow >= 3 * this.slots.length + 3) {
-            this.#loopError ??= new Error(
+            this.#loopError ??= new RolloutError(
               `Every trajectory is being lost (${this.#lossesInARow} in a row); the last: ` +
                 `${lost.reason} in env ${slot.envId} (${slot.tag}, seed ${seed}): ${lost.message}`,
             );
@@ -268,6 +270,12 @@ export class RolloutScheduler {
             queue.put(ticket.episodeId, sample);
           }
         } catch (e) {
+          if (e instanceof RolloutConfigError) {
+            // the config cannot work for any env: stop at once
+            this.#loopError ??= e;
+            this.#onProgress?.();
+            break;
+          }
           lose(
             e instanceof PolicyError
               ? "policy_error"

@@ -211,6 +211,34 @@ Deno.test("train with a bad value is a clean usage error before anything runs", 
   match(r.stderr, /ppo_epochs/);
 });
 
+Deno.test("train: a bad env, a too short sequence_length and a missing checkpoint are clean usage errors", async () => {
+  const cases: [string[], RegExp][] = [
+    [["custom_env.FrozenLake.env_type=nope"], /Unknown env_type 'nope'/],
+    [["custom_env.FrozenLake.env_config.size=banana"], /env_config.size/],
+    [["sequence_length=50"], /first prompt of FrozenLake is \d+ tokens, but sequence_length is 50/],
+    [
+      ["resume_from_checkpoint=/nonexistent"],
+      /resume_from_checkpoint \/nonexistent does not exist/,
+    ],
+  ];
+  for (const [args, message] of cases) {
+    const dir = await Deno.makeTempDir();
+    try {
+      const r = await cliFull(
+        "train",
+        "pretrain=null",
+        `output_dir=${dir}`,
+        "max_steps=1",
+        ...args,
+      );
+      assertCleanError(r);
+      match(r.stderr, message);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+});
+
 Deno.test("eval with a missing checkpoint is a clean usage error", async () => {
   const r = await cliFull("eval", "--checkpoint", "/nonexistent/model");
   assertCleanError(r);

@@ -1,0 +1,38 @@
+/**
+ * Errors that stop a rollout, with a message for the user (the CLI prints it
+ * without a stack trace): a config the rollout cannot run
+ * ({@linkcode RolloutConfigError}), a model folder that does not load
+ * ({@linkcode ModelLoadError}), and a rollout that cannot go on because every
+ * trajectory fails ({@linkcode RolloutError}).
+ *
+ * @module
+ */
+
+/** The config cannot run, e.g. `sequence_length` below the first prompt. */
+export class RolloutConfigError extends Error {
+  /** An error with a sentence-case message. */
+  constructor(message: string) {
+    super(message);
+    this.name = "RolloutConfigError";
+  }
+}
+
+/** A model folder (`pretrain`, `--checkpoint`, a checkpoint to resume) does not load. */
+export class ModelLoadError extends Error {
+  /** `path` is the folder; `cause` what went wrong. */
+  constructor(readonly path: string, cause: unknown) {
+    super(`Cannot load the model ${path}: ${cause instanceof Error ? cause.message : cause}`, {
+      cause,
+    });
+    this.name = "ModelLoadError";
+  }
+}
+
+/** The rollout cannot go on: every trajectory is lost (an env or the policy always fails). */
+export class RolloutError extends Error {
+  /** An error with a sentence-case message. */
+  constructor(message: string) {
+    super(message);
+    this.name = "RolloutError";
+  }
+}
