@@ -28,7 +28,7 @@ import { endOfTurnIds, EnginePolicy } from "../lib/rollout/engine_policy.ts";
 import { type EnvHandle, MainThreadEnvHost } from "../lib/rollout/env_host.ts";
 import { layoutEnvs } from "../lib/rollout/env_layout.ts";
 import { loadPolicyModel } from "../lib/rollout/policy_model.ts";
-import { turnMessages } from "../lib/rollout/prompt.ts";
+import { entryTurnMessages } from "../lib/rollout/prompt.ts";
 import { RolloutScheduler } from "../lib/rollout/scheduler.ts";
 import { episodeSeed, groupSeed, turnSeed } from "../lib/rollout/seeding.ts";
 import { type BenchRow, benchRow } from "./_report.ts";
@@ -143,18 +143,8 @@ async function runLockstep(
     // one batched generate for every active env
     const responses = await Promise.all(live.map((e) => {
       const entry = slots[e.i]!.entry;
-      const added = turnMessages({
-        systemTemplate: entry.agent_system_template,
-        agentTemplate: entry.agent_template,
-        instruction: envs[e.i]!.instruction,
-        observation: e.observation,
-        turn,
-        maxActions: entry.max_steps,
-        maxResponseLength: entry.max_tokens_per_step,
-      });
-      const prompt = turn === 0
-        ? encoder.encode(added)
-        : encoder.nextTurnIds(e.messages, e.tokens, added);
+      const added = entryTurnMessages(entry, envs[e.i]!.instruction, e.observation, turn);
+      const prompt = encoder.turnIds(e.messages, e.tokens, added);
       e.messages.push(...added);
       e.tokens.push(...prompt);
       return engine.generate({

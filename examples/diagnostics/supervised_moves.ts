@@ -35,7 +35,7 @@ import {
 import { loadPretrained } from "../../lib/model/pretrained.ts";
 import type { Qwen2Model } from "../../lib/model/qwen2.ts";
 import type { Tokenizer } from "../../lib/model/tokenizer.ts";
-import { turnMessages } from "../../lib/rollout/prompt.ts";
+import { entryTurnMessages } from "../../lib/rollout/prompt.ts";
 import { SftTrainer } from "../../lib/train/sft.ts";
 
 const ACTIONS = ["Left", "Down", "Right", "Up"];
@@ -116,16 +116,8 @@ export function labelledState(
     const ids: number[] = [];
     const moves = rng.int(Math.max(1, walk));
     for (let turn = 0;; turn++) {
-      const next = turnMessages({
-        systemTemplate: entry.agent_system_template ?? null,
-        agentTemplate: entry.agent_template ?? null,
-        instruction: env.instruction,
-        observation,
-        turn,
-        maxActions: entry.max_steps,
-        maxResponseLength: entry.max_tokens_per_step,
-      });
-      ids.push(...(turn === 0 ? enc.chat.encode(next) : enc.chat.nextTurnIds(messages, ids, next)));
+      const next = entryTurnMessages(entry, env.instruction, observation, turn);
+      ids.push(...enc.chat.turnIds(messages, ids, next));
       messages.push(...next);
       if (turn === moves) {
         const oracle = /<answer>(\w+)<\/answer>/.exec(env.oracleAction() ?? "");

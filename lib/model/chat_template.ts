@@ -402,4 +402,29 @@ export class ChatEncoder {
     }
     return this.tokenizer.encode(text, { addSpecialTokens: false });
   }
+
+  /**
+   * The ids a turn adds to a conversation: {@linkcode ChatEncoder.encode} of
+   * `next` when `messages` is empty (the first prompt), else
+   * {@linkcode ChatEncoder.nextTurnIds}.
+   *
+   * @example
+   * ```ts
+   * import { ChatEncoder } from "./chat_template.ts";
+   * import { Tokenizer } from "./tokenizer.ts";
+   * import { buildTinyModelFiles } from "./make_tiny_tokenizer.ts";
+   * const files = await buildTinyModelFiles();
+   * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+   * const chat = new ChatEncoder(tok);
+   * const next = [{ role: "user" as const, content: "Turn 1" }];
+   * console.log(chat.turnIds([], [], next).length === chat.encode(next).length); // true
+   * ```
+   */
+  turnIds(
+    messages: readonly ChatMessage[],
+    idsSoFar: ArrayLike<number>,
+    next: readonly ChatMessage[],
+  ): number[] {
+    return messages.length === 0 ? this.encode(next) : this.nextTurnIds(messages, idsSoFar, next);
+  }
 }

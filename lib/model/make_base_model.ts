@@ -8,7 +8,7 @@
  * the task: its success is the random policy's, and GRPO has all to learn.
  *
  * The conversations are exactly what the trajectory-wise rollout builds: the
- * turn prompts of {@linkcode turnMessages} with the default config's
+ * turn prompts of {@linkcode entryTurnMessages} with the default config's
  * FrozenLake entry, the first prompt tokenized with {@linkcode ChatEncoder.encode},
  * each response as `tokenizer.encode(action) + <|im_end|>`, and every later
  * turn appended with {@linkcode ChatEncoder.nextTurnIds}. Only the response
@@ -41,7 +41,7 @@ import { Rng } from "../../envs/random.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { loadConfig } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
-import { turnMessages } from "../rollout/prompt.ts";
+import { entryTurnMessages } from "../rollout/prompt.ts";
 import { type SftExample, SftTrainer } from "../train/sft.ts";
 import { ChatEncoder, type ChatMessage } from "./chat_template.ts";
 import { parseQwen2Config } from "./hf_config.ts";
@@ -254,18 +254,8 @@ export function frozenLakeConversations(
     for (const g of games) {
       if (g.done) continue;
       const { env, conv } = g;
-      const next = turnMessages({
-        systemTemplate: entry.agent_system_template ?? null,
-        agentTemplate: entry.agent_template ?? null,
-        instruction: env.instruction,
-        observation: g.observation,
-        turn,
-        maxActions: entry.max_steps,
-        maxResponseLength: entry.max_tokens_per_step,
-      });
-      const prompt = turn === 0
-        ? chat.encode(next)
-        : chat.nextTurnIds(conv.messages, conv.tokens, next);
+      const next = entryTurnMessages(entry, env.instruction, g.observation, turn);
+      const prompt = chat.turnIds(conv.messages, conv.tokens, next);
       conv.messages.push(...next);
       conv.tokens.push(...prompt);
       for (let j = 0; j < prompt.length; j++) {
@@ -580,16 +570,8 @@ export async function evaluateFrozenLake(dir: string, options: {
     const ids: number[] = [];
     let valid = 0, turns = 0, success = false;
     for (let turn = 0; turn < entry.max_steps; turn++) {
-      const next = turnMessages({
-        systemTemplate: entry.agent_system_template ?? null,
-        agentTemplate: entry.agent_template ?? null,
-        instruction: env.instruction,
-        observation,
-        turn,
-        maxActions: entry.max_steps,
-        maxResponseLength: entry.max_tokens_per_step,
-      });
-      ids.push(...(turn === 0 ? chat.encode(next) : chat.nextTurnIds(messages, ids, next)));
+      const next = entryTurnMessages(entry, env.instruction, observation, turn);
+      ids.push(...chat.turnIds(messages, ids, next));
       messages.push(...next);
       const room = maxModelLen - ids.length;
       if (room < 1) break;

@@ -15,7 +15,7 @@ import type { CustomEnv } from "../config/schema/env_manager.ts";
 import type { ChatEncoder, ChatMessage } from "../model/chat_template.ts";
 import type { EnvHandle } from "./env_host.ts";
 import { RolloutConfigError } from "./errors.ts";
-import { turnMessages } from "./prompt.ts";
+import { entryTurnMessages } from "./prompt.ts";
 import { turnSeed } from "./seeding.ts";
 import type { EndReason, RolloutPolicy, TrajectorySample } from "./types.ts";
 
@@ -87,18 +87,8 @@ export async function runEpisode(
 
   for (let turn = 0;; turn++) {
     if (!o.isWanted()) return null;
-    const added = turnMessages({
-      systemTemplate: entry.agent_system_template,
-      agentTemplate: entry.agent_template,
-      instruction: env.instruction,
-      observation,
-      turn,
-      maxActions: entry.max_steps,
-      maxResponseLength: entry.max_tokens_per_step,
-    });
-    const promptIds = turn === 0
-      ? o.encoder.encode(added)
-      : o.encoder.nextTurnIds(messages, tokens, added);
+    const added = entryTurnMessages(entry, env.instruction, observation, turn);
+    const promptIds = o.encoder.turnIds(messages, tokens, added);
     const context = tokens.length + promptIds.length;
     if (context >= o.sequenceLength) {
       if (turn === 0) {

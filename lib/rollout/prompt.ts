@@ -63,3 +63,38 @@ export function turnMessages(input: TurnPromptInput): ChatMessage[] {
     { role: "user", content: `${input.instruction}\n${body}` },
   ];
 }
+
+/** The fields of a `custom_envs` entry that shape its turn prompts. */
+export interface TurnPromptEntry {
+  agent_system_template?: string | null;
+  agent_template?: string | null;
+  max_steps: number;
+  max_tokens_per_step: number;
+}
+
+/**
+ * {@linkcode turnMessages} with the templates and limits of a `custom_envs` entry.
+ *
+ * @example
+ * ```ts
+ * import { entryTurnMessages } from "./prompt.ts";
+ * const entry = { max_steps: 10, max_tokens_per_step: 24 };
+ * console.log(entryTurnMessages(entry, "Walk to G.", "P_\n_G", 1).length); // 1
+ * ```
+ */
+export function entryTurnMessages(
+  entry: TurnPromptEntry,
+  instruction: string,
+  observation: string,
+  turn: number,
+): ChatMessage[] {
+  return turnMessages({
+    systemTemplate: entry.agent_system_template ?? null,
+    agentTemplate: entry.agent_template ?? null,
+    instruction,
+    observation,
+    turn,
+    maxActions: entry.max_steps,
+    maxResponseLength: entry.max_tokens_per_step,
+  });
+}
