@@ -4,6 +4,8 @@
  * outputs of a micro-batched forward pass, and how each micro-batch's loss
  * enters its mini-batch's.
  *
+ * {@linkcode runUpdates} is the mini-batch update loop both trainers run.
+ *
  * The kernels aggregate a loss within one call (`loss_agg_mode` over the
  * call's sequences; sequences without a masked token do not count). Scaling
  * each micro-batch's loss and gradient by its weight below and summing makes
@@ -17,13 +19,16 @@
  * @module
  */
 import type { LossAggMode } from "../../ffi/mod.ts";
+import type { Qwen2Model } from "../model/qwen2.ts";
 import {
   type MicroBatch,
   type MicroBatchPlan,
+  type MiniBatch,
   type PerTokenFields,
   splitMiniBatches,
   type TrainSample,
 } from "./micro_batches.ts";
+import type { AdamW } from "./optimizer.ts";
 
 /**
  * Token-aligned entries (entry t belongs to token t) to position-aligned ones
@@ -88,4 +93,63 @@ export function microBatchWeights(
     return seqs > 0 ? c.seqs / seqs : 0;
   });
   return { weights, normLen };
+}
+
+/** What {@linkcode runUpdates} needs of a trainer's settings. */
+export interface UpdateSettings {
+  ppoEpochs: number;
+  miniBatchSize: number;
+  plan: MicroBatchPlan;
+  aggMode: LossAggMode;
+  maxGradNorm: number;
+}
+
+/** One mini-batch's update, as a trainer does it. */
+export interface MiniBatchUpdate<F extends PerTokenFields> {
+  /** Forward and backward of a micro-batch, its loss and gradient scaled by `weight`. */
+  micro(mb: MicroBatch<F>, weight: number, normLen: number): void;
+  /** After the optimizer step: the mini-batch's gradient norm (before clipping). */
+  done(norm: number): void;
+}
+
+/**
+ * The update loop of the actor and the critic: `ppoEpochs` passes over
+ * `data`, each in mini-batches of a seeded random order (`shuffle(n)` returns
+ * a permutation). Per mini-batch: zero the grads, run every micro-batch
+ * through `start(mini).micro` with its {@linkcode microBatchWeights}, clip the
+ * global gradient norm, take an AdamW step at `lr` when the norm is finite,
+ * then `done(norm)`. Returns the summed padding fractions and the number of
+ * micro-batches.
+ */
+export function runUpdates<F extends PerTokenFields & { mask: Float32Array }>(
+  model: Qwen2Model,
+  optimizer: AdamW,
+  data: TrainSample<F>[],
+  settings: UpdateSettings,
+  lr: number,
+  shuffle: (n: number) => number[],
+  start: (mini: MiniBatch<F>) => MiniBatchUpdate<F>,
+): { padding: number; microBatches: number } {
+  let padding = 0, microBatches = 0;
+  for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
+    const minis = splitMiniBatches(
+      data,
+      settings.miniBatchSize,
+      settings.plan,
+      shuffle(data.length),
+    );
+    for (const mini of minis) {
+      model.zeroGrad();
+      padding += mini.stats.paddingFraction;
+      microBatches += mini.stats.numMicroBatches;
+      const update = start(mini);
+      // the kernel aggregates within a micro-batch; each enters by its share of the mini-batch
+      const { weights, normLen } = microBatchWeights(mini.microBatches, settings.aggMode);
+      mini.microBatches.forEach((mb, j) => update.micro(mb, weights[j]!, normLen));
+      const norm = optimizer.clipGradNorm(settings.maxGradNorm);
+      if (Number.isFinite(norm)) optimizer.step(lr);
+      update.done(norm);
+    }
+  }
+  return { padding, microBatches };
 }

@@ -20,13 +20,8 @@ import {
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
-import { microBatchWeights, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
-import {
-  type MicroBatch,
-  type MicroBatchPlan,
-  splitMiniBatches,
-  type TrainSample,
-} from "./micro_batches.ts";
+import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
+import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
 
 /** A sample to train on. */
@@ -163,24 +158,18 @@ export class ActorTrainer {
     const s = this.settings;
     const data = toTrainSamples(samples);
     const sums = new MetricSums();
-    let padding = 0;
-    let microBatches = 0;
-    for (let epoch = 0; epoch < s.ppoEpochs; epoch++) {
-      const minis = splitMiniBatches(data, s.miniBatchSize, s.plan, shuffle(data.length));
-      for (const mini of minis) {
-        this.model.zeroGrad();
-        padding += mini.stats.paddingFraction;
-        microBatches += mini.stats.numMicroBatches;
-        // the kernel aggregates within a micro-batch; each enters by its share of the mini-batch
-        const { weights, normLen } = microBatchWeights(mini.microBatches, s.aggMode);
-        mini.microBatches.forEach((mb, j) => {
-          sums.add(this.#microStep(mb, weights[j]!, normLen), weights[j]!);
-        });
-        const norm = this.optimizer.clipGradNorm(s.maxGradNorm);
-        if (Number.isFinite(norm)) this.optimizer.step(lr);
-        sums.update(norm);
-      }
-    }
+    const { padding, microBatches } = runUpdates(
+      this.model,
+      this.optimizer,
+      data,
+      s,
+      lr,
+      shuffle,
+      () => ({
+        micro: (mb, weight, normLen) => sums.add(this.#microStep(mb, weight, normLen), weight),
+        done: (norm) => sums.update(norm),
+      }),
+    );
     const out = sums.result();
     out["actor/lr"] = lr;
     out["actor/padding_fraction"] = padding / Math.max(1, out["actor/num_updates"]!);

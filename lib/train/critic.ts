@@ -32,14 +32,9 @@
  */
 import { type Kernels, type LossAggMode, Tensor, valueLoss } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
-import {
-  type MicroBatch,
-  type MicroBatchPlan,
-  splitMiniBatches,
-  type TrainSample,
-} from "./micro_batches.ts";
+import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
-import { microBatchWeights, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
+import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
 
 /** A sample to train the critic on (every array token-aligned, the tokens' length). */
 export interface CriticSample {
@@ -221,33 +216,34 @@ export class CriticTrainer {
     });
     const valid = data.map((d) => d.fields!.mask.some((m) => m > 0));
     const sums = new MetricSums();
-    let padding = 0;
-    let microBatches = 0;
-    for (let epoch = 0; epoch < s.ppoEpochs; epoch++) {
-      const minis = splitMiniBatches(data, s.miniBatchSize, s.plan, shuffle(data.length));
-      for (const mini of minis) {
-        this.model.zeroGrad();
+    const { padding, microBatches } = runUpdates(
+      this.model,
+      this.optimizer,
+      data,
+      s,
+      lr,
+      shuffle,
+      (mini) => {
         const seqs = mini.indices.filter((i) => valid[i]).length;
-        padding += mini.stats.paddingFraction;
-        microBatches += mini.stats.numMicroBatches;
         let loss = 0;
         const seq: SeqSums = { value: 0, vpred: 0, error: 0, clipfrac: 0 };
-        const { weights, normLen } = microBatchWeights(mini.microBatches, s.aggMode);
-        mini.microBatches.forEach((mb, j) => {
-          loss += weights[j]! * this.#microStep(mb, weights[j]!, normLen, seq);
-        });
-        const norm = this.optimizer.clipGradNorm(s.maxGradNorm);
-        if (Number.isFinite(norm)) this.optimizer.step(lr);
-        sums.update();
-        sums.add("critic/loss", loss);
-        sums.add("critic/grad_norm", norm);
-        const per = Math.max(1, seqs);
-        sums.add("critic/value", seq.value / per);
-        sums.add("critic/vpred", seq.vpred / per);
-        sums.add("critic/error", seq.error / per);
-        sums.add("critic/clipfrac", seq.clipfrac / per);
-      }
-    }
+        return {
+          micro: (mb, weight, normLen) => {
+            loss += weight * this.#microStep(mb, weight, normLen, seq);
+          },
+          done: (norm) => {
+            sums.update();
+            sums.add("critic/loss", loss);
+            sums.add("critic/grad_norm", norm);
+            const per = Math.max(1, seqs);
+            sums.add("critic/value", seq.value / per);
+            sums.add("critic/vpred", seq.vpred / per);
+            sums.add("critic/error", seq.error / per);
+            sums.add("critic/clipfrac", seq.clipfrac / per);
+          },
+        };
+      },
+    );
     const out = sums.result();
     out["critic/vf_loss"] = out["critic/loss"] ?? 0;
     out["critic/vf_clipfrac"] = out["critic/clipfrac"] ?? 0;
