@@ -34,8 +34,9 @@ import {
   FROZEN_LAKE_BASE_DIR,
 } from "../../lib/model/make_base_model.ts";
 import { loadPretrained } from "../../lib/model/pretrained.ts";
+import { CheckpointError } from "../../lib/model/safetensors.ts";
 import type { Qwen2Model } from "../../lib/model/qwen2.ts";
-import type { Tokenizer } from "../../lib/model/tokenizer.ts";
+import { type Tokenizer, TokenizerLoadError } from "../../lib/model/tokenizer.ts";
 import { entryTurnMessages } from "../../lib/rollout/prompt.ts";
 import { SftTrainer } from "../../lib/train/sft.ts";
 
@@ -218,23 +219,41 @@ if (import.meta.main) {
     const i = args.indexOf(name);
     return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
   };
-  const number = (name: string, fallback: number) => {
+  const number = (name: string, fallback: number, integer = true) => {
     const v = Number(flag(name, String(fallback)));
-    if (!Number.isFinite(v) || v <= 0) {
-      console.error(`${name} must be a positive number, got ${flag(name, "")}`);
+    if (!Number.isFinite(v) || v <= 0 || (integer && !Number.isInteger(v))) {
+      console.error(
+        `${name} must be a positive ${integer ? "integer" : "number"}, got ${flag(name, "")}`,
+      );
       Deno.exit(2);
     }
     return v;
   };
-  await supervisedMoves({
-    model: flag("--model", FROZEN_LAKE_BASE_DIR),
-    scratch: args.includes("--scratch"),
-    steps: number("--steps", 300),
-    batch: number("--batch", 64),
-    lr: number("--lr", 1e-3),
-    walk: number("--walk", 1),
-    testSize: number("--test", 128),
-    every: number("--every", 50),
-    log: (line) => console.log(line),
-  });
+  const model = flag("--model", FROZEN_LAKE_BASE_DIR);
+  try {
+    await Deno.stat(`${model}/config.json`);
+  } catch {
+    console.error(
+      `--model ${model}: no config.json there; expected a Hugging Face model folder ` +
+        "(`deno task agentrl eval` builds the default base model)",
+    );
+    Deno.exit(2);
+  }
+  try {
+    await supervisedMoves({
+      model,
+      scratch: args.includes("--scratch"),
+      steps: number("--steps", 300),
+      batch: number("--batch", 64),
+      lr: number("--lr", 1e-3, false),
+      walk: number("--walk", 1),
+      testSize: number("--test", 128),
+      every: number("--every", 50),
+      log: (line) => console.log(line),
+    });
+  } catch (e) {
+    if (!(e instanceof CheckpointError || e instanceof TokenizerLoadError)) throw e;
+    console.error(`--model ${model}: ${e.message}`);
+    Deno.exit(2);
+  }
 }
