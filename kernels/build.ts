@@ -1,19 +1,24 @@
 /**
- * Builds the native kernel libraries with the system C++ compiler:
- * `build/libagentrl_cpu.so` from `kernels/cpu/*.cpp`. Incremental: an object
- * is recompiled only when its source, a header or the flags changed, and the
- * library is relinked only when an object changed.
+ * Builds the native kernel libraries: `build/libagentrl_cpu.so` from
+ * `kernels/cpu/*.cpp` with the system C++ compiler, and, whenever `nvcc` is
+ * present, `build/libagentrl_cuda.so` from `kernels/cuda/*.cu` (no GPU is
+ * needed to build it). Incremental: an object is recompiled only when its
+ * source, a header or the flags changed, and a library is relinked only when
+ * an object changed.
  *
- * Usage: `deno task build [--force] [--verbose]`
+ * Usage: `deno task build [--force] [--verbose] [--cpu-only]`
+ *
+ * Environment: `CXX` (default g++), `NVCC` (default: `nvcc` on the PATH, else
+ * /usr/local/cuda/bin/nvcc), `AGENTRL_CUDA_ARCH` (nvcc targets, default
+ * `sm_80,sm_90`: machine code for both, PTX of sm_80 for newer GPUs).
  *
  * @module
  */
 
 const ROOT = new URL("../", import.meta.url);
 const BUILD = new URL("build/", ROOT);
-const OBJ = new URL("obj/cpu/", BUILD);
-const CPU_SRC = new URL("kernels/cpu/", ROOT);
-const INCLUDE = new URL("kernels/include/", ROOT);
+const KERNELS = new URL("kernels/", ROOT);
+const SHARED_HEADERS = [new URL("include/", KERNELS), new URL("common/", KERNELS)];
 
 const CXX = Deno.env.get("CXX") ?? "g++";
 const CXXFLAGS = [
@@ -32,6 +37,88 @@ const LDFLAGS = ["-shared", "-fopenmp", "-Wl,-z,nodelete", "-Wl,--no-undefined"]
 
 /** The path of the CPU library that `deno task build` produces. */
 export const CPU_LIBRARY = new URL("libagentrl_cpu.so", BUILD);
+/** The path of the CUDA library that `deno task build` produces where nvcc is. */
+export const CUDA_LIBRARY = new URL("libagentrl_cuda.so", BUILD);
+
+/** How one library is compiled and linked. */
+interface LibrarySpec {
+  name: string;
+  sources: URL;
+  ext: string;
+  headerExts: string[];
+  objects: URL;
+  output: URL;
+  compiler: string;
+  compile: string[];
+  link: string[];
+}
+
+function cudaArchFlags(): string[] {
+  const archs = (Deno.env.get("AGENTRL_CUDA_ARCH") ?? "sm_80,sm_90").split(",").map((a) => a.trim())
+    .filter((a) => a !== "");
+  const flags: string[] = [];
+  for (const arch of archs) {
+    const m = /^sm_(\d+a?)$/.exec(arch);
+    if (!m) {
+      throw new Error(`AGENTRL_CUDA_ARCH: '${arch}' is not a GPU target like sm_80 or sm_90a`);
+    }
+    flags.push(`-gencode=arch=compute_${m[1]},code=sm_${m[1]}`);
+  }
+  const first = /^sm_(\d+a?)$/.exec(archs[0] ?? "sm_80")![1];
+  flags.push(`-gencode=arch=compute_${first},code=compute_${first}`);
+  return flags;
+}
+
+function cpuSpec(): LibrarySpec {
+  return {
+    name: "cpu",
+    sources: new URL("cpu/", KERNELS),
+    ext: ".cpp",
+    headerExts: [".h"],
+    objects: new URL("obj/cpu/", BUILD),
+    output: CPU_LIBRARY,
+    compiler: CXX,
+    compile: CXXFLAGS,
+    link: LDFLAGS,
+  };
+}
+
+function cudaSpec(nvcc: string): LibrarySpec {
+  return {
+    name: "cuda",
+    sources: new URL("cuda/", KERNELS),
+    ext: ".cu",
+    headerExts: [".h", ".cuh"],
+    objects: new URL("obj/cuda/", BUILD),
+    output: CUDA_LIBRARY,
+    compiler: nvcc,
+    compile: [
+      "-std=c++17",
+      "-O3",
+      ...cudaArchFlags(),
+      "-Xcompiler=-fPIC,-fvisibility=hidden,-Wall",
+      "--expt-relaxed-constexpr",
+      "-Werror=all-warnings",
+    ],
+    // cudart is linked statically: the library loads (and reports "no CUDA
+    // device") on machines with no driver; cuBLAS is dlopen'ed at run time.
+    link: ["-shared", "-cudart=static", "-Xlinker=-z,nodelete,--no-undefined", "-ldl"],
+  };
+}
+
+/** The nvcc to use, or null when there is none. */
+export async function findNvcc(): Promise<string | null> {
+  const candidates = [Deno.env.get("NVCC"), "nvcc", "/usr/local/cuda/bin/nvcc"];
+  for (const c of candidates) {
+    if (!c) continue;
+    try {
+      const out = await new Deno.Command(c, { args: ["--version"], stdout: "null", stderr: "null" })
+        .output();
+      if (out.success) return c;
+    } catch { /* not there */ }
+  }
+  return null;
+}
 
 async function mtime(url: URL): Promise<number> {
   try {
@@ -41,10 +128,14 @@ async function mtime(url: URL): Promise<number> {
   }
 }
 
-async function listFiles(dir: URL, ext: string): Promise<URL[]> {
+async function listFiles(dir: URL, exts: string[]): Promise<URL[]> {
   const out: URL[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    if (e.isFile && e.name.endsWith(ext)) out.push(new URL(e.name, dir));
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (e.isFile && exts.some((x) => e.name.endsWith(x))) out.push(new URL(e.name, dir));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
   return out.sort((a, b) => a.href.localeCompare(b.href));
 }
@@ -57,7 +148,7 @@ async function run(cmd: string, args: string[], verbose: boolean): Promise<void>
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
       throw new Error(
-        `The C++ compiler '${cmd}' was not found. Install g++ (Debian: apt-get install g++) or set CXX.`,
+        `The compiler '${cmd}' was not found. Install g++ (Debian: apt-get install g++) or set CXX.`,
       );
     }
     throw e;
@@ -67,33 +158,36 @@ async function run(cmd: string, args: string[], verbose: boolean): Promise<void>
   if (verbose && text.trim()) console.log(text);
 }
 
-/** Builds what is out of date; returns true when the library was (re)linked. */
-export async function buildKernels(options: { force?: boolean; verbose?: boolean } = {}) {
-  const verbose = options.verbose ?? false;
-  await Deno.mkdir(OBJ, { recursive: true });
-  const flagsStamp = new URL("flags.txt", OBJ);
-  const flags = JSON.stringify([CXX, CXXFLAGS, LDFLAGS]);
+async function buildLibrary(spec: LibrarySpec, force: boolean, verbose: boolean) {
+  await Deno.mkdir(spec.objects, { recursive: true });
+  const flagsStamp = new URL("flags.txt", spec.objects);
+  const flags = JSON.stringify([spec.compiler, spec.compile, spec.link]);
   let previousFlags = "";
   try {
     previousFlags = await Deno.readTextFile(flagsStamp);
   } catch { /* first build */ }
-  const force = options.force || previousFlags !== flags;
+  force ||= previousFlags !== flags;
 
-  const headers = [...await listFiles(CPU_SRC, ".h"), ...await listFiles(INCLUDE, ".h")];
+  const headers = [
+    ...await listFiles(spec.sources, spec.headerExts),
+    ...(await Promise.all(SHARED_HEADERS.map((d) => listFiles(d, [".h"])))).flat(),
+  ];
   const newestHeader = Math.max(0, ...await Promise.all(headers.map(mtime)));
-  const sources = await listFiles(CPU_SRC, ".cpp");
+  const sources = await listFiles(spec.sources, [spec.ext]);
   const objects: URL[] = [];
   const jobs: (() => Promise<void>)[] = [];
   for (const src of sources) {
-    const name = src.pathname.split("/").pop()!.replace(/\.cpp$/, ".o");
-    const obj = new URL(name, OBJ);
+    const name = src.pathname.split("/").pop()!.slice(0, -spec.ext.length) + ".o";
+    const obj = new URL(name, spec.objects);
     objects.push(obj);
     const objTime = await mtime(obj);
     if (force || objTime === 0 || objTime < await mtime(src) || objTime < newestHeader) {
-      jobs.push(() => run(CXX, [...CXXFLAGS, "-c", src.pathname, "-o", obj.pathname], verbose));
+      jobs.push(() =>
+        run(spec.compiler, [...spec.compile, "-c", src.pathname, "-o", obj.pathname], verbose)
+      );
     }
   }
-  const libTime = await mtime(CPU_LIBRARY);
+  const libTime = await mtime(spec.output);
   const relink = jobs.length > 0 || libTime === 0 ||
     (await Promise.all(objects.map(mtime))).some((t) => t > libTime);
   if (!relink) return false;
@@ -101,19 +195,48 @@ export async function buildKernels(options: { force?: boolean; verbose?: boolean
   for (let i = 0; i < jobs.length; i += parallel) {
     await Promise.all(jobs.slice(i, i + parallel).map((job) => job()));
   }
-  const tmp = new URL(`libagentrl_cpu.so.tmp${Deno.pid}`, BUILD);
-  await run(CXX, [...LDFLAGS, "-o", tmp.pathname, ...objects.map((o) => o.pathname)], verbose);
-  await Deno.rename(tmp, CPU_LIBRARY);
+  const tmp = new URL(`libagentrl_${spec.name}.so.tmp${Deno.pid}`, BUILD);
+  await run(
+    spec.compiler,
+    [...spec.link, "-o", tmp.pathname, ...objects.map((o) => o.pathname)],
+    verbose,
+  );
+  await Deno.rename(tmp, spec.output);
   await Deno.writeTextFile(flagsStamp, flags);
   return true;
+}
+
+/** What {@linkcode buildKernels} did for each library. */
+export interface BuildResult {
+  cpu: "built" | "up to date";
+  cuda: "built" | "up to date" | "skipped: no nvcc" | "skipped: --cpu-only";
+}
+
+/** Builds what is out of date. */
+export async function buildKernels(
+  options: { force?: boolean; verbose?: boolean; cpuOnly?: boolean } = {},
+): Promise<BuildResult> {
+  const force = options.force ?? false;
+  const verbose = options.verbose ?? false;
+  const cpu = await buildLibrary(cpuSpec(), force, verbose) ? "built" : "up to date";
+  if (options.cpuOnly) return { cpu, cuda: "skipped: --cpu-only" };
+  const nvcc = await findNvcc();
+  if (nvcc === null) return { cpu, cuda: "skipped: no nvcc" };
+  const cuda = await buildLibrary(cudaSpec(nvcc), force, verbose) ? "built" : "up to date";
+  return { cpu, cuda };
 }
 
 if (import.meta.main) {
   const force = Deno.args.includes("--force");
   const verbose = Deno.args.includes("--verbose");
+  const cpuOnly = Deno.args.includes("--cpu-only") ||
+    Deno.env.get("AGENTRL_BUILD_CPU_ONLY") === "1";
   try {
-    const built = await buildKernels({ force, verbose });
-    console.log(built ? `built ${CPU_LIBRARY.pathname}` : "kernels are up to date");
+    const result = await buildKernels({ force, verbose, cpuOnly });
+    const say = (name: string, path: URL, what: string) =>
+      console.log(what === "built" ? `built ${path.pathname}` : `${name} kernels: ${what}`);
+    say("cpu", CPU_LIBRARY, result.cpu);
+    say("cuda", CUDA_LIBRARY, result.cuda);
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     Deno.exit(1);

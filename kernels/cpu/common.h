@@ -14,17 +14,17 @@ struct arl_ctx {
   char last_error[512];
 };
 
-namespace arl {
+#include "../common/checks.h"
 
-// Records a message on the context and returns the status.
-arl_status fail(arl_ctx* ctx, arl_status status, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+namespace arl {
 
 // Clears the context's last error (at the start of every entry point).
 inline void clear(arl_ctx* ctx) { ctx->last_error[0] = '\0'; }
 
-// Largest element count an int64 size may describe here (2^40 floats = 4 TiB).
-constexpr int64_t kMaxElements = int64_t(1) << 40;
+inline arl_status enter(arl_ctx* ctx) {
+  clear(ctx);
+  return ARL_OK;
+}
 
 int default_threads();
 
@@ -33,41 +33,6 @@ arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int
                             int32_t t);
 
 }  // namespace arl
-
-// Argument checks: each returns from the calling entry point with a status.
-#define ARL_CTX(ctx)                  \
-  do {                                \
-    if ((ctx) == nullptr) return ARL_ERR_NULL; \
-    arl::clear(ctx);                  \
-  } while (0)
-
-#define ARL_NOT_NULL(ctx, p)                                                        \
-  do {                                                                              \
-    if ((p) == nullptr)                                                             \
-      return arl::fail(ctx, ARL_ERR_NULL, "%s: %s must not be null", __func__, #p); \
-  } while (0)
-
-#define ARL_POSITIVE(ctx, x)                                                          \
-  do {                                                                                \
-    if ((x) <= 0)                                                                     \
-      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s must be positive, got %lld", __func__, \
-                       #x, (long long)(x));                                           \
-  } while (0)
-
-#define ARL_COUNT(ctx, x)                                                                \
-  do {                                                                                   \
-    if ((x) <= 0 || (int64_t)(x) > arl::kMaxElements)                                    \
-      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s must be in 1..2^40, got %lld", __func__, \
-                       #x, (long long)(x));                                              \
-  } while (0)
-
-// Checks that the product of sizes fits the element limit.
-#define ARL_PRODUCT(ctx, a, b)                                                          \
-  do {                                                                                  \
-    if ((int64_t)(a) * (int64_t)(b) > arl::kMaxElements)                                \
-      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s x %s = %lld elements is too large",    \
-                       __func__, #a, #b, (long long)((int64_t)(a) * (int64_t)(b)));     \
-  } while (0)
 
 namespace arl {
 

@@ -12,6 +12,13 @@
  * - Sizes are int32 unless a count can exceed 2^31 (element counts: int64).
  * - Native code validates every argument (null pointers, non-positive or
  *   overflowing sizes, out-of-range ids) and never aborts the process.
+ * - Memory: tensors are the library's own (arl_alloc): host memory for the CPU
+ *   library, device memory for the CUDA one. A few small arguments are always
+ *   host memory, marked [host] below: result structs and scalars, and
+ *   arl_sample's per-row settings and results. arl_copy moves bytes between
+ *   host and device memory in either direction.
+ * - The CUDA library runs every call on its context's stream, in order; a call
+ *   that returns host results (or arl_copy) waits for the stream first.
  */
 #ifndef AGENTRL_H
 #define AGENTRL_H
@@ -48,7 +55,8 @@ typedef struct arl_ctx arl_ctx;
 /* A context per device. num_threads <= 0 means all cores. NULL on failure. */
 ARL_API arl_ctx* arl_ctx_create(int32_t num_threads);
 ARL_API void arl_ctx_destroy(arl_ctx* ctx);
-/* The message of the last failed call on this context ("" if none). */
+/* The message of the last failed call on this context ("" if none); with ctx NULL,
+ * why the last arl_ctx_create failed (e.g. "no CUDA device: ..."). */
 ARL_API const char* arl_last_error(const arl_ctx* ctx);
 ARL_API arl_status arl_set_num_threads(arl_ctx* ctx, int32_t num_threads);
 ARL_API int32_t arl_num_threads(const arl_ctx* ctx);
@@ -61,7 +69,7 @@ ARL_API int32_t arl_abi_version(void);
  * FMAs on all threads of the context (no memory traffic): gflops (1) written.
  * Benchmarks report their rates as fractions of this peak.
  */
-ARL_API arl_status arl_fma_peak(arl_ctx* ctx, double* gflops, int64_t iterations);
+ARL_API arl_status arl_fma_peak(arl_ctx* ctx, double* gflops /* [host] */, int64_t iterations);
 
 /* ---- memory ----------------------------------------------------------- */
 
@@ -254,7 +262,7 @@ typedef struct arl_ppo_metrics {
  * for A < 0 at dual_clip * -A. Outputs the aggregated loss and its gradient
  * dlogp (T), dentropy (T) (dentropy may be NULL if entropy_coef is 0).
  * ref_logp may be NULL when kl_coef == 0; entropy may be NULL when entropy_coef
- * == 0; sft_mask may be NULL when sft_coef == 0.
+ * == 0; sft_mask may be NULL when sft_coef == 0. metrics and params are [host].
  */
 ARL_API arl_status arl_ppo_loss(arl_ctx* ctx, arl_ppo_metrics* metrics, float* dlogp,
                                 float* dentropy, const float* logp, const float* old_logp,
@@ -265,7 +273,7 @@ ARL_API arl_status arl_ppo_loss(arl_ctx* ctx, arl_ppo_metrics* metrics, float* d
 
 /*
  * Clipped value loss: 0.5 * max((v - R)^2, (clip(v, v_old - c, v_old + c) - R)^2),
- * aggregated by agg_mode. loss (1), clipfrac (1); dvalues (T) written.
+ * aggregated by agg_mode. loss (1) [host], clipfrac (1) [host]; dvalues (T) written.
  * value_clip <= 0 disables clipping.
  */
 ARL_API arl_status arl_value_loss(arl_ctx* ctx, float* loss, float* clipfrac, float* dvalues,
@@ -284,7 +292,7 @@ ARL_API arl_status arl_kl_full(arl_ctx* ctx, float* kl, float* dlogits, const fl
 
 /* ---- optimizer -------------------------------------------------------- */
 
-/* out (1) = sum of squares of x (N), accumulated in double. */
+/* out (1) [host] = sum of squares of x (N), accumulated in double. */
 ARL_API arl_status arl_sum_squares(arl_ctx* ctx, double* out, const float* x, int64_t n);
 /* x (N) *= s */
 ARL_API arl_status arl_scale(arl_ctx* ctx, float* x, float s, int64_t n);
@@ -307,7 +315,8 @@ ARL_API arl_status arl_adamw(arl_ctx* ctx, float* params, float* m, float* v,
  * random stream (seeds[i], counters[i]): the result depends on nothing else
  * (not on the thread count or the batch). tokens (N) written; logprobs (N) =
  * log softmax(logits / temperature) of the chosen token over the full
- * vocabulary (the raw logits when greedy). logprobs may be NULL.
+ * vocabulary (the raw logits when greedy). logprobs may be NULL. logits is a
+ * tensor; temperature, top_k, top_p, seeds, counters, tokens, logprobs are [host].
  */
 ARL_API arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs,
                               const float* logits, const float* temperature,

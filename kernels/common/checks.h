@@ -1,0 +1,57 @@
+// Argument checks shared by the CPU and CUDA libraries. Each backend defines
+// struct arl_ctx, arl::fail (records a message on the context) and arl::enter
+// (clears the last error and makes the context's device current).
+#pragma once
+
+#include <cstdint>
+
+#include "../include/agentrl.h"
+
+namespace arl {
+
+// Records a message on the context and returns the status.
+arl_status fail(arl_ctx* ctx, arl_status status, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// Clears the last error and selects the context's device; non-zero on failure.
+arl_status enter(arl_ctx* ctx);
+
+// Largest element count an int64 size may describe here (2^40 floats = 4 TiB).
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+}  // namespace arl
+
+// Argument checks: each returns from the calling entry point with a status.
+#define ARL_CTX(ctx)                                   \
+  do {                                                 \
+    if ((ctx) == nullptr) return ARL_ERR_NULL;         \
+    if (arl_status s_ = arl::enter(ctx)) return s_;    \
+  } while (0)
+
+#define ARL_NOT_NULL(ctx, p)                                                        \
+  do {                                                                              \
+    if ((p) == nullptr)                                                             \
+      return arl::fail(ctx, ARL_ERR_NULL, "%s: %s must not be null", __func__, #p); \
+  } while (0)
+
+#define ARL_POSITIVE(ctx, x)                                                          \
+  do {                                                                                \
+    if ((x) <= 0)                                                                     \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s must be positive, got %lld", __func__, \
+                       #x, (long long)(x));                                           \
+  } while (0)
+
+#define ARL_COUNT(ctx, x)                                                                \
+  do {                                                                                   \
+    if ((x) <= 0 || (int64_t)(x) > arl::kMaxElements)                                    \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s must be in 1..2^40, got %lld", __func__, \
+                       #x, (long long)(x));                                              \
+  } while (0)
+
+// Checks that the product of sizes fits the element limit.
+#define ARL_PRODUCT(ctx, a, b)                                                          \
+  do {                                                                                  \
+    if ((int64_t)(a) * (int64_t)(b) > arl::kMaxElements)                                \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s x %s = %lld elements is too large",    \
+                       __func__, #a, #b, (long long)((int64_t)(a) * (int64_t)(b)));     \
+  } while (0)

@@ -1,0 +1,124 @@
+// Shared internals of the CUDA library: the context (device, stream, cuBLAS
+// handle, scratch memory, the device-side error flag), error reporting and
+// launch helpers. Pointers to tensors are device pointers (from arl_alloc);
+// the small host-side arguments the header marks "host" stay in host memory.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "../include/agentrl.h"
+
+struct arl_ctx {
+  int device;
+  cudaStream_t stream;
+  void* cublas;           // cublasHandle_t, or null when cuBLAS is not available
+  int* flag;              // device: first bad-value code a kernel found (0 = none)
+  int64_t* flag_index;    // device: the element index that code refers to
+  void* scratch;          // device scratch memory, grown on demand
+  size_t scratch_bytes;
+  void* host_scratch;     // pinned host memory for small results, grown on demand
+  size_t host_scratch_bytes;
+  int32_t num_threads;    // kept for the ABI; the GPU ignores it
+  int32_t num_sms;
+  char last_error[512];
+};
+
+#include "../common/checks.h"
+
+namespace arl {
+
+// Threads per block for the simple elementwise kernels.
+constexpr int kBlock = 256;
+
+// Blocks for n elements at kBlock threads each, capped (grid-stride loops cover the rest).
+inline unsigned grid_for(int64_t n) {
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  return unsigned(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
+}
+
+// Turns a CUDA error into ARL_ERR_DEVICE with the runtime's message.
+arl_status cuda_fail(arl_ctx* ctx, const char* fn, cudaError_t err);
+
+// Checks the last launch (and clears a sticky launch error); ARL_OK if none.
+arl_status check_launch(arl_ctx* ctx, const char* fn);
+
+// Device scratch of at least `bytes` on the context's stream (valid until the
+// next call that asks for scratch). Null (with a message) when out of memory.
+void* scratch(arl_ctx* ctx, const char* fn, size_t bytes);
+// Pinned host scratch of at least `bytes`.
+void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
+
+// Copies n int32 values from device (or host) memory to `out` (synchronous).
+arl_status fetch_i32(arl_ctx* ctx, const char* fn, std::vector<int32_t>& out, const int32_t* src,
+                     int64_t n);
+
+// Copies cu_seqlens (B + 1) to the host and checks it: starts at 0, never
+// decreases, ends at T.
+arl_status fetch_cu_seqlens(arl_ctx* ctx, const char* fn, std::vector<int32_t>& host,
+                            const int32_t* cu, int32_t b, int32_t t);
+
+// Synchronizes the stream and reports what kernels flagged (see set_flag):
+// ARL_ERR_VALUE with "<fn>: <what> (index i)" when a flag was raised.
+arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what);
+
+// Row-major GEMM with arl_sgemm's meaning: C (M, N; ldc) = alpha op(A) op(B) + beta C.
+// Through cuBLAS (tensor cores, TF32 inputs, fp32 accumulation) when it loaded,
+// else a tiled fallback kernel.
+arl_status gemm(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                int ldc);
+
+// The same GEMM batched over `count` matrices at fixed strides (elements).
+arl_status gemm_batched(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m, int n,
+                        int k, float alpha, const float* a, int lda, int64_t stride_a,
+                        const float* b, int ldb, int64_t stride_b, float beta, float* c, int ldc,
+                        int64_t stride_c, int count);
+
+// Whether cuBLAS was loaded for this context (else GEMMs use the fallback kernel).
+bool have_cublas(const arl_ctx* ctx);
+
+}  // namespace arl
+
+// Kernels raise a flag for bad input values (ids out of range, ...); the first
+// code and its index win. Codes are the caller's own (non-zero).
+__device__ inline void arl_set_flag(int* flag, int64_t* index, int code, int64_t i) {
+  if (atomicCAS(flag, 0, code) == 0) *index = i;
+}
+
+// Block-wide sum of v over blockDim.x threads (a multiple of 32, at most 1024).
+// Every thread gets the result. `shared` holds at least 32 floats.
+__device__ inline float arl_block_sum(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Block-wide max (same rules as arl_block_sum).
+__device__ inline float arl_block_max(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : -INFINITY;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Runs after a launch: returns from the entry point if the launch failed.
+#define ARL_LAUNCHED(ctx)                                             \
+  do {                                                                \
+    if (arl_status s_ = arl::check_launch(ctx, __func__)) return s_;  \
+  } while (0)

@@ -1,0 +1,346 @@
+// Contexts, errors, memory and dtype conversion on a CUDA device.
+#include <cstdlib>
+#include <cstring>
+
+#include "common.cuh"
+#include "cublas_loader.h"
+
+namespace {
+
+// Why the last arl_ctx_create failed (read by arl_last_error(NULL)).
+char g_create_error[512] = "";
+
+__global__ void fill_kernel(float* dst, float value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = value;
+}
+
+__global__ void f32_to_bf16_kernel(uint16_t* out, const float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t bits = __float_as_uint(x[i]);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+      out[i] = uint16_t((bits >> 16) | 0x40);  // quiet NaN
+    } else {
+      uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+      out[i] = uint16_t((bits + rounding) >> 16);
+    }
+  }
+}
+
+__global__ void bf16_to_f32_kernel(float* out, const uint16_t* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = __uint_as_float(uint32_t(x[i]) << 16);
+}
+
+// Independent FMA chains (no memory traffic but the final store).
+__global__ void fma_peak_kernel(float* sink, int64_t iterations) {
+  float a0 = threadIdx.x * 1e-7f, a1 = a0 + 1e-7f, a2 = a0 + 2e-7f, a3 = a0 + 3e-7f;
+  float a4 = a0 + 4e-7f, a5 = a0 + 5e-7f, a6 = a0 + 6e-7f, a7 = a0 + 7e-7f;
+  const float m = 0.999999f, c = 1e-7f;
+  for (int64_t i = 0; i < iterations; i++) {
+#pragma unroll
+    for (int u = 0; u < 16; u++) {
+      a0 = fmaf(a0, m, c); a1 = fmaf(a1, m, c); a2 = fmaf(a2, m, c); a3 = fmaf(a3, m, c);
+      a4 = fmaf(a4, m, c); a5 = fmaf(a5, m, c); a6 = fmaf(a6, m, c); a7 = fmaf(a7, m, c);
+    }
+  }
+  float s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  if (s == 12345.0f) sink[threadIdx.x] = s;  // keeps the loop alive
+}
+
+}  // namespace
+
+namespace arl {
+
+arl_status fail(arl_ctx* ctx, arl_status status, const char* fmt, ...) {
+  if (ctx != nullptr) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(ctx->last_error, sizeof(ctx->last_error), fmt, args);
+    va_end(args);
+  }
+  return status;
+}
+
+arl_status enter(arl_ctx* ctx) {
+  ctx->last_error[0] = '\0';
+  cudaError_t err = cudaSetDevice(ctx->device);
+  if (err != cudaSuccess) return cuda_fail(ctx, "arl (selecting the device)", err);
+  return ARL_OK;
+}
+
+arl_status cuda_fail(arl_ctx* ctx, const char* fn, cudaError_t err) {
+  return fail(ctx, ARL_ERR_DEVICE, "%s: CUDA error %d (%s): %s", fn, int(err),
+              cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+arl_status check_launch(arl_ctx* ctx, const char* fn) {
+  cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? ARL_OK : cuda_fail(ctx, fn, err);
+}
+
+void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  if (bytes <= ctx->scratch_bytes) return ctx->scratch;
+  if (ctx->scratch != nullptr) {
+    cudaStreamSynchronize(ctx->stream);
+    cudaFree(ctx->scratch);
+    ctx->scratch = nullptr;
+    ctx->scratch_bytes = 0;
+  }
+  size_t size = bytes + bytes / 4;
+  if (cudaMalloc(&ctx->scratch, size) != cudaSuccess) {
+    cudaGetLastError();
+    ctx->scratch = nullptr;
+    fail(ctx, ARL_ERR_ALLOC, "%s: out of device memory for %zu bytes of scratch", fn, bytes);
+    return nullptr;
+  }
+  ctx->scratch_bytes = size;
+  return ctx->scratch;
+}
+
+void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  if (bytes <= ctx->host_scratch_bytes) return ctx->host_scratch;
+  if (ctx->host_scratch != nullptr) {
+    cudaStreamSynchronize(ctx->stream);
+    cudaFreeHost(ctx->host_scratch);
+    ctx->host_scratch = nullptr;
+    ctx->host_scratch_bytes = 0;
+  }
+  size_t size = bytes < 4096 ? 4096 : bytes + bytes / 4;
+  if (cudaMallocHost(&ctx->host_scratch, size) != cudaSuccess) {
+    cudaGetLastError();
+    ctx->host_scratch = nullptr;
+    fail(ctx, ARL_ERR_ALLOC, "%s: out of pinned host memory for %zu bytes", fn, bytes);
+    return nullptr;
+  }
+  ctx->host_scratch_bytes = size;
+  return ctx->host_scratch;
+}
+
+arl_status fetch_i32(arl_ctx* ctx, const char* fn, std::vector<int32_t>& out, const int32_t* src,
+                     int64_t n) {
+  out.resize(size_t(n));
+  cudaError_t err = cudaMemcpyAsync(out.data(), src, size_t(n) * 4, cudaMemcpyDefault, ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  return err == cudaSuccess ? ARL_OK : cuda_fail(ctx, fn, err);
+}
+
+arl_status fetch_cu_seqlens(arl_ctx* ctx, const char* fn, std::vector<int32_t>& cu,
+                            const int32_t* src, int32_t b, int32_t t) {
+  if (arl_status s = fetch_i32(ctx, fn, cu, src, int64_t(b) + 1)) return s;
+  if (cu[0] != 0)
+    return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[0] must be 0, got %d", fn, cu[0]);
+  for (int32_t s = 0; s < b; s++)
+    if (cu[s + 1] < cu[s])
+      return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens must not decrease (index %d: %d < %d)", fn,
+                  s + 1, cu[s + 1], cu[s]);
+  if (cu[b] != t)
+    return fail(ctx, ARL_ERR_VALUE, "%s: cu_seqlens[%d] = %d must equal T = %d", fn, b, cu[b], t);
+  return ARL_OK;
+}
+
+arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what) {
+  int host[2] = {0, 0};
+  int64_t index = 0;
+  cudaError_t err = cudaMemcpyAsync(&host[0], ctx->flag, sizeof(int), cudaMemcpyDeviceToHost,
+                                    ctx->stream);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(&index, ctx->flag_index, sizeof(int64_t), cudaMemcpyDeviceToHost,
+                          ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  if (err != cudaSuccess) return cuda_fail(ctx, fn, err);
+  if (host[0] == 0) return ARL_OK;
+  cudaMemsetAsync(ctx->flag, 0, sizeof(int), ctx->stream);
+  return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, (long long)index);
+}
+
+}  // namespace arl
+
+extern "C" {
+
+arl_ctx* arl_ctx_create(int32_t num_threads) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    snprintf(g_create_error, sizeof(g_create_error),
+             "no CUDA device: %s (a CUDA driver and an NVIDIA GPU are needed for device "
+             "'cuda'; the CPU backend works without them)",
+             err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+    cudaGetLastError();
+    return nullptr;
+  }
+  auto* ctx = new (std::nothrow) arl_ctx();
+  if (ctx == nullptr) return nullptr;
+  std::memset(ctx, 0, sizeof(*ctx));
+  const char* env = std::getenv("AGENTRL_CUDA_DEVICE");
+  ctx->device = env != nullptr ? std::atoi(env) : 0;
+  if (ctx->device < 0 || ctx->device >= count) {
+    snprintf(g_create_error, sizeof(g_create_error),
+             "AGENTRL_CUDA_DEVICE=%s is not a device index in 0..%d", env, count - 1);
+    delete ctx;
+    return nullptr;
+  }
+  ctx->num_threads = num_threads > 0 ? num_threads : 1;
+  err = cudaSetDevice(ctx->device);
+  if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
+  if (err == cudaSuccess) err = cudaMalloc(&ctx->flag, sizeof(int) + sizeof(int64_t));
+  if (err == cudaSuccess) err = cudaMemset(ctx->flag, 0, sizeof(int) + sizeof(int64_t));
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&ctx->num_sms, cudaDevAttrMultiProcessorCount, ctx->device);
+  if (err != cudaSuccess) {
+    snprintf(g_create_error, sizeof(g_create_error), "no usable CUDA device: %s",
+             cudaGetErrorString(err));
+    cudaGetLastError();
+    if (ctx->flag != nullptr) cudaFree(ctx->flag);
+    if (ctx->stream != nullptr) cudaStreamDestroy(ctx->stream);
+    delete ctx;
+    return nullptr;
+  }
+  ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
+  ctx->cublas = arl::cublas_create(ctx->stream);
+  g_create_error[0] = '\0';
+  return ctx;
+}
+
+void arl_ctx_destroy(arl_ctx* ctx) {
+  if (ctx == nullptr) return;
+  cudaSetDevice(ctx->device);
+  cudaStreamSynchronize(ctx->stream);
+  if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
+  if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
+  if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
+  cudaFree(ctx->flag);
+  cudaStreamDestroy(ctx->stream);
+  delete ctx;
+}
+
+const char* arl_last_error(const arl_ctx* ctx) {
+  if (ctx != nullptr) return ctx->last_error;
+  return g_create_error[0] != '\0' ? g_create_error : "the context is null";
+}
+
+arl_status arl_set_num_threads(arl_ctx* ctx, int32_t num_threads) {
+  ARL_CTX(ctx);
+  if (num_threads > 1024)
+    return arl::fail(ctx, ARL_ERR_VALUE, "arl_set_num_threads: %d threads is too many",
+                     num_threads);
+  ctx->num_threads = num_threads > 0 ? num_threads : 1;
+  return ARL_OK;
+}
+
+int32_t arl_num_threads(const arl_ctx* ctx) { return ctx == nullptr ? 0 : ctx->num_threads; }
+
+const char* arl_backend_name(void) { return "cuda"; }
+
+int32_t arl_abi_version(void) { return ARL_ABI_VERSION; }
+
+arl_status arl_fma_peak(arl_ctx* ctx, double* gflops, int64_t iterations) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, gflops);
+  ARL_COUNT(ctx, iterations);
+  float* sink = static_cast<float*>(arl::scratch(ctx, __func__, 1024 * sizeof(float)));
+  if (sink == nullptr) return ARL_ERR_ALLOC;
+  int blocks = ctx->num_sms * 8;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start, ctx->stream);
+  fma_peak_kernel<<<blocks, 256, 0, ctx->stream>>>(sink, iterations);
+  cudaEventRecord(stop, ctx->stream);
+  cudaError_t err = cudaEventSynchronize(stop);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+  ARL_LAUNCHED(ctx);
+  double flops = 2.0 * 8 * 16 * double(iterations) * blocks * 256;
+  *gflops = ms > 0 ? flops / (ms * 1e6) : 0;
+  return ARL_OK;
+}
+
+void* arl_alloc(arl_ctx* ctx, int64_t bytes) {
+  if (ctx == nullptr) return nullptr;
+  if (arl::enter(ctx) != ARL_OK) return nullptr;
+  if (bytes <= 0 || bytes > arl::kMaxElements * 4) {
+    arl::fail(ctx, ARL_ERR_SIZE, "arl_alloc: bytes must be in 1..2^42, got %lld",
+              (long long)bytes);
+    return nullptr;
+  }
+  size_t size = (size_t(bytes) + 255) & ~size_t(255);
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, size);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    arl::fail(ctx, ARL_ERR_ALLOC, "arl_alloc: out of device memory allocating %lld bytes (%s)",
+              (long long)bytes, cudaGetErrorString(err));
+    return nullptr;
+  }
+  err = cudaMemsetAsync(p, 0, size, ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  if (err != cudaSuccess) {
+    cudaFree(p);
+    arl::cuda_fail(ctx, "arl_alloc", err);
+    return nullptr;
+  }
+  return p;
+}
+
+arl_status arl_free(arl_ctx* ctx, void* ptr) {
+  // ctx may be null here, so memory can be released after its context is gone.
+  if (ctx != nullptr) ctx->last_error[0] = '\0';
+  if (ptr == nullptr) return ARL_OK;
+  // Work queued on any stream that still reads ptr must finish first.
+  cudaDeviceSynchronize();
+  cudaError_t err = cudaFree(ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return ctx != nullptr ? arl::cuda_fail(ctx, "arl_free", err) : ARL_ERR_DEVICE;
+  }
+  return ARL_OK;
+}
+
+// Host or device memory on either side (unified addressing); returns when done.
+arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  cudaError_t err = cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  return err == cudaSuccess ? ARL_OK : arl::cuda_fail(ctx, __func__, err);
+}
+
+arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_COUNT(ctx, n);
+  fill_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(dst, value, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_f32_to_bf16(arl_ctx* ctx, uint16_t* out, const float* x, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_COUNT(ctx, n);
+  f32_to_bf16_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, x, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_COUNT(ctx, n);
+  bf16_to_f32_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, x, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,112 @@
+// GEMM entry points: arl_sgemm, arl_linear_forward/backward.
+#include "common.cuh"
+
+namespace {
+
+arl_status check_ld(arl_ctx* ctx, const char* fn, const char* name, int32_t ld, int32_t cols) {
+  if (ld < cols || ld <= 0)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s = %d is smaller than its row length %d", fn,
+                     name, ld, cols);
+  return ARL_OK;
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, int32_t m, int32_t n) {
+  int64_t total = int64_t(m) * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += bias[i % n];
+}
+
+// dbias (N) += column sums of dy (M, N): one block of 256 threads per 32 columns.
+__global__ void bias_grad_kernel(float* dbias, const float* dy, int32_t m, int32_t n) {
+  __shared__ float part[8][33];
+  int j = blockIdx.x * 32 + threadIdx.x;
+  float s = 0;
+  if (j < n)
+    for (int32_t i = threadIdx.y; i < m; i += 8) s += dy[int64_t(i) * n + j];
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < n) {
+    float total = 0;
+    for (int r = 0; r < 8; r++) total += part[r][threadIdx.x];
+    dbias[j] += total;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_sgemm(arl_ctx* ctx, float* c, const float* a, const float* b, int32_t trans_a,
+                     int32_t trans_b, int32_t m, int32_t n, int32_t k, float alpha, float beta,
+                     int32_t lda, int32_t ldb, int32_t ldc) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, c);
+  ARL_NOT_NULL(ctx, a);
+  ARL_NOT_NULL(ctx, b);
+  ARL_POSITIVE(ctx, m);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, k);
+  if (arl_status s = check_ld(ctx, __func__, "lda", lda, trans_a ? m : k)) return s;
+  if (arl_status s = check_ld(ctx, __func__, "ldb", ldb, trans_b ? k : n)) return s;
+  if (arl_status s = check_ld(ctx, __func__, "ldc", ldc, n)) return s;
+  ARL_PRODUCT(ctx, m, ldc);
+  return arl::gemm(ctx, __func__, trans_a != 0, trans_b != 0, m, n, k, alpha, a, lda, b, ldb,
+                   beta, c, ldc);
+}
+
+arl_status arl_linear_forward(arl_ctx* ctx, float* y, const float* x, const float* w,
+                              const float* bias, int32_t m, int32_t n, int32_t k,
+                              int32_t accumulate) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, y);
+  ARL_NOT_NULL(ctx, x);
+  ARL_NOT_NULL(ctx, w);
+  ARL_POSITIVE(ctx, m);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, k);
+  ARL_PRODUCT(ctx, m, n);
+  ARL_PRODUCT(ctx, m, k);
+  ARL_PRODUCT(ctx, n, k);
+  if (arl_status s = arl::gemm(ctx, __func__, false, true, m, n, k, 1.0f, x, k, w, k,
+                               accumulate ? 1.0f : 0.0f, y, n))
+    return s;
+  if (bias != nullptr) {
+    add_bias_kernel<<<arl::grid_for(int64_t(m) * n), arl::kBlock, 0, ctx->stream>>>(y, bias, m,
+                                                                                    n);
+    ARL_LAUNCHED(ctx);
+  }
+  return ARL_OK;
+}
+
+arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias, const float* dy,
+                               const float* x, const float* w, int32_t m, int32_t n, int32_t k,
+                               int32_t accumulate_dx) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dy);
+  ARL_POSITIVE(ctx, m);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, k);
+  ARL_PRODUCT(ctx, m, n);
+  ARL_PRODUCT(ctx, m, k);
+  ARL_PRODUCT(ctx, n, k);
+  if (dx != nullptr) ARL_NOT_NULL(ctx, w);
+  if (dw != nullptr) ARL_NOT_NULL(ctx, x);
+  if (dx != nullptr) {
+    if (arl_status s = arl::gemm(ctx, __func__, false, false, m, k, n, 1.0f, dy, n, w, k,
+                                 accumulate_dx ? 1.0f : 0.0f, dx, k))
+      return s;
+  }
+  if (dw != nullptr) {
+    if (arl_status s = arl::gemm(ctx, __func__, true, false, n, k, m, 1.0f, dy, n, x, k, 1.0f, dw,
+                                 k))
+      return s;
+  }
+  if (dbias != nullptr) {
+    bias_grad_kernel<<<(n + 31) / 32, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
+    ARL_LAUNCHED(ctx);
+  }
+  return ARL_OK;
+}
+
+}  // extern "C"
