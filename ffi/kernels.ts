@@ -56,8 +56,31 @@ export class Kernels implements Disposable {
     }
     const lib = openLibrary(device);
     const ctx = lib.symbols.arl_ctx_create(threads);
-    if (ctx === null) throw new KernelError("arl_ctx_create", 4, "could not create a context");
+    if (ctx === null) {
+      // With a null context, arl_last_error reports why the creation failed.
+      const why = lib.symbols.arl_last_error(null);
+      const detail = why === null ? "" : Deno.UnsafePointerView.getCString(why);
+      const noDevice = detail.startsWith("no CUDA device") || detail.includes("CUDA device");
+      throw new KernelError(
+        "arl_ctx_create",
+        noDevice ? 5 : 4,
+        detail || "could not create a context",
+      );
+    }
     return new Kernels(lib.symbols, device, ctx);
+  }
+
+  /**
+   * Whether a context can be opened on `device` here (for CUDA: the library
+   * is built and a driver and GPU answer). Never throws.
+   */
+  static available(device: DeviceKind): boolean {
+    try {
+      Kernels.open({ device }).close();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The native context pointer; throws once closed. */

@@ -101,7 +101,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
       t.free();
       throw new RangeError(`${data.length} values do not fill shape [${shape.join(", ")}]`);
     }
-    (t.view() as Float32Array | Int32Array).set(data);
+    (t as Tensor<"f32" | "i32">).write(data);
     return t as Tensor<"f32"> | Tensor<"i32">;
   }
 
@@ -191,9 +191,17 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return this.#parent !== null;
   }
 
-  /** A typed-array view of the native memory (no copy; invalid after free). */
+  /**
+   * A typed-array view of the native memory (no copy; invalid after free).
+   * CPU tensors only: use {@linkcode Tensor.read} and {@linkcode Tensor.write}
+   * for code that runs on any device.
+   */
   view(): View<D> {
-    if (this.device !== "cpu") throw new Error("Only CPU tensors can be viewed from TS");
+    if (this.device !== "cpu") {
+      throw new Error(
+        `A ${this.device} tensor cannot be viewed from TS: copy it with read() / write()`,
+      );
+    }
     const buf = Deno.UnsafePointerView.getArrayBuffer(this.ptr, this.byteSize);
     const ctor = this.dtype === "f32"
       ? Float32Array
@@ -203,9 +211,70 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return new ctor(buf) as View<D>;
   }
 
-  /** A copy of the data as a plain typed array. */
+  /** A copy of the data as a plain typed array (any device). */
   toArray(): View<D> {
-    return this.view().slice() as View<D>;
+    return this.read();
+  }
+
+  /** A copy of the data (any device): a new typed array, or `out` filled. */
+  read(out?: View<D>): View<D> {
+    const ctor = this.dtype === "f32"
+      ? Float32Array
+      : this.dtype === "i32"
+      ? Int32Array
+      : Uint16Array;
+    const dst = out ?? (new ctor(this.size) as View<D>);
+    if (!(dst instanceof ctor) || dst.length !== this.size) {
+      throw new RangeError(
+        `read() needs a ${ctor.name} of ${this.size} elements for this ${this.dtype} tensor`,
+      );
+    }
+    if (this.device === "cpu") {
+      dst.set(this.view() as never);
+    } else {
+      this.#copy(Deno.UnsafePointer.of(dst as BufferSource)!, this.ptr);
+    }
+    return dst;
+  }
+
+  /** Copies `data` (exactly `size` elements of this dtype) into the tensor (any device). */
+  write(data: View<D>): void {
+    const ctor = this.dtype === "f32"
+      ? Float32Array
+      : this.dtype === "i32"
+      ? Int32Array
+      : Uint16Array;
+    if (!(data instanceof ctor) || data.length !== this.size) {
+      throw new RangeError(
+        `write() needs a ${ctor.name} of ${this.size} elements for this ${this.dtype} tensor, got ${
+          (data as ArrayLike<number>)?.length
+        } ${(data as object)?.constructor?.name ?? typeof data}`,
+      );
+    }
+    if (this.device === "cpu") {
+      (this.view() as typeof data).set(data as never);
+    } else {
+      this.#copy(this.ptr, Deno.UnsafePointer.of(data as BufferSource)!);
+    }
+  }
+
+  /** Copies from another tensor of the same dtype and size (any devices). */
+  copyFrom(src: Tensor<D>): void {
+    if (src.dtype !== this.dtype || src.size !== this.size) {
+      throw new RangeError(
+        `copyFrom: a ${src.dtype} [${src.shape.join(", ")}] tensor cannot fill a ${this.dtype} ` +
+          `[${this.shape.join(", ")}] one`,
+      );
+    }
+    // The CUDA library's copy handles host and device memory on either side.
+    const k = this.device === "cuda" ? this.kernels : src.kernels;
+    k.check("arl_copy", k.sym.arl_copy(k.ctx, this.ptr, src.ptr, BigInt(this.byteSize)));
+  }
+
+  #copy(dst: Deno.PointerValue, src: Deno.PointerValue): void {
+    if (this.byteSize === 0) return;
+    const k = this.kernels;
+    k.check("arl_copy", k.sym.arl_copy(k.ctx, dst, src, BigInt(this.byteSize)));
   }
 
   /** Frees the memory now (idempotent); a view only lets go of its parent. */

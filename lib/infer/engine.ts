@@ -450,7 +450,7 @@ export class GenerationEngine implements AsyncDisposable {
       if (source.disposed) throw new TypeError("The source model was disposed");
       if (source !== model) {
         if (sameLayout(source.layout, model.layout)) {
-          model.params.view().set(source.params.view());
+          model.params.copyFrom(source.params);
         } else {
           this.#loadNamed(new Map(source.exportNamed().map((p) => [p.name, p.data])), strict);
         }

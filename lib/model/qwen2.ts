@@ -261,9 +261,9 @@ function checkPacked(batch: PackedBatch): { t: number; b: number } {
   return { t, b };
 }
 
-/** Copies host data into a native tensor of the same length (CPU). */
+/** Copies host data into a native tensor of the same length (any device). */
 function upload(dst: Tensor, src: Int32Array | Float32Array): void {
-  (dst.view() as Int32Array | Float32Array).set(src);
+  (dst as Tensor<"i32" | "f32">).write(src);
 }
 
 /**
@@ -405,14 +405,14 @@ export class Qwen2Model implements Disposable {
    */
   initRandom(seed = 0): void {
     const rng = new InitRng(seed);
-    const all = this.params.view();
-    all.fill(0);
+    const all = new Float32Array(this.params.size);
     for (const r of this.layout.regions) {
       const data = all.subarray(r.offset, r.offset + r.size);
       const kind = qwen2ParamKind(r.name);
       if (kind === "norm") data.fill(1);
       else if (kind === "matrix") rng.fillNormal(data, 0.02);
     }
+    this.params.write(all);
   }
 
   /**
@@ -427,7 +427,8 @@ export class Qwen2Model implements Disposable {
     options: LoadOptions = {},
   ): string[] {
     const missing: string[] = [];
-    const all = this.params.view();
+    const onCpu = this.params.device === "cpu";
+    const all = onCpu ? this.params.view() : this.params.read();
     for (const r of this.layout.regions) {
       const data = get(r.name, r.shape);
       if (data === undefined) {
@@ -445,12 +446,16 @@ export class Qwen2Model implements Disposable {
     if ((options.strict ?? true) && missing.length > 0) {
       throw new Error(`No data for parameters: ${missing.join(", ")}`);
     }
+    if (!onCpu) this.params.write(all);
     return missing;
   }
 
-  /** Every parameter by name, in layout order, as zero-copy views of the model's memory. */
+  /**
+   * Every parameter by name, in layout order: zero-copy views of the model's
+   * memory on the CPU, a copy on other devices.
+   */
   exportNamed(): NamedParam[] {
-    const all = this.params.view();
+    const all = this.params.device === "cpu" ? this.params.view() : this.params.read();
     return this.layout.regions.map((r: Region) => ({
       name: r.name,
       shape: r.shape,
@@ -784,8 +789,9 @@ export class Qwen2Model implements Disposable {
     upload(d.tokens, tokens);
     upload(d.positions, positions);
     upload(d.slots, slots);
-    const lens = d.lens.view() as Int32Array;
+    const lens = new Int32Array(n);
     for (let i = 0; i < n; i++) lens[i] = positions[i]! + 1;
+    upload(d.lens, lens);
     embeddingForward(k, d.x, d.tokens, this.#w.embed);
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#w.layers[l]!;

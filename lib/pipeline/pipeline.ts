@@ -14,7 +14,6 @@
  *
  * @module
  */
-import { Kernels } from "../../ffi/mod.ts";
 import { Rng } from "../../envs/random.ts";
 import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import {
@@ -36,6 +35,7 @@ import type { TrajectorySample } from "../rollout/types.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
+import { openPipelineKernels, pipelineDevice } from "./device.ts";
 import { writeHtmlReport } from "../track/html_report.ts";
 import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
@@ -106,7 +106,13 @@ export async function runPipeline(
         "yet: use grpo, reinforce, reinforce_plus_plus or gae",
     );
   }
-  using kernels = Kernels.open();
+  const needsRef = config.use_kl_loss ||
+    (config.add_token_level_kl && (config.init_kl_coef > 0 || config.target_kl !== null));
+  const useCritic = config.adv_estimator === "gae";
+  const device = pipelineDevice(config, useCritic, needsRef);
+  if (device.notice) log(device.notice);
+  using kernels = openPipelineKernels(device);
+  log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
   const resume = resolveResume(config.resume_from_checkpoint, outputDir);
   if (resume.notice) log(resume.notice);
   const from: CheckpointInfo | null = resume.checkpoint;
@@ -120,15 +126,12 @@ export async function runPipeline(
   const encoder = new ChatEncoder(tok);
   const decodeForEnv = (ids: readonly number[]) => tok.decode(ids);
 
-  // reference: only when a KL term reads it
-  const needsRef = config.use_kl_loss ||
-    (config.add_token_level_kl && (config.init_kl_coef > 0 || config.target_kl !== null));
+  // reference: only when a KL term reads it (needsRef, above)
   using reference = needsRef
     ? await loadPolicyModel(kernels, config.pretrain ?? null, { seed: config.seed })
     : null;
 
   // critic: a value head on the same backbone (gae only)
-  const useCritic = config.adv_estimator === "gae";
   using critic = useCritic
     ? await loadPolicyModel(
       kernels,

@@ -17,6 +17,7 @@ import {
   type LossAggMode,
   ppoLoss,
   type PpoLossMetrics,
+  scale,
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
@@ -100,7 +101,7 @@ export function sequenceLogprobs(
   return tokenAlignedOutputs(
     samples,
     plan,
-    (mb) => model.forward({ ...mb, targets: mb.fields.targets }).logp.view() as Float32Array,
+    (mb) => model.forward({ ...mb, targets: mb.fields.targets }).logp.read() as Float32Array,
   );
 }
 
@@ -214,12 +215,8 @@ export class ActorTrainer {
         aggMode: s.aggMode,
         normLen,
       });
-      const d = dlogp.view() as Float32Array;
-      for (let i = 0; i < d.length; i++) d[i]! *= weight;
-      if (dentropy) {
-        const de = dentropy.view() as Float32Array;
-        for (let i = 0; i < de.length; i++) de[i]! *= weight;
-      }
+      scale(this.model.kernels, dlogp, weight);
+      if (dentropy) scale(this.model.kernels, dentropy, weight);
       this.model.backward(dentropy ? { dlogp, dentropy } : { dlogp });
       return m;
     } finally {

@@ -30,7 +30,7 @@
  *
  * @module
  */
-import { type Kernels, type LossAggMode, Tensor, valueLoss } from "../../ffi/mod.ts";
+import { type Kernels, type LossAggMode, scale, Tensor, valueLoss } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
 import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
@@ -96,7 +96,7 @@ export function sequenceValues(
   return tokenAlignedOutputs(
     sequences.map((tokens) => ({ tokens })),
     plan,
-    (mb) => model.forwardValues(mb).view() as Float32Array,
+    (mb) => model.forwardValues(mb).read() as Float32Array,
   );
 }
 
@@ -263,7 +263,7 @@ export class CriticTrainer {
     const s = this.settings;
     const k = this.#k;
     const values = this.model.forwardValues(mb);
-    const v = values.view() as Float32Array;
+    const v = values.read() as Float32Array;
     const { mask, ret, old } = mb.fields;
     const clip = s.valueClip === null ? 0 : Math.fround(s.valueClip);
     // ROLL's metrics, per sequence, with the kernel's clip test (in double, as it does)
@@ -304,8 +304,7 @@ export class CriticTrainer {
         mask: f32(mask),
         cuSeqlens,
       }, { valueClip: clip, aggMode: s.aggMode, normLen });
-      const d = dvalues.view();
-      for (let i = 0; i < d.length; i++) d[i]! *= weight;
+      scale(k, dvalues, weight);
       this.model.backward({ dvalues });
       return loss;
     } finally {

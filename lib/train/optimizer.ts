@@ -251,8 +251,8 @@ export class AdamW implements Disposable {
         );
       }
     }
-    this.m.view().set(s.m);
-    this.v.view().set(s.v);
+    this.m.write(s.m);
+    this.v.write(s.v);
     this.#step = s.step;
   }
 
@@ -266,8 +266,8 @@ export class AdamW implements Disposable {
    */
   async save(dir: string): Promise<void> {
     await Deno.mkdir(dir, { recursive: true });
-    const m = this.m.view();
-    const v = this.v.view();
+    const m = this.m.read();
+    const v = this.v.read();
     const tensors = this.#parts.flatMap((p) => {
       const prefix = p.name === "" ? "" : `${p.name}.`;
       return [

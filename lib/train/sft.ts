@@ -200,7 +200,7 @@ export class SftTrainer implements Disposable {
     for (const b of batches) {
       tokens += b.tokens.length;
       const { logp } = this.model.forward(b, { entropy: false });
-      const lp = logp.view() as Float32Array;
+      const lp = logp.read() as Float32Array;
       const dlogp = new Float32Array(b.tokens.length);
       for (let i = 0; i < dlogp.length; i++) {
         const w = b.weights[i]!;
@@ -240,7 +240,7 @@ export class SftTrainer implements Disposable {
     for (const mb of this.#microBatches(examples)) {
       const b = packSftBatch(mb);
       if (b.count === 0) continue;
-      const lp = this.model.forward(b, { entropy: false }).logp.view() as Float32Array;
+      const lp = this.model.forward(b, { entropy: false }).logp.read() as Float32Array;
       for (let i = 0; i < lp.length; i++) if (b.weights[i]) sum -= b.weights[i]! * lp[i]!;
       count += b.count;
     }

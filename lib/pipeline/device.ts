@@ -1,0 +1,64 @@
+/**
+ * Which device the pipeline's roles run on, from the config's
+ * `device_mapping` (ROLL's field): `~` (null) on every role means the CPU
+ * kernels; a GPU list means the CUDA kernels on the list's first GPU. The
+ * roles share one kernel context, so the roles that run must agree.
+ *
+ * @module
+ */
+import type { AgenticConfig } from "../config/mod.ts";
+import { Kernels } from "../../ffi/mod.ts";
+
+/** Where the pipeline runs. */
+export interface PipelineDevice {
+  kind: "cpu" | "cuda";
+  /** The CUDA device index (0 on the CPU). */
+  index: number;
+  /** A line to log when the mapping asks for more than this runs on. */
+  notice: string | null;
+}
+
+/** The roles whose device_mapping decides, given which roles run. */
+function runningRoles(config: AgenticConfig, useCritic: boolean, useReference: boolean) {
+  const roles: ("actor_train" | "actor_infer" | "reference" | "critic")[] = [
+    "actor_train",
+    "actor_infer",
+  ];
+  if (useReference) roles.push("reference");
+  if (useCritic) roles.push("critic");
+  return roles;
+}
+
+/** Reads the device from the roles' device_mapping; throws a config error when they disagree. */
+export function pipelineDevice(
+  config: AgenticConfig,
+  useCritic: boolean,
+  useReference: boolean,
+): PipelineDevice {
+  const roles = runningRoles(config, useCritic, useReference);
+  const maps = roles.map((r) => ({ role: r, map: config[r].device_mapping ?? null }));
+  const onGpu = maps.filter((m) => m.map !== null && m.map.length > 0);
+  if (onGpu.length === 0) return { kind: "cpu", index: 0, notice: null };
+  const onCpu = maps.filter((m) => m.map === null || m.map.length === 0);
+  if (onCpu.length > 0) {
+    throw new Error(
+      `device_mapping: ${onGpu.map((m) => m.role).join(", ")} map to GPUs but ` +
+        `${onCpu.map((m) => m.role).join(", ")} to the CPU (~). The roles share one device ` +
+        "here: give every running role a GPU list (e.g. workers=cuda) or none (workers=cpu).",
+    );
+  }
+  const first = onGpu[0]!.map![0]!;
+  const gpus = new Set(onGpu.flatMap((m) => m.map!));
+  const notice = gpus.size > 1
+    ? `device_mapping names ${gpus.size} GPUs (${[...gpus].join(", ")}); this runs every ` +
+      `role on GPU ${first}`
+    : null;
+  return { kind: "cuda", index: first, notice };
+}
+
+/** Opens the kernel context for a pipeline device (CUDA: that GPU). */
+export function openPipelineKernels(device: PipelineDevice): Kernels {
+  if (device.kind === "cpu") return Kernels.open();
+  Deno.env.set("AGENTRL_CUDA_DEVICE", String(device.index));
+  return Kernels.open({ device: "cuda" });
+}
