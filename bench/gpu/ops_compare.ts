@@ -1,0 +1,874 @@
+/**
+ * Compares every op of the kernel ABI between two kernel contexts (the CPU
+ * library and the CUDA one) on the same seeded random inputs. Per output it
+ * reports the relative L2 error ||cuda - cpu|| / ||cpu||, the largest absolute
+ * error and pass/fail against a tolerance (NaN or infinity never passes).
+ * Outputs the op writes are poisoned with NaN first; outputs it accumulates
+ * into (+=) start from the same random values on both sides and are compared
+ * by their increment (after - before), so a kernel that overwrites fails.
+ *
+ * Usage: `deno run --allow-read --allow-env --allow-ffi bench/gpu/ops_compare.ts [--self-check]`
+ * prints a table and exits 1 if any output is out of tolerance; without a CUDA
+ * device it says "skipped: no CUDA device" and exits 0. `--self-check`
+ * compares two CPU contexts (1 thread against all cores) instead: a check of
+ * this harness that needs no GPU.
+ *
+ * @module
+ */
+import {
+  adamw,
+  add,
+  attentionBackward,
+  attentionDecode,
+  attentionForward,
+  embeddingBackward,
+  embeddingForward,
+  fill,
+  fmaPeak,
+  fromBf16,
+  Kernels,
+  klFull,
+  kvCacheWrite,
+  linearBackward,
+  linearForward,
+  lmHead,
+  logprobBackward,
+  logprobForward,
+  LOSS_AGG_MODES,
+  ppoLoss,
+  type PpoLossParams,
+  rmsnormBackward,
+  rmsnormForward,
+  rope,
+  sample,
+  type SampleRow,
+  scale,
+  sgemm,
+  sumSquares,
+  swigluBackward,
+  swigluForward,
+  Tensor,
+  toBf16,
+  valueHeadBackward,
+  valueHeadForward,
+  valueLoss,
+} from "../../ffi/mod.ts";
+
+/** cuBLAS products on TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation). */
+export const TOL_GEMM = 2e-3;
+/** fp32 math in another order (reductions, atomics, FMA contraction, CUDA vs libm exp/log). */
+export const TOL_FP32 = 1e-4;
+/** Data movement or one correctly rounded operation per element (copy, a + b, a * s,
+ * round-to-nearest-even): bitwise equal. */
+export const EXACT = 0;
+
+/** One compared output of one op. */
+export interface OpRow {
+  op: string;
+  output: string;
+  /** ||cuda - cpu|| / ||cpu|| (L2); for named scalars (metrics) the largest
+   * |cuda - cpu| / max(|cpu|, 1e-3). */
+  relErr: number;
+  maxAbs: number;
+  /** 0: must be bitwise equal. */
+  tol: number;
+  ok: boolean;
+  note?: string;
+}
+
+// ---- seeded inputs ----------------------------------------------------------
+
+/** A small seeded generator (mulberry32), one stream per case name. */
+class Rand {
+  #a: number;
+  constructor(name: string, seed: number) {
+    let h = (seed ^ 0x9e3779b9) >>> 0;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
+    this.#a = h;
+  }
+  uniform(): number {
+    this.#a = (this.#a + 0x6d2b79f5) >>> 0;
+    let t = this.#a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  range(lo: number, hi: number): number {
+    return lo + (hi - lo) * this.uniform();
+  }
+  normal(): number {
+    return Math.sqrt(-2 * Math.log(1 - this.uniform())) * Math.cos(2 * Math.PI * this.uniform());
+  }
+  randn(n: number, s = 1): Float32Array {
+    return Float32Array.from({ length: n }, () => this.normal() * s);
+  }
+  uniforms(n: number, lo: number, hi: number): Float32Array {
+    return Float32Array.from({ length: n }, () => this.range(lo, hi));
+  }
+  ints(n: number, lo: number, hi: number): Int32Array {
+    return Int32Array.from({ length: n }, () => lo + Math.floor(this.uniform() * (hi - lo + 1)));
+  }
+  mask(n: number, p: number): Float32Array {
+    return Float32Array.from({ length: n }, () => (this.uniform() < p ? 1 : 0));
+  }
+}
+
+/** Tensors of one case on one device, freed together. */
+class Scope implements Disposable {
+  #held: Tensor[] = [];
+  constructor(readonly k: Kernels) {}
+  #keep<T extends Tensor>(t: T): T {
+    this.#held.push(t);
+    return t;
+  }
+  f32(data: Float32Array, shape: readonly number[] = [data.length]): Tensor<"f32"> {
+    return this.#keep(Tensor.from(this.k, data, shape));
+  }
+  i32(data: Int32Array, shape: readonly number[] = [data.length]): Tensor<"i32"> {
+    return this.#keep(Tensor.from(this.k, data, shape));
+  }
+  /** An output the op must write: NaN until it does. */
+  nan(shape: readonly number[]): Tensor<"f32"> {
+    return this.f32(new Float32Array(size(shape)).fill(NaN), shape);
+  }
+  bf16(bits: Uint16Array, shape: readonly number[] = [bits.length]): Tensor<"bf16"> {
+    const t = this.#keep(new Tensor(this.k, shape, "bf16"));
+    t.write(bits);
+    return t;
+  }
+  [Symbol.dispose](): void {
+    for (const t of this.#held) t.free();
+  }
+}
+
+const cuOf = (lens: number[]) => Int32Array.from([0, ...lens].map((_, i) => sumTo(lens, i)));
+const sumTo = (xs: number[], n: number) => xs.slice(0, n).reduce((a, b) => a + b, 0);
+const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
+/** after - before, in float64: what an accumulating (+=) op added. */
+const delta = (after: Float32Array, before: Float32Array) =>
+  Float64Array.from(after, (x, i) => x - before[i]!);
+/** bf16 bits as the float32 values they encode (NaN bits stay NaN). */
+const bf16Values = (bits: Uint16Array) =>
+  new Float32Array(Uint32Array.from(bits, (b) => b << 16).buffer);
+
+// ---- cases ------------------------------------------------------------------
+
+type Output = ArrayLike<number> | Record<string, number>;
+interface Case {
+  op: string;
+  /** One tolerance for every output, or one per output name. */
+  tol: number | Record<string, number>;
+  run: (s: Scope) => Record<string, Output>;
+}
+
+function matmulCases(seed: number): Case[] {
+  const cases: Case[] = [];
+  const [m, n, kk] = [67, 45, 83];
+  const combos = [[false, false], [false, true], [true, false], [true, true]] as const;
+  for (const [ta, tb] of combos) {
+    const tr = `${ta ? "T" : "N"}${tb ? "T" : "N"}`;
+    const r = new Rand(`sgemm ${tr}`, seed);
+    const [a, b, c0] = [r.randn(m * kk), r.randn(kk * n), r.randn(m * n)];
+    const aShape = ta ? [kk, m] : [m, kk], bShape = tb ? [n, kk] : [kk, n];
+    for (const [alpha, beta] of [[1, 0], [0.7, 0.3]] as const) {
+      cases.push({
+        op: `sgemm ${tr} alpha=${alpha} beta=${beta}`,
+        tol: TOL_GEMM,
+        run: (s) => {
+          // beta 0 must ignore C's old content, NaNs included.
+          const c = beta === 0 ? s.nan([m, n]) : s.f32(c0, [m, n]);
+          const o = { transA: ta, transB: tb, alpha, beta };
+          sgemm(s.k, c, s.f32(a, aShape), s.f32(b, bShape), o);
+          return { c: c.read() };
+        },
+      });
+    }
+    // Leading dimensions past the columns: arl_sgemm itself (the wrapper passes packed rows).
+    const [lda, ldb, ldc] = [aShape[1]! + 5, bShape[1]! + 3, n + 7];
+    const [ap, bp, cp] = [r.randn(aShape[0]! * lda), r.randn(bShape[0]! * ldb), r.randn(m * ldc)];
+    cases.push({
+      op: `sgemm ${tr} lda/ldb/ldc padded`,
+      tol: { c: TOL_GEMM, "c padding": EXACT },
+      run: (s) => {
+        const [A, B, c] = [s.f32(ap), s.f32(bp), s.f32(cp)];
+        const sizes = [m, n, kk, 0.7, 0.3, lda, ldb, ldc] as const;
+        s.k.check("arl_sgemm", s.k.sym.arl_sgemm(s.k.ctx, c.ptr, A.ptr, B.ptr, +ta, +tb, ...sizes));
+        const all = c.read(); // the padding must keep its old values
+        return {
+          c: all.filter((_, i) => i % ldc < n),
+          "c padding": all.filter((_, i) => i % ldc >= n),
+        };
+      },
+    });
+  }
+
+  const [lm, ln, lk] = [37, 53, 96];
+  const r = new Rand("linear", seed);
+  const [x, w, bias, y0] = [r.randn(lm * lk), r.randn(ln * lk, 0.1), r.randn(ln), r.randn(lm * ln)];
+  const [dy, dx0, db0] = [r.randn(lm * ln), r.randn(lm * lk), r.randn(ln)];
+  const dw0 = r.randn(ln * lk, 0.1);
+  const xw = (s: Scope) => [s.f32(x, [lm, lk]), s.f32(w, [ln, lk])] as const;
+  for (const [withBias, acc] of [[true, false], [true, true], [false, false]] as const) {
+    cases.push({
+      op: `linearForward${withBias ? " bias" : ""}${acc ? " accumulate" : ""}`,
+      tol: TOL_GEMM,
+      run: (s) => {
+        const y = acc ? s.f32(y0, [lm, ln]) : s.nan([lm, ln]);
+        linearForward(s.k, y, ...xw(s), withBias ? s.f32(bias) : null, acc);
+        return { y: y.read() };
+      },
+    });
+  }
+  for (const acc of [false, true]) {
+    cases.push({
+      op: `linearBackward${acc ? " accumulateDx" : ""}`,
+      tol: { dx: TOL_GEMM, "dw (+=)": TOL_GEMM, "dbias (+=)": TOL_FP32 },
+      run: (s) => {
+        const dx = acc ? s.f32(dx0, [lm, lk]) : s.nan([lm, lk]);
+        const dw = s.f32(dw0, [ln, lk]), dbias = s.f32(db0);
+        linearBackward(s.k, { dx, dw, dbias }, s.f32(dy, [lm, ln]), ...xw(s), acc);
+        return {
+          dx: acc ? delta(dx.read(), dx0) : dx.read(),
+          "dw (+=)": delta(dw.read(), dw0),
+          "dbias (+=)": delta(dbias.read(), db0),
+        };
+      },
+    });
+  }
+  return cases;
+}
+
+function layerCases(seed: number, cpu: Kernels): Case[] {
+  const cases: Case[] = [];
+  {
+    const [t, v, c] = [40, 97, 48];
+    const r = new Rand("embedding", seed);
+    const tokens = r.ints(t, 0, v - 1);
+    tokens.set([tokens[0]!, tokens[0]!, tokens[1]!], 5); // repeated ids: scatter-adds collide
+    const [wte, dout, dwte0] = [r.randn(v * c), r.randn(t * c), r.randn(v * c, 0.1)];
+    cases.push({
+      op: "embeddingForward",
+      tol: EXACT,
+      run: (s) => {
+        const out = s.nan([t, c]);
+        embeddingForward(s.k, out, s.i32(tokens), s.f32(wte, [v, c]));
+        return { out: out.read() };
+      },
+    }, {
+      op: "embeddingBackward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const dwte = s.f32(dwte0, [v, c]);
+        embeddingBackward(s.k, dwte, s.f32(dout, [t, c]), s.i32(tokens));
+        return { "dwte (+=)": delta(dwte.read(), dwte0) };
+      },
+    });
+  }
+  {
+    const [t, c, eps] = [23, 200, 1e-6];
+    const r = new Rand("rmsnorm", seed);
+    const [x, weight, dout, dw0] = [
+      r.randn(t * c, 2),
+      r.uniforms(c, 0.5, 1.5),
+      r.randn(t * c),
+      r.randn(c),
+    ];
+    // The backward pass of both devices reads the CPU's saved rstd.
+    using s0 = new Scope(cpu);
+    const rstd = s0.nan([t]);
+    rmsnormForward(cpu, s0.nan([t, c]), rstd, s0.f32(x, [t, c]), s0.f32(weight), eps);
+    const rstdCpu = rstd.read();
+    cases.push({
+      op: "rmsnormForward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [out, rs] = [s.nan([t, c]), s.nan([t])];
+        rmsnormForward(s.k, out, rs, s.f32(x, [t, c]), s.f32(weight), eps);
+        return { out: out.read(), rstd: rs.read() };
+      },
+    }, {
+      op: "rmsnormBackward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [dx, dweight] = [s.nan([t, c]), s.f32(dw0)];
+        const [dO, X, W] = [s.f32(dout, [t, c]), s.f32(x, [t, c]), s.f32(weight)];
+        rmsnormBackward(s.k, dx, dweight, dO, X, s.f32(rstdCpu), W);
+        return { dx: dx.read(), "dweight (+=)": delta(dweight.read(), dw0) };
+      },
+    });
+  }
+  {
+    // Positions up to 4095 with Qwen2's theta: angles of thousands of radians (the CPU
+    // computes them in double; an fp32 pos * inv_freq is off by up to ~pos * 6e-8 rad).
+    const [t, h, d, theta] = [19, 3, 64, 1e6];
+    const r = new Rand("rope", seed);
+    const [x, pos] = [r.randn(t * h * d), r.ints(t, 0, 4095)];
+    cases.push({
+      op: "rope",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [xs, ps] = [s.f32(x, [t, h, d]), s.i32(pos)];
+        const [out, inv, inPlace] = [s.nan([t, h, d]), s.nan([t, h, d]), s.f32(x, [t, h, d])];
+        rope(s.k, out, xs, ps, theta);
+        rope(s.k, inv, xs, ps, theta, true);
+        rope(s.k, inPlace, inPlace, ps, theta);
+        return { out: out.read(), "out (inverse)": inv.read(), "out (in place)": inPlace.read() };
+      },
+    });
+  }
+  {
+    const shape = [10, 101], n = size(shape);
+    const r = new Rand("swiglu", seed);
+    const [gate, up, dout] = [r.randn(n, 3), r.randn(n), r.randn(n)];
+    cases.push({
+      op: "swigluForward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const out = s.nan(shape);
+        swigluForward(s.k, out, s.f32(gate, shape), s.f32(up, shape));
+        return { out: out.read() };
+      },
+    }, {
+      op: "swigluBackward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [dgate, dup] = [s.nan(shape), s.nan(shape)];
+        swigluBackward(s.k, dgate, dup, s.f32(dout, shape), s.f32(gate, shape), s.f32(up, shape));
+        return { dgate: dgate.read(), dup: dup.read() };
+      },
+    });
+  }
+  {
+    const r = new Rand("add", seed);
+    const [a, b] = [r.randn(1003), r.randn(1003)];
+    cases.push({
+      op: "add",
+      tol: EXACT,
+      run: (s) => {
+        const [ta, tb, out] = [s.f32(a), s.f32(b), s.nan([1003])];
+        add(s.k, out, ta, tb);
+        add(s.k, ta, ta, tb);
+        return { out: out.read(), "out (aliasing a)": ta.read() };
+      },
+    });
+  }
+  {
+    const [t, c, bias] = [33, 256, 0.3];
+    const r = new Rand("value head", seed);
+    const [h, w, dv] = [r.randn(t * c), r.randn(c, 0.05), r.randn(t)];
+    const [dw0, db0] = [r.randn(c), r.randn(1)];
+    cases.push({
+      op: "valueHeadForward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const values = s.nan([t]);
+        valueHeadForward(s.k, values, s.f32(h, [t, c]), s.f32(w), bias);
+        return { values: values.read() };
+      },
+    }, {
+      op: "valueHeadBackward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [dh, dw, dbias] = [s.nan([t, c]), s.f32(dw0), s.f32(db0)];
+        valueHeadBackward(s.k, { dh, dw, dbias }, s.f32(dv), s.f32(h, [t, c]), s.f32(w));
+        return {
+          dh: dh.read(),
+          "dw (+=)": delta(dw.read(), dw0),
+          "dbias (+=)": delta(dbias.read(), db0),
+        };
+      },
+    });
+  }
+  return cases;
+}
+
+function attentionCases(seed: number, cpu: Kernels): Case[] {
+  // Packed varlen batch (an empty sequence, a single token, one past 64 rows), GQA 8:2, D = 64.
+  const lens = [37, 0, 1, 64, 90, 5];
+  const [hq, hkv, d] = [8, 2, 64];
+  const t = sumTo(lens, lens.length);
+  const cu = cuOf(lens);
+  const r = new Rand("attention", seed);
+  const [q, dout] = [r.randn(t * hq * d), r.randn(t * hq * d)];
+  const [kk, v] = [r.randn(t * hkv * d), r.randn(t * hkv * d)];
+  const qkv = (s: Scope) =>
+    [s.f32(q, [t, hq, d]), s.f32(kk, [t, hkv, d]), s.f32(v, [t, hkv, d])] as const;
+  const forward = (s: Scope) => {
+    const [out, lse] = [s.nan([t, hq, d]), s.nan([hq, t])];
+    attentionForward(s.k, out, lse, ...qkv(s), s.i32(cu));
+    return { out: out.read(), lse: lse.read() };
+  };
+  using s0 = new Scope(cpu);
+  const saved = forward(s0); // the backward pass of both devices reads the CPU's out and lse
+
+  // KV cache: S slots of L positions; decode queries attend to the first lens[i] of their slot.
+  const [S, L, n] = [3, 40, 4];
+  const rc = new Rand("kv cache", seed);
+  const [kc0, vc0] = [rc.randn(S * hkv * L * d), rc.randn(S * hkv * L * d)];
+  const [kn, vn, qd] = [rc.randn(n * hkv * d), rc.randn(n * hkv * d), rc.randn(5 * hq * d)];
+  const [slots, positions] = [Int32Array.of(0, 1, 2, 1), Int32Array.of(5, 17, 39, 0)];
+  const [qSlots, qLens] = [Int32Array.of(0, 1, 2, 1, 2), Int32Array.of(6, 18, 40, 1, 23)];
+  const cacheShape = [S, hkv, L, d];
+  return [
+    { op: "attentionForward", tol: TOL_FP32, run: forward },
+    {
+      op: "attentionBackward",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [dq, dk, dv] = [s.nan([t, hq, d]), s.nan([t, hkv, d]), s.nan([t, hkv, d])];
+        const out = s.f32(saved.out as Float32Array, [t, hq, d]);
+        const lse = s.f32(saved.lse as Float32Array, [hq, t]);
+        attentionBackward(
+          s.k,
+          { dq, dk, dv },
+          s.f32(dout, [t, hq, d]),
+          ...qkv(s),
+          out,
+          lse,
+          s.i32(cu),
+        );
+        return { dq: dq.read(), dk: dk.read(), dv: dv.read() };
+      },
+    },
+    {
+      op: "kvCacheWrite + attentionDecode",
+      tol: { kCache: EXACT, vCache: EXACT, out: TOL_FP32 },
+      run: (s) => {
+        const [kc, vc] = [s.f32(kc0, cacheShape), s.f32(vc0, cacheShape)];
+        const [K, V] = [s.f32(kn, [n, hkv, d]), s.f32(vn, [n, hkv, d])];
+        kvCacheWrite(s.k, kc, vc, K, V, s.i32(slots), s.i32(positions));
+        const out = s.nan([5, hq, d]);
+        attentionDecode(s.k, out, s.f32(qd, [5, hq, d]), kc, vc, s.i32(qSlots), s.i32(qLens));
+        return { kCache: kc.read(), vCache: vc.read(), out: out.read() };
+      },
+    },
+  ];
+}
+
+function logprobCases(seed: number, cpu: Kernels): Case[] {
+  // V ~ 5000, C 256; weights scaled so that logits / temperature have a spread of ~3.
+  const [t, v, c, temp] = [24, 5000, 256, 0.7];
+  const r = new Rand("logprob", seed);
+  const [h, w, targets] = [r.randn(t * c), r.randn(v * c, 0.1), r.ints(t, 0, v - 1)];
+  const [dlogp, dent, dw0] = [r.randn(t), r.randn(t), r.randn(v * c, 0.1)];
+  const htw = (s: Scope) => [s.f32(h, [t, c]), s.i32(targets), s.f32(w, [v, c])] as const;
+  const forward = (s: Scope) => {
+    const [logp, entropy, lse] = [s.nan([t]), s.nan([t]), s.nan([t])];
+    logprobForward(s.k, { logp, entropy, lse }, ...htw(s), temp);
+    return { logp: logp.read(), entropy: entropy.read(), lse: lse.read() };
+  };
+  using s0 = new Scope(cpu);
+  const saved = forward(s0); // the backward pass of both devices reads the CPU's lse and entropy
+  const hl = r.randn(7 * c);
+  return [
+    { op: `logprobForward T=${t} V=${v} C=${c} temp=${temp}`, tol: TOL_GEMM, run: forward },
+    {
+      op: "logprobBackward (dlogp, dentropy)",
+      tol: TOL_GEMM,
+      run: (s) => {
+        const [dh, dw] = [s.nan([t, c]), s.f32(dw0, [v, c])];
+        const up = { dlogp: s.f32(dlogp), dentropy: s.f32(dent) };
+        const lse = s.f32(saved.lse as Float32Array);
+        const entropy = s.f32(saved.entropy as Float32Array);
+        logprobBackward(s.k, { dh, dw }, up, ...htw(s), { lse, entropy }, temp);
+        return { dh: dh.read(), "dw (+=)": delta(dw.read(), dw0) };
+      },
+    },
+    {
+      op: "lmHead",
+      tol: TOL_GEMM,
+      run: (s) => {
+        const logits = s.nan([7, v]);
+        lmHead(s.k, logits, s.f32(hl, [7, c]), s.f32(w, [v, c]));
+        return { logits: logits.read() };
+      },
+    },
+  ];
+}
+
+// Settings crossed with every aggregation mode: dual clip, the four KL kinds
+// (with and without clamps), entropy and SFT terms.
+const PPO_SETTINGS: PpoLossParams[] = [
+  { clipLow: 0.2, clipHigh: 0.2 },
+  {
+    clipLow: 0.2,
+    clipHigh: 0.28,
+    dualClip: 3,
+    klCoef: 0.1,
+    klKind: "k3",
+    klClamp: 10,
+    entropyCoef: 0.01,
+    sftCoef: 0.1,
+  },
+  { clipLow: 0.1, clipHigh: 0.3, klCoef: 0.05, klKind: "abs" },
+  { clipLow: 0.2, clipHigh: 0.2, klCoef: 0.2, klKind: "mse", klClamp: 0.5, entropyCoef: 0.003 },
+  { clipLow: 0.3, clipHigh: 0.2, dualClip: 2, klCoef: 0.3, klKind: "kl", klClamp: 1 },
+];
+
+/** PPO inputs with no token within 1e-3 of a kink of the loss (clip bounds, dual clip, |d| = 0,
+ * the KL clamp), where exp/log rounding could flip a branch between devices. */
+function ppoInputs(r: Rand, t: number, p: PpoLossParams) {
+  const f = () => new Float32Array(t);
+  const x = { logp: f(), old: f(), ref: f(), a: f() };
+  const [lo, hi, dual, clamp] = [1 - p.clipLow, 1 + p.clipHigh, p.dualClip ?? 0, p.klClamp ?? 0];
+  const klOf = (d: number) =>
+    ({ kl: d, abs: Math.abs(d), mse: 0.5 * d * d, k3: Math.exp(-d) - 1 + d })[p.klKind ?? "kl"];
+  for (let i = 0; i < t;) {
+    const [logp, a] = [r.range(-4, -0.1), r.normal()];
+    const [old, ref] = [logp - r.range(-1.5, 1.5), logp - r.range(-2.5, 2.5)];
+    const ratio = Math.exp(logp - old), d = logp - ref;
+    const pg = Math.max(-a * ratio, -a * Math.min(hi, Math.max(lo, ratio)));
+    const kinks = [ratio - lo, ratio - hi, a, d, dual > 1 && a < 0 ? pg + a * dual : 1];
+    if (clamp > 0) kinks.push(Math.abs(klOf(d)) - clamp);
+    if (kinks.some((k) => Math.abs(k) < 1e-3)) continue;
+    [x.logp[i], x.old[i], x.ref[i], x.a[i]] = [logp, old, ref, a];
+    i++;
+  }
+  return x;
+}
+
+function lossCases(seed: number): Case[] {
+  const cases: Case[] = [];
+  const lens = [5, 4, 0, 8, 1, 9, 7];
+  const t = sumTo(lens, lens.length), cu = cuOf(lens);
+  PPO_SETTINGS.forEach((base, si) => {
+    for (const aggMode of LOSS_AGG_MODES) {
+      const p: PpoLossParams = { ...base, aggMode, normLen: 16 };
+      const r = new Rand(`ppo ${si} ${aggMode}`, seed);
+      const x = ppoInputs(r, t, p);
+      const [mask, entropy, sftMask] = [r.mask(t, 0.75), r.uniforms(t, 0.1, 3), r.mask(t, 0.3)];
+      mask.fill(0, cu[1], cu[2]); // a fully masked sequence
+      const name = [
+        base.dualClip ? "dual" : "",
+        base.klCoef ? `kl=${base.klKind}${base.klClamp ? "/clamp" : ""}` : "",
+        base.entropyCoef ? "entropy" : "",
+        base.sftCoef ? "sft" : "",
+      ].filter((s) => s).join(",");
+      cases.push({
+        op: `ppoLoss ${name || "plain"} ${aggMode}`,
+        tol: TOL_FP32,
+        run: (s) => {
+          const [dlogp, dentropy] = [s.nan([t]), s.nan([t])];
+          const withEnt = (p.entropyCoef ?? 0) !== 0;
+          const metrics = ppoLoss(s.k, { dlogp, dentropy: withEnt ? dentropy : null }, {
+            logp: s.f32(x.logp),
+            oldLogp: s.f32(x.old),
+            advantages: s.f32(x.a),
+            mask: s.f32(mask),
+            cuSeqlens: s.i32(cu),
+            refLogp: p.klCoef ? s.f32(x.ref) : null,
+            entropy: withEnt ? s.f32(entropy) : null,
+            sftMask: p.sftCoef ? s.f32(sftMask) : null,
+          }, p);
+          const out: Record<string, Output> = { dlogp: dlogp.read(), metrics: { ...metrics } };
+          if (withEnt) out.dentropy = dentropy.read();
+          return out;
+        },
+      });
+    }
+  });
+  for (const clip of [0, 0.2]) {
+    for (const aggMode of LOSS_AGG_MODES) {
+      const r = new Rand(`value loss ${clip} ${aggMode}`, seed);
+      const [values, returns, mask] = [r.randn(t), r.randn(t), r.mask(t, 0.75)];
+      const old = Float32Array.from(values, (v) => {
+        // keep |v - v_old| away from the clip bound (a branch of the loss)
+        for (;;) {
+          const o = v + r.range(-0.5, 0.5);
+          if (Math.abs(Math.abs(v - o) - clip) > 1e-3) return o;
+        }
+      });
+      mask.fill(0, cu[1], cu[2]);
+      cases.push({
+        op: `valueLoss clip=${clip} ${aggMode}`,
+        tol: TOL_FP32,
+        run: (s) => {
+          const dvalues = s.nan([t]);
+          const m = valueLoss(s.k, dvalues, {
+            values: s.f32(values),
+            oldValues: s.f32(old),
+            returns: s.f32(returns),
+            mask: s.f32(mask),
+            cuSeqlens: s.i32(cu),
+          }, { valueClip: clip, aggMode, normLen: 16 });
+          return { dvalues: dvalues.read(), metrics: { ...m } };
+        },
+      });
+    }
+  }
+  {
+    const [tk, v] = [9, 3000];
+    const r = new Rand("kl full", seed);
+    const [logits, ref, dkl] = [r.randn(tk * v, 2), r.randn(tk * v, 2), r.randn(tk)];
+    cases.push({
+      op: "klFull",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [kl, dlogits] = [s.nan([tk]), s.nan([tk, v])];
+        klFull(s.k, kl, s.f32(logits, [tk, v]), s.f32(ref, [tk, v]), { dlogits, dkl: s.f32(dkl) });
+        return { kl: kl.read(), dlogits: dlogits.read() };
+      },
+    });
+  }
+  return cases;
+}
+
+function optimCases(seed: number): Case[] {
+  const r = new Rand("optim", seed);
+  const [x, p0, g] = [r.randn(100_003), r.randn(5000), r.randn(5000, 0.01)];
+  const [m0, v0] = [r.randn(5000, 0.01), r.uniforms(5000, 1e-6, 1e-4)];
+  // bf16 rounding: random values plus exact ties (round to even, both directions) and a carry.
+  const f = r.randn(1000, 10);
+  new Uint32Array(f.buffer).set([0x3f808000, 0x3f818000, 0xbf808000, 0x3f7fffff, 0xc0ff8000], 0);
+  const bits = new Uint16Array(r.randn(1000, 100).buffer).filter((_, i) => i % 2 === 1);
+  return [
+    {
+      op: "sumSquares",
+      tol: TOL_FP32,
+      run: (s) => ({ sum: [sumSquares(s.k, s.f32(x))] }),
+    },
+    {
+      op: "scale",
+      tol: EXACT,
+      run: (s) => {
+        const t = s.f32(x);
+        scale(s.k, t, -0.37);
+        return { x: t.read() };
+      },
+    },
+    {
+      op: "adamw step=3 wd=0.1 gradScale=0.5",
+      tol: TOL_FP32,
+      run: (s) => {
+        const [params, m, v] = [s.f32(p0), s.f32(m0), s.f32(v0)];
+        adamw(s.k, params, m, v, s.f32(g), { lr: 1e-3, weightDecay: 0.1, step: 3, gradScale: 0.5 });
+        // The update is ~1e-3 of the parameters: compare it, not the parameters.
+        return { "params (update)": delta(params.read(), p0), m: m.read(), v: v.read() };
+      },
+    },
+    {
+      op: "fill",
+      tol: EXACT,
+      run: (s) => {
+        const t = s.nan([777]);
+        fill(s.k, t, 0.625);
+        return { x: t.read() };
+      },
+    },
+    {
+      op: "toBf16 / fromBf16",
+      tol: EXACT,
+      run: (s) => {
+        const out = s.bf16(new Uint16Array(1000).fill(0x7fc1)); // NaN until written
+        toBf16(s.k, out, s.f32(f));
+        const back = s.nan([1000]);
+        fromBf16(s.k, back, s.bf16(bits));
+        return { "toBf16 out": bf16Values(out.read()), "fromBf16 out": back.read() };
+      },
+    },
+  ];
+}
+
+function sampleCases(seed: number): Case[] {
+  const kinds: Omit<SampleRow, "seed" | "counter">[] = [
+    { temperature: 0 },
+    { temperature: 0.8 },
+    { temperature: 1.2, topK: 50 },
+    { temperature: 1, topP: 0.9 },
+    { temperature: 0.7, topK: 20, topP: 0.8 },
+    { temperature: 0, topK: 5, topP: 0.5 },
+  ];
+  const rows = kinds.flatMap((kind, i) =>
+    [0, 1].map((j) => ({ ...kind, seed: 100 + 2 * i + j, counter: 7 * i + j }))
+  );
+  const [n, v] = [rows.length, 2000];
+  const logits = new Rand("sample", seed).randn(n * v, 2);
+  return [{
+    op: "sample (greedy, temperature, top-k, top-p)",
+    tol: { tokens: EXACT, logprobs: TOL_FP32 },
+    run: (s) => sample(s.k, s.f32(logits, [n, v]), rows),
+  }];
+}
+
+// ---- comparison -------------------------------------------------------------
+
+/** A row; NaN errors (a non-finite value on either side) never pass. */
+function row(op: string, output: string, err: [number, number], tol: number, note = ""): OpRow {
+  const [relErr, maxAbs] = err;
+  const ok = tol === EXACT ? maxAbs === 0 : relErr <= tol;
+  return {
+    op,
+    output,
+    relErr,
+    maxAbs,
+    tol,
+    ok: ok && !Number.isNaN(relErr),
+    ...(note && { note }),
+  };
+}
+
+function compareArrays(
+  op: string,
+  output: string,
+  cpu: ArrayLike<number>,
+  cuda: ArrayLike<number>,
+  tol: number,
+): OpRow {
+  if (cpu.length !== cuda.length) {
+    return row(op, output, [NaN, NaN], tol, `length ${cuda.length} != ${cpu.length}`);
+  }
+  let [diff2, ref2, maxAbs, finite] = [0, 0, 0, true];
+  for (let i = 0; i < cpu.length; i++) {
+    const [a, b] = [cuda[i]!, cpu[i]!];
+    finite &&= Number.isFinite(a) && Number.isFinite(b);
+    diff2 += (a - b) ** 2;
+    ref2 += b * b;
+    maxAbs = Math.max(maxAbs, Math.abs(a - b));
+  }
+  if (!finite) return row(op, output, [NaN, NaN], tol, "NaN or infinity");
+  const relErr = diff2 === 0 ? 0 : Math.sqrt(diff2 / ref2);
+  return row(op, output, [relErr, maxAbs], tol, ref2 === 0 ? "cpu output is all zero" : "");
+}
+
+/** Named scalars (loss metrics): the worst |cuda - cpu| / max(|cpu|, 1e-3) over the names. */
+function compareScalars(
+  op: string,
+  output: string,
+  cpu: Record<string, number>,
+  cuda: Record<string, number>,
+  tol: number,
+): OpRow {
+  let [relErr, maxAbs, worst] = [0, 0, ""];
+  for (const key of Object.keys(cpu)) {
+    const [a, b] = [cuda[key]!, cpu[key]!];
+    if (!Number.isFinite(a) || !Number.isFinite(b)) {
+      return row(op, output, [NaN, NaN], tol, `${key}: cuda ${a} cpu ${b}`);
+    }
+    const rel = Math.abs(a - b) / Math.max(Math.abs(b), 1e-3);
+    if (rel > relErr) [relErr, worst] = [rel, `worst: ${key} cuda ${a} cpu ${b}`];
+    maxAbs = Math.max(maxAbs, Math.abs(a - b));
+  }
+  return row(op, output, [relErr, maxAbs], tol, worst);
+}
+
+function errorRow(op: string, e: unknown): OpRow {
+  return row(op, "(error)", [NaN, NaN], NaN, e instanceof Error ? e.message : String(e));
+}
+
+function runCase(c: Case, cpu: Kernels, cuda: Kernels): OpRow[] {
+  let a: Record<string, Output>, b: Record<string, Output>;
+  try {
+    using s = new Scope(cpu);
+    a = c.run(s);
+  } catch (e) {
+    return [errorRow(c.op, `reference (cpu) side: ${e instanceof Error ? e.message : e}`)];
+  }
+  try {
+    using s = new Scope(cuda);
+    b = c.run(s);
+  } catch (e) {
+    return [errorRow(c.op, `compared (cuda) side: ${e instanceof Error ? e.message : e}`)];
+  }
+  return Object.keys(a).map((key) => {
+    const tol = typeof c.tol === "number" ? c.tol : c.tol[key]!;
+    const [x, y] = [a[key]!, b[key]!];
+    const isArray = (o: Output): o is ArrayLike<number> =>
+      ArrayBuffer.isView(o) || Array.isArray(o);
+    return isArray(x) && isArray(y)
+      ? compareArrays(c.op, key, x, y, tol)
+      : compareScalars(c.op, key, x as Record<string, number>, y as Record<string, number>, tol);
+  });
+}
+
+/**
+ * Runs every op of the ABI on both contexts with the same inputs and compares
+ * the second (`cuda`) against the first (`cpu`). Never throws for a failing
+ * op: its row says why.
+ */
+export function compareOps(cpu: Kernels, cuda: Kernels, seed = 20240611): OpRow[] {
+  const cases = [
+    ...matmulCases(seed),
+    ...layerCases(seed, cpu),
+    ...attentionCases(seed, cpu),
+    ...logprobCases(seed, cpu),
+    ...lossCases(seed),
+    ...optimCases(seed),
+    ...sampleCases(seed),
+    {
+      op: "abiVersion",
+      tol: EXACT,
+      run: (s: Scope) => ({ version: [s.k.sym.arl_abi_version()] }),
+    },
+  ];
+  const rows = cases.flatMap((c) => runCase(c, cpu, cuda));
+  // fmaPeak: only that it runs and reports a positive rate on both.
+  try {
+    const [g0, g1] = [fmaPeak(cpu, 100_000), fmaPeak(cuda, 100_000)];
+    const ok = g0 > 0 && g1 > 0 && Number.isFinite(g0) && Number.isFinite(g1);
+    const note = `runs: cpu ${g0.toFixed(0)} GFLOP/s, ${cuda.device} ${g1.toFixed(0)} GFLOP/s`;
+    rows.push({ op: "fmaPeak", output: "gflops", relErr: 0, maxAbs: 0, tol: NaN, ok, note });
+  } catch (e) {
+    rows.push(errorRow("fmaPeak", e));
+  }
+  return rows;
+}
+
+/** The rows as a fixed-width table (op, output, rel err, max abs, tol, ok, note). */
+export function formatTable(rows: readonly OpRow[]): string {
+  const w = [
+    Math.max(2, ...rows.map((r) => r.op.length)),
+    Math.max(6, ...rows.map((r) => r.output.length)),
+  ];
+  const num = (x: number) => (Number.isNaN(x) ? "NaN" : x === 0 ? "0" : x.toExponential(2));
+  const line = (c: string[]) =>
+    [
+      c[0]!.padEnd(w[0]!),
+      c[1]!.padEnd(w[1]!),
+      c[2]!.padStart(9),
+      c[3]!.padStart(9),
+      c[4]!.padStart(8),
+      c[5]!.padEnd(4),
+      c[6] ?? "",
+    ]
+      .join("  ").trimEnd();
+  const tolText = (t: number) => (Number.isNaN(t) ? "-" : t === EXACT ? "exact" : num(t));
+  return [
+    line(["op", "output", "rel err", "max abs", "tol", "ok", "note"]),
+    ...rows.map((r) =>
+      line([
+        r.op,
+        r.output,
+        num(r.relErr),
+        num(r.maxAbs),
+        tolText(r.tol),
+        r.ok ? "ok" : "FAIL",
+        r.note ?? "",
+      ])
+    ),
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  const selfCheck = Deno.args.includes("--self-check");
+  if (!selfCheck && !Kernels.available("cuda")) {
+    let why = "";
+    try {
+      Kernels.open({ device: "cuda" }).close();
+    } catch (e) {
+      why = e instanceof Error ? ` (${e.message})` : "";
+    }
+    console.log(`ops_compare: skipped: no CUDA device${why}`);
+    Deno.exit(0);
+  }
+  using cpu = Kernels.open();
+  using other = selfCheck ? Kernels.open({ threads: 1 }) : Kernels.open({ device: "cuda" });
+  const rows = compareOps(cpu, other);
+  console.log(formatTable(rows));
+  const failed = rows.filter((r) => !r.ok).length;
+  console.log(
+    `\n${
+      rows.length - failed
+    } of ${rows.length} outputs within tolerance (${cpu.backend} vs ${other.backend})`,
+  );
+  if (failed > 0) Deno.exit(1);
+}

@@ -1,0 +1,386 @@
+// Token embedding, RMSNorm, RoPE, SwiGLU and the residual add on a CUDA device.
+#include <climits>
+
+#include "common.cuh"
+
+namespace {
+
+// Block-wide double sum (blockDim.x a multiple of 32); every thread gets the result.
+__device__ inline double block_sum_d(double v, double* shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One block: found[0] = the lowest i with ids[i] outside [lo, hi] (n if none), found[1] = ids[i].
+__global__ void first_bad_id_kernel(int32_t* found, const int32_t* ids, int32_t n, int32_t lo,
+                                    int32_t hi) {
+  __shared__ int32_t best;
+  if (threadIdx.x == 0) best = n;
+  __syncthreads();
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const int32_t id = ids[i];
+    if (id < lo || id > hi) {
+      atomicMin(&best, i);
+      break;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    found[0] = best;
+    found[1] = best < n ? ids[best] : 0;
+  }
+}
+
+// Checks ids (n, device) against [lo, hi]: *index = the first bad row (-1 if none), *value its id.
+arl_status find_bad_id(arl_ctx* ctx, const char* fn, const int32_t* ids, int32_t n, int32_t lo,
+                       int32_t hi, int32_t* index, int32_t* value) {
+  auto* found = static_cast<int32_t*>(arl::scratch(ctx, fn, 2 * sizeof(int32_t)));
+  if (found == nullptr) return ARL_ERR_ALLOC;
+  first_bad_id_kernel<<<1, 1024, 0, ctx->stream>>>(found, ids, n, lo, hi);
+  if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  int32_t host[2] = {0, 0};
+  cudaError_t err = cudaMemcpyAsync(host, found, sizeof(host), cudaMemcpyDeviceToHost,
+                                    ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
+  *index = host[0] < n ? host[0] : -1;
+  *value = host[1];
+  return ARL_OK;
+}
+
+arl_status check_tokens(arl_ctx* ctx, const char* fn, const int32_t* tokens, int32_t t,
+                        int32_t v) {
+  int32_t row = -1, id = 0;
+  if (arl_status s = find_bad_id(ctx, fn, tokens, t, 0, v - 1, &row, &id)) return s;
+  if (row >= 0)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: token id %d at row %d is outside [0, %d)", fn, id,
+                     row, v);
+  return ARL_OK;
+}
+
+// One block per row: out (T, C) = wte[tokens].
+__global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte,
+                                         int32_t c) {
+  const int64_t row = blockIdx.x;
+  const float* src = wte + int64_t(tokens[row]) * c;
+  float* dst = out + row * c;
+  for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = src[j];
+}
+
+// One block per row: dwte[tokens[row]] += dout[row] (atomics: tokens may repeat).
+__global__ void embedding_backward_kernel(float* dwte, const float* dout, const int32_t* tokens,
+                                          int32_t c) {
+  const int64_t row = blockIdx.x;
+  float* dst = dwte + int64_t(tokens[row]) * c;
+  const float* src = dout + row * c;
+  for (int32_t j = threadIdx.x; j < c; j += blockDim.x) atomicAdd(dst + j, src[j]);
+}
+
+// One block per row, sum of squares in double as on the CPU.
+__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x,
+                                       const float* weight, int32_t c, float eps) {
+  __shared__ double shared[32];
+  const int64_t row = blockIdx.x;
+  const float* xi = x + row * c;
+  float* oi = out + row * c;
+  double ss = 0;
+  for (int32_t j = threadIdx.x; j < c; j += blockDim.x) ss += double(xi[j]) * xi[j];
+  ss = block_sum_d(ss, shared);
+  const float r = float(1.0 / sqrt(ss / c + eps));
+  if (threadIdx.x == 0) rstd[row] = r;
+  for (int32_t j = threadIdx.x; j < c; j += blockDim.x) oi[j] = xi[j] * r * weight[j];
+}
+
+// Rows blockIdx.x, +gridDim.x, ...: dx written. With partial non-null, each thread sums
+// g x r (double) for the columns it owns over its block's rows, in shared memory when
+// acc_in_shared (C doubles) or else directly in partial; partial (gridDim.x, C) gets the sums.
+__global__ void rmsnorm_backward_kernel(float* dx, double* partial, const float* dout,
+                                        const float* x, const float* rstd, const float* weight,
+                                        int32_t t, int32_t c, int acc_in_shared) {
+  extern __shared__ double acc_shared[];
+  __shared__ double red[32];
+  double* acc = nullptr;
+  if (partial != nullptr) {
+    acc = acc_in_shared ? acc_shared : partial + int64_t(blockIdx.x) * c;
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x) acc[j] = 0.0;
+  }
+  for (int32_t i = blockIdx.x; i < t; i += gridDim.x) {
+    const float* xi = x + int64_t(i) * c;
+    const float* gi = dout + int64_t(i) * c;
+    float* di = dx + int64_t(i) * c;
+    const float r = rstd[i];
+    // y = x r w; dx = r (g w) - r^3 x mean(g w x)
+    double dot = 0;
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x)
+      dot += double(gi[j]) * weight[j] * xi[j];
+    dot = block_sum_d(dot, red);
+    const float k = float(dot / c) * r * r * r;
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const float g = gi[j], xv = xi[j];
+      di[j] = r * g * weight[j] - k * xv;
+      if (acc != nullptr) acc[j] += double(g) * xv * r;
+    }
+  }
+  if (acc != nullptr && acc_in_shared)
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x)
+      partial[int64_t(blockIdx.x) * c + j] = acc[j];
+}
+
+// dweight (C) += sums over the nb rows of partial (nb, C): a (32, 8) block per 32 columns.
+__global__ void rmsnorm_dweight_kernel(float* dweight, const double* partial, int32_t nb,
+                                       int32_t c) {
+  __shared__ double part[8][33];
+  const int32_t j = blockIdx.x * 32 + threadIdx.x;
+  double s = 0;
+  if (j < c)
+    for (int32_t b = threadIdx.y; b < nb; b += 8) s += partial[int64_t(b) * c + j];
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < c) {
+    double total = 0;
+    for (int r = 0; r < 8; r++) total += part[r][threadIdx.x];
+    dweight[j] += float(total);
+  }
+}
+
+// cos and sign * sin of pos * theta^(-2j/d), in double as on the CPU.
+__device__ inline void rope_trig(int32_t j, double pos, float theta, int32_t d, double sign,
+                                 float* cs, float* sn) {
+  const double angle = pos * pow(double(theta), -2.0 * j / d);
+  double s, co;
+  sincos(angle, &s, &co);
+  *cs = float(co);
+  *sn = float(sign * s);
+}
+
+// One block per row: the pairs (j, j + half) of every head. With in_shared, the row's cos/sin
+// are computed once into shared memory (d floats); else each pair computes its own.
+// out may equal x (each pair is read, then written, by one thread).
+__global__ void rope_kernel(float* out, const float* x, const int32_t* positions, int32_t h,
+                            int32_t d, float theta, double sign, int in_shared) {
+  extern __shared__ float trig[];
+  const int32_t half = d / 2;
+  const int64_t row = blockIdx.x;
+  const double pos = double(positions[row]);
+  if (in_shared) {
+    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
+      rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
+    __syncthreads();
+  }
+  // Pair p = hh * half + j, advanced by blockDim.x without a division per step.
+  const int32_t step_h = blockDim.x / half, step_j = blockDim.x % half;
+  int64_t hh = threadIdx.x / half;
+  int32_t j = threadIdx.x % half;
+  for (; hh < h; hh += step_h, j += step_j) {
+    if (j >= half) {
+      j -= half;
+      hh++;
+      if (hh >= h) break;
+    }
+    float cs, sn;
+    if (in_shared) {
+      cs = trig[j];
+      sn = trig[half + j];
+    } else {
+      rope_trig(j, pos, theta, d, sign, &cs, &sn);
+    }
+    const int64_t base = (row * h + hh) * d;
+    const float a = x[base + j], b = x[base + j + half];
+    out[base + j] = a * cs - b * sn;
+    out[base + j + half] = b * cs + a * sn;
+  }
+}
+
+__global__ void swiglu_forward_kernel(float* out, const float* gate, const float* up, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void swiglu_backward_kernel(float* dgate, float* dup, const float* dout,
+                                       const float* gate, const float* up, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    const float s = 1.0f / (1.0f + expf(-g));
+    const float silu = g * s;
+    const float go = dout[i];
+    dup[i] = go * silu;
+    dgate[i] = go * up[i] * s * (1.0f + g * (1.0f - s));
+  }
+}
+
+// out may alias a or b.
+__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = a[i] + b[i];
+}
+
+// Threads per block for the per-row kernels.
+constexpr int kRowBlock = 256;
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_embedding_forward(arl_ctx* ctx, float* out, const int32_t* tokens,
+                                 const float* wte, int32_t t, int32_t v, int32_t c) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, tokens);
+  ARL_NOT_NULL(ctx, wte);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, v);
+  ARL_POSITIVE(ctx, c);
+  ARL_PRODUCT(ctx, v, c);
+  ARL_PRODUCT(ctx, t, c);
+  if (arl_status s = check_tokens(ctx, __func__, tokens, t, v)) return s;
+  embedding_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, tokens, wte, c);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_embedding_backward(arl_ctx* ctx, float* dwte, const float* dout,
+                                  const int32_t* tokens, int32_t t, int32_t v, int32_t c) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dwte);
+  ARL_NOT_NULL(ctx, dout);
+  ARL_NOT_NULL(ctx, tokens);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, v);
+  ARL_POSITIVE(ctx, c);
+  ARL_PRODUCT(ctx, v, c);
+  ARL_PRODUCT(ctx, t, c);
+  if (arl_status s = check_tokens(ctx, __func__, tokens, t, v)) return s;
+  embedding_backward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(dwte, dout, tokens, c);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const float* x,
+                               const float* weight, int32_t t, int32_t c, float eps) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, rstd);
+  ARL_NOT_NULL(ctx, x);
+  ARL_NOT_NULL(ctx, weight);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, c);
+  ARL_PRODUCT(ctx, t, c);
+  if (!(eps >= 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0", __func__);
+  rmsnorm_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, rstd, x, weight, c, eps);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight, const float* dout,
+                                const float* x, const float* rstd, const float* weight,
+                                int32_t t, int32_t c) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dx);
+  ARL_NOT_NULL(ctx, dout);
+  ARL_NOT_NULL(ctx, x);
+  ARL_NOT_NULL(ctx, rstd);
+  ARL_NOT_NULL(ctx, weight);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, c);
+  ARL_PRODUCT(ctx, t, c);
+  // A few blocks per SM, each over many rows, so that dweight's partial sums stay small.
+  const int32_t per_sm = dweight != nullptr ? 4 : 8;
+  int64_t nb = int64_t(ctx->num_sms) * per_sm;
+  if (dweight != nullptr && nb * c > (int64_t(1) << 22)) nb = (int64_t(1) << 22) / c;  // 32 MiB
+  nb = nb < 1 ? 1 : (nb > t ? t : nb);
+  double* partial = nullptr;
+  if (dweight != nullptr) {
+    partial = static_cast<double*>(
+        arl::scratch(ctx, __func__, size_t(nb) * size_t(c) * sizeof(double)));
+    if (partial == nullptr) return ARL_ERR_ALLOC;
+  }
+  // Per-thread column sums in shared memory when C doubles fit the default 48 KiB (less the
+  // kernel's static 256 bytes).
+  const int in_shared = dweight != nullptr && size_t(c) * sizeof(double) <= 46 * 1024;
+  const size_t smem = in_shared ? size_t(c) * sizeof(double) : 0;
+  rmsnorm_backward_kernel<<<unsigned(nb), kRowBlock, smem, ctx->stream>>>(
+      dx, partial, dout, x, rstd, weight, t, c, in_shared);
+  ARL_LAUNCHED(ctx);
+  if (dweight != nullptr) {
+    rmsnorm_dweight_kernel<<<(c + 31) / 32, dim3(32, 8), 0, ctx->stream>>>(
+        dweight, partial, int32_t(nb), c);
+    ARL_LAUNCHED(ctx);
+  }
+  return ARL_OK;
+}
+
+arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
+                    int32_t t, int32_t h, int32_t d, float theta, int32_t inverse) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_NOT_NULL(ctx, positions);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, h);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * h, d);
+  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
+  if (!(theta > 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);
+  int32_t row = -1, pos = 0;
+  if (arl_status s = find_bad_id(ctx, __func__, positions, t, 0, INT32_MAX, &row, &pos)) return s;
+  if (row >= 0)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d at row %d is negative", __func__, pos,
+                     row);
+  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
+  rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
+      out, x, positions, h, d, theta, inverse ? -1.0 : 1.0, in_shared);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate, const float* up,
+                              int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, gate);
+  ARL_NOT_NULL(ctx, up);
+  ARL_COUNT(ctx, n);
+  swiglu_forward_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, gate, up, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_swiglu_backward(arl_ctx* ctx, float* dgate, float* dup, const float* dout,
+                               const float* gate, const float* up, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dgate);
+  ARL_NOT_NULL(ctx, dup);
+  ARL_NOT_NULL(ctx, dout);
+  ARL_NOT_NULL(ctx, gate);
+  ARL_NOT_NULL(ctx, up);
+  ARL_COUNT(ctx, n);
+  swiglu_backward_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(dgate, dup, dout,
+                                                                            gate, up, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_add(arl_ctx* ctx, float* out, const float* a, const float* b, int64_t n) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, a);
+  ARL_NOT_NULL(ctx, b);
+  ARL_COUNT(ctx, n);
+  add_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, a, b, n);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+}  // extern "C"
