@@ -19,6 +19,7 @@ struct arl_ctx {
   void* cublas;           // cublasHandle_t, or null when cuBLAS is not available
   int* flag;              // device: first bad-value code a kernel found (0 = none)
   int64_t* flag_index;    // device: the element index that code refers to
+  int64_t* flag_host;     // pinned host copy of (code, index), read after a synchronize
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
   void* host_scratch;     // pinned host memory for small results, grown on demand
@@ -63,8 +64,23 @@ arl_status fetch_cu_seqlens(arl_ctx* ctx, const char* fn, std::vector<int32_t>& 
                             const int32_t* cu, int32_t b, int32_t t);
 
 // Synchronizes the stream and reports what kernels flagged (see set_flag):
-// ARL_ERR_VALUE with "<fn>: <what> (index i)" when a flag was raised.
+// ARL_ERR_VALUE with "<fn>: <what> (index i)" when a flag was raised. A
+// deferred code (below) is reported with its own message instead.
 arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what);
+
+// Codes of bad values that hot kernels flag without stopping to synchronize
+// (a decode step would otherwise wait on the GPU several times per layer): the
+// call returns ARL_OK, skips the bad rows, and the error surfaces at the next
+// call that synchronizes (arl_copy, the losses, sampling, ...), naming the call
+// that found it.
+enum DeferredCode : int {
+  kDeferredNegativePosition = 1000,  // arl_rope: a negative position
+};
+
+// Queues a copy of the flag to the host (before a synchronize that the caller does).
+cudaError_t queue_flag_read(arl_ctx* ctx);
+// After that synchronize: ARL_OK, or the deferred (or other) error the flag holds (then cleared).
+arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what);
 
 // Row-major GEMM with arl_sgemm's meaning: C (M, N; ldc) = alpha op(A) op(B) + beta C.
 // Through cuBLAS (tensor cores, TF32 inputs, fp32 accumulation) when it loaded,

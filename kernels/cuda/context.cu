@@ -142,19 +142,33 @@ arl_status fetch_cu_seqlens(arl_ctx* ctx, const char* fn, std::vector<int32_t>& 
   return ARL_OK;
 }
 
+cudaError_t queue_flag_read(arl_ctx* ctx) {
+  return cudaMemcpyAsync(ctx->flag_host, ctx->flag, 16, cudaMemcpyDeviceToHost, ctx->stream);
+}
+
+arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
+  const int code = int(ctx->flag_host[0] & 0xffffffff);
+  const long long index = (long long)ctx->flag_host[1];
+  if (code == 0) return ARL_OK;
+  ctx->flag_host[0] = 0;
+  cudaMemsetAsync(ctx->flag, 0, 16, ctx->stream);
+  switch (code) {
+    case kDeferredNegativePosition:
+      return fail(ctx, ARL_ERR_VALUE,
+                  "%s: an earlier arl_rope call was given a negative position at row %lld (its "
+                  "kernel skipped that row; CUDA kernels report bad values at the next call that "
+                  "synchronizes)",
+                  fn, index);
+    default:
+      return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
+  }
+}
+
 arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what) {
-  int host[2] = {0, 0};
-  int64_t index = 0;
-  cudaError_t err = cudaMemcpyAsync(&host[0], ctx->flag, sizeof(int), cudaMemcpyDeviceToHost,
-                                    ctx->stream);
-  if (err == cudaSuccess)
-    err = cudaMemcpyAsync(&index, ctx->flag_index, sizeof(int64_t), cudaMemcpyDeviceToHost,
-                          ctx->stream);
+  cudaError_t err = queue_flag_read(ctx);
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
   if (err != cudaSuccess) return cuda_fail(ctx, fn, err);
-  if (host[0] == 0) return ARL_OK;
-  cudaMemsetAsync(ctx->flag, 0, sizeof(int), ctx->stream);
-  return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, (long long)index);
+  return report_flag(ctx, fn, what);
 }
 
 }  // namespace arl
@@ -186,8 +200,9 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   ctx->num_threads = num_threads > 0 ? num_threads : 1;
   err = cudaSetDevice(ctx->device);
   if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
-  if (err == cudaSuccess) err = cudaMalloc(&ctx->flag, sizeof(int) + sizeof(int64_t));
-  if (err == cudaSuccess) err = cudaMemset(ctx->flag, 0, sizeof(int) + sizeof(int64_t));
+  if (err == cudaSuccess) err = cudaMalloc(&ctx->flag, 16);
+  if (err == cudaSuccess) err = cudaMemset(ctx->flag, 0, 16);
+  if (err == cudaSuccess) err = cudaMallocHost(&ctx->flag_host, 16);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&ctx->num_sms, cudaDevAttrMultiProcessorCount, ctx->device);
   if (err != cudaSuccess) {
@@ -195,6 +210,7 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
              cudaGetErrorString(err));
     cudaGetLastError();
     if (ctx->flag != nullptr) cudaFree(ctx->flag);
+    if (ctx->flag_host != nullptr) cudaFreeHost(ctx->flag_host);
     if (ctx->stream != nullptr) cudaStreamDestroy(ctx->stream);
     delete ctx;
     return nullptr;
@@ -213,6 +229,7 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
   cudaFree(ctx->flag);
+  cudaFreeHost(ctx->flag_host);
   cudaStreamDestroy(ctx->stream);
   delete ctx;
 }
@@ -310,8 +327,10 @@ arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
   ARL_NOT_NULL(ctx, src);
   ARL_COUNT(ctx, bytes);
   cudaError_t err = cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, ctx->stream);
+  if (err == cudaSuccess) err = arl::queue_flag_read(ctx);
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
-  return err == cudaSuccess ? ARL_OK : arl::cuda_fail(ctx, __func__, err);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+  return arl::report_flag(ctx, __func__, "a kernel of an earlier call flagged a bad value");
 }
 
 arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {

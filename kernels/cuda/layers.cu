@@ -164,10 +164,15 @@ __device__ inline void rope_trig(int32_t j, double pos, float theta, int32_t d, 
 // are computed once into shared memory (d floats); else each pair computes its own.
 // out may equal x (each pair is read, then written, by one thread).
 __global__ void rope_kernel(float* out, const float* x, const int32_t* positions, int32_t h,
-                            int32_t d, float theta, double sign, int in_shared) {
+                            int32_t d, float theta, double sign, int in_shared, int* flag,
+                            int64_t* flag_index) {
   extern __shared__ float trig[];
   const int32_t half = d / 2;
   const int64_t row = blockIdx.x;
+  if (positions[row] < 0) {  // reported at the next synchronizing call (see DeferredCode)
+    if (threadIdx.x == 0) arl_set_flag(flag, flag_index, arl::kDeferredNegativePosition, row);
+    return;
+  }
   const double pos = double(positions[row]);
   if (in_shared) {
     for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
@@ -333,14 +338,11 @@ arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* pos
   ARL_PRODUCT(ctx, int64_t(t) * h, d);
   if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
   if (!(theta > 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);
-  int32_t row = -1, pos = 0;
-  if (arl_status s = find_bad_id(ctx, __func__, positions, t, 0, INT32_MAX, &row, &pos)) return s;
-  if (row >= 0)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d at row %d is negative", __func__, pos,
-                     row);
+  // Negative positions are flagged by the kernel, not checked here: a synchronize per call
+  // would stall decoding (see arl::DeferredCode).
   const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
   rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
-      out, x, positions, h, d, theta, inverse ? -1.0 : 1.0, in_shared);
+      out, x, positions, h, d, theta, inverse ? -1.0 : 1.0, in_shared, ctx->flag, ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

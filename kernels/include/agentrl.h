@@ -131,6 +131,8 @@ ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
  * (i, i + D/2) of each head is rotated by pos * theta^(-2i/D).
  * out (T, H, D) = rope(x (T, H, D), positions (T)); out may equal x.
  * The backward pass is the rotation by the opposite angle: call with inverse = 1.
+ * Negative positions are an error; the CUDA library finds them in its kernel
+ * (skipping those rows) and reports them at the next call that synchronizes.
  */
 ARL_API arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
                             int32_t t, int32_t h, int32_t d, float theta, int32_t inverse);
