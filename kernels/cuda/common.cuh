@@ -74,7 +74,12 @@ arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what);
 // call that synchronizes (arl_copy, the losses, sampling, ...), naming the call
 // that found it.
 enum DeferredCode : int {
-  kDeferredNegativePosition = 1000,  // arl_rope: a negative position
+  kDeferredNegativePosition = 1000,  // arl_rope: a negative position (index: row)
+  // index = (token or query << 32) | the bad value (as uint32)
+  kDeferredCacheSlot = 1001,      // arl_kv_cache_write: slot outside [0, S)
+  kDeferredCachePosition = 1002,  // arl_kv_cache_write: position outside [0, L)
+  kDeferredDecodeSlot = 1003,     // arl_attention_decode: slot outside [0, S)
+  kDeferredDecodeLen = 1004,      // arl_attention_decode: length outside [1, L]
 };
 
 // Queues a copy of the flag to the host (before a synchronize that the caller does).

@@ -159,6 +159,24 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   "kernel skipped that row; CUDA kernels report bad values at the next call that "
                   "synchronizes)",
                   fn, index);
+    case kDeferredCacheSlot:
+    case kDeferredCachePosition:
+    case kDeferredDecodeSlot:
+    case kDeferredDecodeLen: {
+      static const char* what_of[] = {
+          "arl_kv_cache_write: slot %d of token %d is outside [0, S)",
+          "arl_kv_cache_write: position %d of token %d is outside [0, L)",
+          "arl_attention_decode: slot %d of query %d is outside [0, S)",
+          "arl_attention_decode: length %d of query %d is outside [1, L]",
+      };
+      char detail[160];
+      snprintf(detail, sizeof(detail), what_of[code - kDeferredCacheSlot],
+               int32_t(uint32_t(index & 0xffffffff)), int32_t(index >> 32));
+      return fail(ctx, ARL_ERR_VALUE,
+                  "%s: an earlier call failed: %s (its kernel skipped that row; CUDA kernels "
+                  "report bad values at the next call that synchronizes)",
+                  fn, detail);
+    }
     default:
       return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
   }

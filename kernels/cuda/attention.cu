@@ -1,0 +1,635 @@
+// Causal grouped-query attention over packed variable-length sequences, its
+// backward pass (scores recomputed from the saved log-sum-exp), and attention
+// of new tokens against a KV cache, on a CUDA device.
+//
+// Layout of the packed kernels: a block of kWarps warps takes kWarps
+// consecutive rows (query rows forward and for dq, key rows for dk/dv) of one
+// head; each warp finds its row's sequence in cu_seqlens. Tiles of 32 rows of
+// the other side go through shared memory; in a tile, lane j owns row j for the
+// dot products, and the head dimension is split over the lanes (DPL values
+// each) for the accumulations. Softmax is online (running max and sum).
+#include "common.cuh"
+
+namespace {
+
+constexpr int kWarps = 8;    // rows per block
+constexpr int kTileRows = 32;
+constexpr int kMaxHeadDim = 256;
+
+arl_status check_heads(arl_ctx* ctx, const char* fn, int32_t hq, int32_t hkv, int32_t d) {
+  if (hq % hkv != 0)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: query heads %d must be a multiple of kv heads %d",
+                     fn, hq, hkv);
+  if (d > kMaxHeadDim)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d is larger than the CUDA kernels' %d", fn,
+                     d, kMaxHeadDim);
+  return ARL_OK;
+}
+
+// The sequence of packed row r: the largest s with cu[s] <= r (then cu[s] <= r < cu[s+1]).
+__device__ inline int32_t sequence_of(const int32_t* cu, int32_t b, int32_t r) {
+  int32_t lo = 0, hi = b;
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) >> 1;
+    if (cu[mid] <= r) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Loads rows [r0, r0 + 32) (those <= last) of x (rows of `stride` floats, head offset applied)
+// into tile (32 x ld); rows past `last` become zeros.
+__device__ inline void load_tile(float* tile, int ld, const float* x, int64_t stride, int32_t r0,
+                                 int32_t last, int32_t d) {
+  for (int e = threadIdx.x; e < kTileRows * d; e += blockDim.x) {
+    const int j = e / d, c = e - j * d;
+    const int32_t r = r0 + j;
+    tile[j * ld + c] = r <= last ? x[int64_t(r) * stride + c] : 0.0f;
+  }
+}
+
+// Each warp's sequence bounds, and the block's union: rows [*lo, *hi] of the other side.
+struct RowInfo {
+  int32_t row, start, end;  // end exclusive
+  bool valid;
+};
+
+__device__ inline RowInfo row_info(const int32_t* cu, int32_t b, int32_t t) {
+  RowInfo ri;
+  ri.row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  ri.valid = ri.row < t;
+  if (ri.valid) {
+    const int32_t s = sequence_of(cu, b, ri.row);
+    ri.start = cu[s];
+    ri.end = cu[s + 1];
+  } else {
+    ri.start = t;
+    ri.end = t;
+  }
+  return ri;
+}
+
+template <int DPL>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_forward_kernel(float* __restrict__ out, float* __restrict__ lse,
+                             const float* __restrict__ q, const float* __restrict__ k,
+                             const float* __restrict__ v, const int32_t* __restrict__ cu,
+                             int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                             float scale) {
+  extern __shared__ float smem[];
+  const int ld = d + 1;
+  float* ks = smem;                       // 32 x (d + 1)
+  float* vs = ks + kTileRows * ld;        // 32 x d
+  float* qs = vs + kTileRows * d;         // kWarps x d
+  __shared__ int32_t key_lo, key_hi;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t h = blockIdx.y, kvh = h / (hq / hkv);
+  const RowInfo ri = row_info(cu, b, t);
+  if (threadIdx.x == 0) {
+    key_lo = INT32_MAX;
+    key_hi = -1;
+  }
+  __syncthreads();
+  if (lane == 0 && ri.valid) {
+    atomicMin(&key_lo, ri.start);
+    atomicMax(&key_hi, ri.row);
+  }
+  const int64_t ldq = int64_t(hq) * d, ldkv = int64_t(hkv) * d;
+  float* qw = qs + warp * d;
+  if (ri.valid)
+    for (int c = lane; c < d; c += 32) qw[c] = q[ri.row * ldq + int64_t(h) * d + c] * scale;
+  __syncthreads();
+  const int32_t lo = key_lo, hi = key_hi;
+  float m = -INFINITY, l = 0.0f, acc[DPL];
+#pragma unroll
+  for (int i = 0; i < DPL; i++) acc[i] = 0.0f;
+  for (int32_t k0 = lo; k0 <= hi; k0 += kTileRows) {
+    load_tile(ks, ld, k + int64_t(kvh) * d, ldkv, k0, hi, d);
+    load_tile(vs, d, v + int64_t(kvh) * d, ldkv, k0, hi, d);
+    __syncthreads();
+    if (ri.valid && k0 <= ri.row && k0 + kTileRows > ri.start) {
+      const int32_t key = k0 + lane;
+      float s = -INFINITY;
+      if (key >= ri.start && key <= ri.row) {
+        const float* kr = ks + lane * ld;
+        float dot = 0.0f;
+        for (int c = 0; c < d; c++) dot = fmaf(qw[c], kr[c], dot);
+        s = dot;
+      }
+      const float mt = warp_max(s);
+      const float m_new = fmaxf(m, mt);
+      const float corr = __expf(m - m_new);
+      const float p = s == -INFINITY ? 0.0f : __expf(s - m_new);
+      l = l * corr + warp_sum(p);
+#pragma unroll
+      for (int i = 0; i < DPL; i++) acc[i] *= corr;
+      for (int j = 0; j < kTileRows; j++) {
+        const float pj = __shfl_sync(0xffffffffu, p, j);
+        if (pj == 0.0f) continue;  // uniform across the warp
+        const float* vr = vs + j * d;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+          const int c = lane + 32 * i;
+          if (c < d) acc[i] = fmaf(pj, vr[c], acc[i]);
+        }
+      }
+      m = m_new;
+    }
+    __syncthreads();
+  }
+  if (ri.valid) {
+    const float inv = 1.0f / l;
+    float* o = out + ri.row * ldq + int64_t(h) * d;
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+      const int c = lane + 32 * i;
+      if (c < d) o[c] = acc[i] * inv;
+    }
+    if (lane == 0) lse[int64_t(h) * t + ri.row] = m + logf(l);
+  }
+}
+
+// delta (HQ, T) = rowsum(dout * out) per query row and head: one warp each.
+__global__ void attention_delta_kernel(float* delta, const float* dout, const float* out,
+                                       int32_t t, int32_t hq, int32_t d) {
+  const int64_t w = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (w >= int64_t(t) * hq) return;
+  const int64_t row = w / hq, h = w - row * hq;
+  const float* a = dout + (row * hq + h) * d;
+  const float* o = out + (row * hq + h) * d;
+  float s = 0.0f;
+  for (int c = lane; c < d; c += 32) s = fmaf(a[c], o[c], s);
+  s = warp_sum(s);
+  if (lane == 0) delta[h * t + row] = s;
+}
+
+// dq for kWarps query rows of head h: dq = sum_j ds_ij k_j, ds = p (dp - delta) scale.
+template <int DPL>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_dq_kernel(float* __restrict__ dq, const float* __restrict__ dout,
+                        const float* __restrict__ q, const float* __restrict__ k,
+                        const float* __restrict__ v, const float* __restrict__ lse,
+                        const float* __restrict__ delta, const int32_t* __restrict__ cu, int32_t b,
+                        int32_t t, int32_t hq, int32_t hkv, int32_t d, float scale) {
+  extern __shared__ float smem[];
+  const int ld = d + 1;
+  float* ks = smem;                   // 32 x (d + 1)
+  float* vs = ks + kTileRows * ld;    // 32 x (d + 1)
+  float* qs = vs + kTileRows * ld;    // kWarps x d
+  float* gs = qs + kWarps * d;        // kWarps x d (dout rows)
+  __shared__ int32_t key_lo, key_hi;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t h = blockIdx.y, kvh = h / (hq / hkv);
+  const RowInfo ri = row_info(cu, b, t);
+  if (threadIdx.x == 0) {
+    key_lo = INT32_MAX;
+    key_hi = -1;
+  }
+  __syncthreads();
+  if (lane == 0 && ri.valid) {
+    atomicMin(&key_lo, ri.start);
+    atomicMax(&key_hi, ri.row);
+  }
+  const int64_t ldq = int64_t(hq) * d, ldkv = int64_t(hkv) * d;
+  float* qw = qs + warp * d;
+  float* gw = gs + warp * d;
+  float row_lse = 0.0f, row_delta = 0.0f;
+  if (ri.valid) {
+    for (int c = lane; c < d; c += 32) {
+      qw[c] = q[ri.row * ldq + int64_t(h) * d + c] * scale;
+      gw[c] = dout[ri.row * ldq + int64_t(h) * d + c];
+    }
+    row_lse = lse[int64_t(h) * t + ri.row];
+    row_delta = delta[int64_t(h) * t + ri.row];
+  }
+  __syncthreads();
+  const int32_t lo = key_lo, hi = key_hi;
+  float acc[DPL];
+#pragma unroll
+  for (int i = 0; i < DPL; i++) acc[i] = 0.0f;
+  for (int32_t k0 = lo; k0 <= hi; k0 += kTileRows) {
+    load_tile(ks, ld, k + int64_t(kvh) * d, ldkv, k0, hi, d);
+    load_tile(vs, ld, v + int64_t(kvh) * d, ldkv, k0, hi, d);
+    __syncthreads();
+    if (ri.valid && k0 <= ri.row && k0 + kTileRows > ri.start) {
+      const int32_t key = k0 + lane;
+      float ds = 0.0f;
+      if (key >= ri.start && key <= ri.row) {
+        const float* kr = ks + lane * ld;
+        const float* vr = vs + lane * ld;
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < d; c++) {
+          s = fmaf(qw[c], kr[c], s);
+          dp = fmaf(gw[c], vr[c], dp);
+        }
+        const float p = __expf(s - row_lse);
+        ds = p * (dp - row_delta) * scale;
+      }
+      for (int j = 0; j < kTileRows; j++) {
+        const float dsj = __shfl_sync(0xffffffffu, ds, j);
+        if (dsj == 0.0f) continue;
+        const float* kr = ks + j * ld;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+          const int c = lane + 32 * i;
+          if (c < d) acc[i] = fmaf(dsj, kr[c], acc[i]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (ri.valid) {
+    float* o = dq + ri.row * ldq + int64_t(h) * d;
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+      const int c = lane + 32 * i;
+      if (c < d) o[c] = acc[i];
+    }
+  }
+}
+
+// dk, dv for kWarps key rows of kv head blockIdx.y, summed over the query heads of its group
+// and the queries i >= j of its sequence: dv_j = sum p_ij dout_i, dk_j = sum ds_ij q_i.
+template <int DPL>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_dkdv_kernel(float* __restrict__ dk, float* __restrict__ dv,
+                          const float* __restrict__ dout, const float* __restrict__ q,
+                          const float* __restrict__ k, const float* __restrict__ v,
+                          const float* __restrict__ lse, const float* __restrict__ delta,
+                          const int32_t* __restrict__ cu, int32_t b, int32_t t, int32_t hq,
+                          int32_t hkv, int32_t d, float scale) {
+  extern __shared__ float smem[];
+  const int ld = d + 1;
+  float* qs = smem;                   // 32 x (d + 1) query rows (scaled)
+  float* gs = qs + kTileRows * ld;    // 32 x (d + 1) dout rows
+  float* ls = gs + kTileRows * ld;    // 32 lse
+  float* es = ls + kTileRows;         // 32 delta
+  float* kw_all = es + kTileRows;     // kWarps x d key rows
+  float* vw_all = kw_all + kWarps * d;  // kWarps x d value rows
+  __shared__ int32_t q_lo, q_hi;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t kvh = blockIdx.y, group = hq / hkv;
+  const RowInfo ri = row_info(cu, b, t);  // ri.row is a key row here
+  if (threadIdx.x == 0) {
+    q_lo = INT32_MAX;
+    q_hi = -1;
+  }
+  __syncthreads();
+  if (lane == 0 && ri.valid) {
+    atomicMin(&q_lo, ri.row);
+    atomicMax(&q_hi, ri.end - 1);
+  }
+  const int64_t ldq = int64_t(hq) * d, ldkv = int64_t(hkv) * d;
+  float* kw = kw_all + warp * d;
+  float* vw = vw_all + warp * d;
+  if (ri.valid)
+    for (int c = lane; c < d; c += 32) {
+      kw[c] = k[ri.row * ldkv + int64_t(kvh) * d + c];
+      vw[c] = v[ri.row * ldkv + int64_t(kvh) * d + c];
+    }
+  __syncthreads();
+  const int32_t lo = q_lo, hi = q_hi;
+  float acc_k[DPL], acc_v[DPL];
+#pragma unroll
+  for (int i = 0; i < DPL; i++) acc_k[i] = acc_v[i] = 0.0f;
+  for (int32_t h = kvh * group; h < (kvh + 1) * group; h++) {
+    for (int32_t r0 = lo; r0 <= hi; r0 += kTileRows) {
+      for (int e = threadIdx.x; e < kTileRows * d; e += blockDim.x) {
+        const int j = e / d, c = e - j * d;
+        const int32_t r = r0 + j;
+        const bool in = r <= hi;
+        qs[j * ld + c] = in ? q[int64_t(r) * ldq + int64_t(h) * d + c] * scale : 0.0f;
+        gs[j * ld + c] = in ? dout[int64_t(r) * ldq + int64_t(h) * d + c] : 0.0f;
+      }
+      if (threadIdx.x < kTileRows) {
+        const int32_t r = r0 + threadIdx.x;
+        ls[threadIdx.x] = r <= hi ? lse[int64_t(h) * t + r] : 0.0f;
+        es[threadIdx.x] = r <= hi ? delta[int64_t(h) * t + r] : 0.0f;
+      }
+      __syncthreads();
+      if (ri.valid && r0 < ri.end && r0 + kTileRows > ri.row) {
+        const int32_t qi = r0 + lane;
+        float p = 0.0f, ds = 0.0f;
+        if (qi >= ri.row && qi < ri.end) {
+          const float* qr = qs + lane * ld;
+          const float* gr = gs + lane * ld;
+          float s = 0.0f, dp = 0.0f;
+          for (int c = 0; c < d; c++) {
+            s = fmaf(qr[c], kw[c], s);
+            dp = fmaf(gr[c], vw[c], dp);
+          }
+          p = __expf(s - ls[lane]);
+          ds = p * (dp - es[lane]);  // times scale: folded into the scaled q rows below
+        }
+        for (int j = 0; j < kTileRows; j++) {
+          const float pj = __shfl_sync(0xffffffffu, p, j);
+          if (pj == 0.0f) continue;
+          const float dsj = __shfl_sync(0xffffffffu, ds, j);
+          const float* qr = qs + j * ld;
+          const float* gr = gs + j * ld;
+#pragma unroll
+          for (int i = 0; i < DPL; i++) {
+            const int c = lane + 32 * i;
+            if (c < d) {
+              acc_v[i] = fmaf(pj, gr[c], acc_v[i]);
+              acc_k[i] = fmaf(dsj, qr[c], acc_k[i]);  // qr is q * scale
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  if (ri.valid) {
+    float* ok = dk + ri.row * ldkv + int64_t(kvh) * d;
+    float* ov = dv + ri.row * ldkv + int64_t(kvh) * d;
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+      const int c = lane + 32 * i;
+      if (c < d) {
+        ok[c] = acc_k[i];
+        ov[c] = acc_v[i];
+      }
+    }
+  }
+}
+
+// Copies N tokens' keys and values into the cache; bad slots or positions are flagged.
+__global__ void kv_cache_write_kernel(float* k_cache, float* v_cache, const float* k,
+                                      const float* v, const int32_t* slots,
+                                      const int32_t* positions, int32_t s, int32_t hkv, int32_t l,
+                                      int32_t d, int* flag, int64_t* flag_index) {
+  const int32_t i = blockIdx.x;
+  const int32_t slot = slots[i], pos = positions[i];
+  if (slot < 0 || slot >= s || pos < 0 || pos >= l) {
+    if (threadIdx.x == 0) {
+      const bool bad_slot = slot < 0 || slot >= s;
+      arl_set_flag(flag, flag_index,
+                   bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
+                   (int64_t(i) << 32) | uint32_t(bad_slot ? slot : pos));
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < hkv * d; e += blockDim.x) {
+    const int h = e / d, c = e - h * d;
+    const int64_t dst = ((int64_t(slot) * hkv + h) * l + pos) * d + c;
+    const int64_t src = (int64_t(i) * hkv + h) * d + c;
+    k_cache[dst] = k[src];
+    v_cache[dst] = v[src];
+  }
+}
+
+constexpr int kDecodeThreads = 128;
+constexpr int kDecodeChunk = 1024;
+
+// One block per (query i, head h): online softmax over chunks of the slot's first lens[i] keys.
+__global__ void __launch_bounds__(kDecodeThreads)
+    attention_decode_kernel(float* __restrict__ out, const float* __restrict__ q,
+                            const float* __restrict__ k_cache, const float* __restrict__ v_cache,
+                            const int32_t* __restrict__ slots, const int32_t* __restrict__ lens,
+                            int32_t s, int32_t hq, int32_t hkv, int32_t l, int32_t d, float scale,
+                            int* flag, int64_t* flag_index) {
+  __shared__ float qs[kMaxHeadDim];
+  __shared__ float ps[kDecodeChunk];
+  __shared__ float red[32];
+  __shared__ float part[kDecodeThreads * 2];
+  const int32_t i = blockIdx.x, h = blockIdx.y;
+  const int32_t slot = slots[i], len = lens[i];
+  if (slot < 0 || slot >= s || len < 1 || len > l) {
+    if (threadIdx.x == 0 && h == 0) {
+      const bool bad_slot = slot < 0 || slot >= s;
+      arl_set_flag(flag, flag_index, bad_slot ? arl::kDeferredDecodeSlot : arl::kDeferredDecodeLen,
+                   (int64_t(i) << 32) | uint32_t(bad_slot ? slot : len));
+    }
+    return;
+  }
+  const int32_t kvh = h / (hq / hkv);
+  const float* kb = k_cache + (int64_t(slot) * hkv + kvh) * l * d;
+  const float* vb = v_cache + (int64_t(slot) * hkv + kvh) * l * d;
+  const int64_t row = int64_t(i) * hq + h;
+  for (int c = threadIdx.x; c < d; c += blockDim.x) qs[c] = q[row * d + c] * scale;
+  // Accumulation: thread (g, c0) adds keys g, g + kg, ... into dims c0, c0 + dt (<= 2 dims).
+  const int dt = d < kDecodeThreads ? d : kDecodeThreads;
+  const int kg = kDecodeThreads / dt;
+  const int g = threadIdx.x / dt, c0 = threadIdx.x - g * dt;
+  float acc0 = 0.0f, acc1 = 0.0f, m = -INFINITY, lsum = 0.0f;
+  __syncthreads();
+  for (int32_t j0 = 0; j0 < len; j0 += kDecodeChunk) {
+    const int32_t n = min(kDecodeChunk, len - j0);
+    float mt = -INFINITY;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      const float* kr = kb + int64_t(j0 + j) * d;
+      float dot = 0.0f;
+      for (int c = 0; c < d; c++) dot = fmaf(qs[c], kr[c], dot);
+      ps[j] = dot;
+      mt = fmaxf(mt, dot);
+    }
+    mt = arl_block_max(mt, red);
+    const float m_new = fmaxf(m, mt);
+    const float corr = __expf(m - m_new);
+    float st = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      const float p = __expf(ps[j] - m_new);
+      ps[j] = p;
+      st += p;
+    }
+    st = arl_block_sum(st, red);  // its barriers also publish ps
+    lsum = lsum * corr + st;
+    acc0 *= corr;
+    acc1 *= corr;
+    if (g < kg) {
+      for (int j = g; j < n; j += kg) {
+        const float p = ps[j];
+        const float* vr = vb + int64_t(j0 + j) * d;
+        acc0 = fmaf(p, vr[c0], acc0);
+        if (c0 + dt < d) acc1 = fmaf(p, vr[c0 + dt], acc1);
+      }
+    }
+    m = m_new;
+    __syncthreads();
+  }
+  part[threadIdx.x] = acc0;
+  part[kDecodeThreads + threadIdx.x] = acc1;
+  __syncthreads();
+  if (threadIdx.x < dt) {
+    float a0 = 0.0f, a1 = 0.0f;
+    for (int gg = 0; gg < kg; gg++) {
+      a0 += part[gg * dt + threadIdx.x];
+      a1 += part[kDecodeThreads + gg * dt + threadIdx.x];
+    }
+    const float inv = 1.0f / lsum;
+    out[row * d + threadIdx.x] = a0 * inv;
+    if (threadIdx.x + dt < d) out[row * d + threadIdx.x + dt] = a1 * inv;
+  }
+}
+
+// Dynamic shared memory above 48 KB needs an opt-in per kernel (once).
+template <class K>
+arl_status allow_smem(arl_ctx* ctx, const char* fn, K kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return ARL_OK;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(bytes));
+  return err == cudaSuccess ? ARL_OK : arl::cuda_fail(ctx, fn, err);
+}
+
+// Dims per lane for a head dim: 1, 2, 4 or 8 (d <= 256).
+inline int dims_per_lane(int32_t d) { return d <= 32 ? 1 : d <= 64 ? 2 : d <= 128 ? 4 : 8; }
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                 const float* k, const float* v, const int32_t* cu_seqlens,
+                                 int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                                 float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, lse);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, cu_seqlens);
+  ARL_POSITIVE(ctx, b);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv, d)) return s;
+  std::vector<int32_t> cu;
+  if (arl_status s = arl::fetch_cu_seqlens(ctx, __func__, cu, cu_seqlens, b, t)) return s;
+  const dim3 grid((t + kWarps - 1) / kWarps, hq);
+  const size_t smem = sizeof(float) * (size_t(kTileRows) * (2 * d + 1) + size_t(kWarps) * d);
+#define ARL_FWD(DPL)                                                                           \
+  if (arl_status s = allow_smem(ctx, __func__, attention_forward_kernel<DPL>, smem)) return s; \
+  attention_forward_kernel<DPL><<<grid, kWarps * 32, smem, ctx->stream>>>(                     \
+      out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, d, scale)
+  switch (dims_per_lane(d)) {
+    case 1: ARL_FWD(1); break;
+    case 2: ARL_FWD(2); break;
+    case 4: ARL_FWD(4); break;
+    default: ARL_FWD(8); break;
+  }
+#undef ARL_FWD
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                  const float* dout, const float* q, const float* k,
+                                  const float* v, const float* out, const float* lse,
+                                  const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
+                                  int32_t hkv, int32_t d, float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dq);
+  ARL_NOT_NULL(ctx, dk);
+  ARL_NOT_NULL(ctx, dv);
+  ARL_NOT_NULL(ctx, dout);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, lse);
+  ARL_NOT_NULL(ctx, cu_seqlens);
+  ARL_POSITIVE(ctx, b);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv, d)) return s;
+  std::vector<int32_t> cu;
+  if (arl_status s = arl::fetch_cu_seqlens(ctx, __func__, cu, cu_seqlens, b, t)) return s;
+  auto* delta = static_cast<float*>(arl::scratch(ctx, __func__, sizeof(float) * size_t(t) * hq));
+  if (delta == nullptr) return ARL_ERR_ALLOC;
+  const int64_t warps = int64_t(t) * hq;
+  attention_delta_kernel<<<unsigned((warps * 32 + 255) / 256), 256, 0, ctx->stream>>>(
+      delta, dout, out, t, hq, d);
+  ARL_LAUNCHED(ctx);
+  const size_t smem_dq = sizeof(float) * (size_t(kTileRows) * 2 * (d + 1) + size_t(kWarps) * 2 * d);
+  const size_t smem_kv =
+      sizeof(float) * (size_t(kTileRows) * (2 * (d + 1) + 2) + size_t(kWarps) * 2 * d);
+  const dim3 grid_q((t + kWarps - 1) / kWarps, hq), grid_kv((t + kWarps - 1) / kWarps, hkv);
+#define ARL_BWD(DPL)                                                                          \
+  if (arl_status s = allow_smem(ctx, __func__, attention_dq_kernel<DPL>, smem_dq)) return s;  \
+  if (arl_status s = allow_smem(ctx, __func__, attention_dkdv_kernel<DPL>, smem_kv)) return s; \
+  attention_dq_kernel<DPL><<<grid_q, kWarps * 32, smem_dq, ctx->stream>>>(                   \
+      dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, d, scale);                    \
+  attention_dkdv_kernel<DPL><<<grid_kv, kWarps * 32, smem_kv, ctx->stream>>>(                \
+      dk, dv, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, d, scale)
+  switch (dims_per_lane(d)) {
+    case 1: ARL_BWD(1); break;
+    case 2: ARL_BWD(2); break;
+    case 4: ARL_BWD(4); break;
+    default: ARL_BWD(8); break;
+  }
+#undef ARL_BWD
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, const float* k,
+                              const float* v, const int32_t* slots, const int32_t* positions,
+                              int32_t n, int32_t s, int32_t hkv, int32_t l, int32_t d) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, k_cache);
+  ARL_NOT_NULL(ctx, v_cache);
+  ARL_NOT_NULL(ctx, k);
+  ARL_NOT_NULL(ctx, v);
+  ARL_NOT_NULL(ctx, slots);
+  ARL_NOT_NULL(ctx, positions);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, s);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, l);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
+  // Slots and positions are checked by the kernel (reported at the next synchronizing call).
+  kv_cache_write_kernel<<<n, 128, 0, ctx->stream>>>(k_cache, v_cache, k, v, slots, positions, s,
+                                                    hkv, l, d, ctx->flag, ctx->flag_index);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const float* k_cache,
+                                const float* v_cache, const int32_t* slots, const int32_t* lens,
+                                int32_t n, int32_t s, int32_t hq, int32_t hkv, int32_t l,
+                                int32_t d, float scale) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, q);
+  ARL_NOT_NULL(ctx, k_cache);
+  ARL_NOT_NULL(ctx, v_cache);
+  ARL_NOT_NULL(ctx, slots);
+  ARL_NOT_NULL(ctx, lens);
+  ARL_POSITIVE(ctx, n);
+  ARL_POSITIVE(ctx, s);
+  ARL_POSITIVE(ctx, hq);
+  ARL_POSITIVE(ctx, hkv);
+  ARL_POSITIVE(ctx, l);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
+  ARL_PRODUCT(ctx, int64_t(n) * hq, d);
+  if (arl_status st = check_heads(ctx, __func__, hq, hkv, d)) return st;
+  if (hq > 65535)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: %d query heads is more than 65535", __func__, hq);
+  // Slots and lengths are checked by the kernel (reported at the next synchronizing call).
+  attention_decode_kernel<<<dim3(n, hq), kDecodeThreads, 0, ctx->stream>>>(
+      out, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, ctx->flag, ctx->flag_index);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+}  // extern "C"
