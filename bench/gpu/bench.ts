@@ -71,6 +71,32 @@ function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number)
   return b / median([run(), run(), run()]);
 }
 
+/** Two training steps of the benchmark's shape, nothing else (for a profiler). */
+export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
+  using k = Kernels.open({ device });
+  const config = small ? { ...QWEN2_5_0_5B_CONFIG, num_hidden_layers: 2 } : QWEN2_5_0_5B_CONFIG;
+  using model = new Qwen2Model(k, config, { init: "none" });
+  k.check(
+    "arl_fill_f32",
+    k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
+  );
+  const [b, len] = [8, 512];
+  const t = b * len;
+  const tokens = randomTokens(t, config.vocab_size, 2);
+  const batch = {
+    tokens,
+    positions: Int32Array.from({ length: t }, (_, i) => i % len),
+    cuSeqlens: Int32Array.from({ length: b + 1 }, (_, s) => s * len),
+    targets: Int32Array.from({ length: t }, (_, i) => tokens[(i + 1) % t]!),
+  };
+  for (let step = 0; step < 2; step++) {
+    model.zeroGrad();
+    model.forward(batch, { entropy: false });
+    model.backward({ dlogp: new Float32Array(t).fill(-1 / t) });
+    model.grad("model.norm.weight").read();
+  }
+}
+
 /** Measures our rates on `device`. */
 export function benchOurs(device: "cuda" | "cpu", small: boolean): OurRates {
   using k = Kernels.open({ device });
@@ -148,6 +174,11 @@ if (import.meta.main) {
   const jsonOut = flag("--json");
   const device = (flag("--device") ?? "cuda") as "cuda" | "cpu";
   const small = args.includes("--small");
+  if (args.includes("--train-only")) {
+    // one warm-up and one timed training step, for a profiler (ncu) to attribute
+    profileTrain(device, small);
+    Deno.exit(0);
+  }
   const ours = benchOurs(device, small);
   const torch = torchPath ? JSON.parse(Deno.readTextFileSync(torchPath)) : null;
   const rows: [string, number, number | null, string][] = [

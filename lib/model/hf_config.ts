@@ -163,6 +163,41 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     );
   }
 
+  // transformers 5 writes RoPE settings as rope_parameters {rope_type, rope_theta}; 4.x as rope_theta.
+  let ropeTheta = positiveNumber("rope_theta", QWEN2_DEFAULTS.rope_theta);
+  const ropeParams = get("rope_parameters");
+  if (ropeParams !== undefined) {
+    if (!isPlainObject(ropeParams)) {
+      fail("rope_parameters", `rope_parameters is ${show(ropeParams)}; expected an object`);
+    }
+    const rp = ropeParams as Record<string, unknown>;
+    const type = rp.rope_type ?? rp.type ?? "default";
+    if (type !== "default") {
+      fail(
+        "rope_parameters",
+        `rope_parameters.rope_type is ${show(type)}; only "default" RoPE is implemented`,
+      );
+    }
+    const theta = rp.rope_theta;
+    if (theta !== undefined && theta !== null) {
+      if (typeof theta !== "number" || !Number.isFinite(theta) || theta <= 0) {
+        fail(
+          "rope_parameters",
+          `rope_parameters.rope_theta is ${show(theta)}; expected a positive number`,
+        );
+      }
+      if (get("rope_theta") !== undefined && get("rope_theta") !== theta) {
+        fail(
+          "rope_theta",
+          `rope_theta (${show(get("rope_theta"))}) and rope_parameters.rope_theta (${
+            show(theta)
+          }) disagree`,
+        );
+      }
+      ropeTheta = theta as number;
+    }
+  }
+
   return {
     vocab_size: vocab,
     hidden_size: hidden,
@@ -175,7 +210,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       "max_position_embeddings",
       QWEN2_DEFAULTS.max_position_embeddings,
     ),
-    rope_theta: positiveNumber("rope_theta", QWEN2_DEFAULTS.rope_theta),
+    rope_theta: ropeTheta,
     rms_norm_eps: positiveNumber("rms_norm_eps", QWEN2_DEFAULTS.rms_norm_eps),
     tie_word_embeddings: boolean("tie_word_embeddings", QWEN2_DEFAULTS.tie_word_embeddings),
     attention_bias: boolean("attention_bias", QWEN2_DEFAULTS.attention_bias),

@@ -560,3 +560,29 @@ Deno.test("a save killed before its final rename leaves no folder at the target"
     checkpointError(() => loadHfCheckpoint(target), /Model folder .* does not exist/);
   });
 });
+
+Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types are refused", () => {
+  const v5 = parseQwen2Config(
+    { ...TINY, rope_theta: undefined, rope_parameters: { rope_type: "default", rope_theta: 1e6 } },
+    "v5.json",
+  );
+  assert.equal(v5.rope_theta, 1e6);
+  const both = parseQwen2Config(
+    { ...TINY, rope_theta: 5e5, rope_parameters: { rope_theta: 5e5 } },
+    "both.json",
+  );
+  assert.equal(both.rope_theta, 5e5);
+  const bad: [unknown, RegExp][] = [
+    [
+      { ...TINY, rope_parameters: { rope_type: "yarn", factor: 4 } },
+      /rope_type is "yarn"; only "default"/,
+    ],
+    [
+      { ...TINY, rope_parameters: { rope_theta: -1 } },
+      /rope_parameters.rope_theta is -1; expected a positive/,
+    ],
+    [{ ...TINY, rope_parameters: 3 }, /rope_parameters is 3; expected an object/],
+    [{ ...TINY, rope_theta: 1e4, rope_parameters: { rope_theta: 1e6 } }, /disagree/],
+  ];
+  for (const [json, re] of bad) assert.throws(() => parseQwen2Config(json, "c.json"), re);
+});
