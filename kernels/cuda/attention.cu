@@ -8,6 +8,9 @@
 // the other side go through shared memory; in a tile, lane j owns row j for the
 // dot products, and the head dimension is split over the lanes (DPL values
 // each) for the accumulations. Softmax is online (running max and sum).
+#include <cstdlib>
+#include <cstring>
+
 #include "common.cuh"
 
 namespace {
@@ -486,6 +489,17 @@ arl_status allow_smem(arl_ctx* ctx, const char* fn, K kernel, size_t bytes) {
 // Dims per lane for a head dim: 1, 2, 4 or 8 (d <= 256).
 inline int dims_per_lane(int32_t d) { return d <= 32 ? 1 : d <= 64 ? 2 : d <= 128 ? 4 : 8; }
 
+#include "attention_d64.cuh"
+
+// The head-dim-64 kernels, unless AGENTRL_CUDA_ATTENTION=generic (for comparing the two).
+bool use_d64(int32_t d) {
+  static const bool generic = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_ATTENTION");
+    return e != nullptr && std::strcmp(e, "generic") == 0;
+  }();
+  return d == d64::D && !generic;
+}
+
 }  // namespace
 
 extern "C" {
@@ -510,6 +524,12 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
   if (arl_status s = check_heads(ctx, __func__, hq, hkv, d)) return s;
   std::vector<int32_t> cu;
   if (arl_status s = arl::fetch_cu_seqlens(ctx, __func__, cu, cu_seqlens, b, t)) return s;
+  if (use_d64(d)) {
+    d64::forward<<<dim3((t + d64::kBlockRows - 1) / d64::kBlockRows, hq), d64::kWarps * 32, 0,
+                   ctx->stream>>>(out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale);
+    ARL_LAUNCHED(ctx);
+    return ARL_OK;
+  }
   const dim3 grid((t + kWarps - 1) / kWarps, hq);
   const size_t smem = sizeof(float) * (size_t(kTileRows) * (2 * d + 1) + size_t(kWarps) * d);
 #define ARL_FWD(DPL)                                                                           \
@@ -558,6 +578,17 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
   attention_delta_kernel<<<unsigned((warps * 32 + 255) / 256), 256, 0, ctx->stream>>>(
       delta, dout, out, t, hq, d);
   ARL_LAUNCHED(ctx);
+  if (use_d64(d)) {
+    const dim3 grid_q((t + d64::kBlockRows - 1) / d64::kBlockRows, hq);
+    const dim3 grid_kv((t + d64::kBlockRows - 1) / d64::kBlockRows, hkv);
+    d64::backward_dq<<<grid_q, d64::kWarps * 32, 0, ctx->stream>>>(
+        dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, scale);
+    ARL_LAUNCHED(ctx);
+    d64::backward_dkdv<<<grid_kv, d64::kWarps * 32, 0, ctx->stream>>>(
+        dk, dv, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, scale);
+    ARL_LAUNCHED(ctx);
+    return ARL_OK;
+  }
   const size_t smem_dq = sizeof(float) * (size_t(kTileRows) * 2 * (d + 1) + size_t(kWarps) * 2 * d);
   const size_t smem_kv =
       sizeof(float) * (size_t(kTileRows) * (2 * (d + 1) + 2) + size_t(kWarps) * 2 * d);
