@@ -17,19 +17,23 @@ __global__ void add_bias_kernel(float* y, const float* bias, int32_t m, int32_t 
     y[i] += bias[i % n];
 }
 
-// dbias (N) += column sums of dy (M, N): one block of 256 threads per 32 columns.
+// dbias (N) += column sums of dy (M, N): a block of 32 x 8 threads per 32 columns and
+// kBiasRows rows; the blocks of a column add their sums atomically.
+constexpr int32_t kBiasRows = 256;
+
 __global__ void bias_grad_kernel(float* dbias, const float* dy, int32_t m, int32_t n) {
   __shared__ float part[8][33];
-  int j = blockIdx.x * 32 + threadIdx.x;
+  const int32_t j = blockIdx.x * 32 + threadIdx.x;
+  const int32_t i0 = blockIdx.y * kBiasRows, i1 = min(m, i0 + kBiasRows);
   float s = 0;
   if (j < n)
-    for (int32_t i = threadIdx.y; i < m; i += 8) s += dy[int64_t(i) * n + j];
+    for (int32_t i = i0 + threadIdx.y; i < i1; i += 8) s += dy[int64_t(i) * n + j];
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && j < n) {
     float total = 0;
     for (int r = 0; r < 8; r++) total += part[r][threadIdx.x];
-    dbias[j] += total;
+    atomicAdd(&dbias[j], total);
   }
 }
 
@@ -103,7 +107,8 @@ arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias,
       return s;
   }
   if (dbias != nullptr) {
-    bias_grad_kernel<<<(n + 31) / 32, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
+    const dim3 grid((n + 31) / 32, (m + kBiasRows - 1) / kBiasRows);
+    bias_grad_kernel<<<grid, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
     ARL_LAUNCHED(ctx);
   }
   return ARL_OK;
