@@ -18,8 +18,8 @@ export interface PipelineDevice {
   notice: string | null;
 }
 
-/** The roles whose device_mapping decides, given which roles run. */
-function runningRoles(config: AgenticConfig, useCritic: boolean, useReference: boolean) {
+/** The roles whose device_mapping decides: those that run. */
+function runningRoles(useCritic: boolean, useReference: boolean) {
   const roles: ("actor_train" | "actor_infer" | "reference" | "critic")[] = [
     "actor_train",
     "actor_infer",
@@ -35,7 +35,7 @@ export function pipelineDevice(
   useCritic: boolean,
   useReference: boolean,
 ): PipelineDevice {
-  const roles = runningRoles(config, useCritic, useReference);
+  const roles = runningRoles(useCritic, useReference);
   const maps = roles.map((r) => ({ role: r, map: config[r].device_mapping ?? null }));
   const onGpu = maps.filter((m) => m.map !== null && m.map.length > 0);
   if (onGpu.length === 0) return { kind: "cpu", index: 0, notice: null };
