@@ -82,23 +82,27 @@ arl_status check_launch(arl_ctx* ctx, const char* fn) {
   return err == cudaSuccess ? ARL_OK : cuda_fail(ctx, fn, err);
 }
 
-void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
-  if (bytes <= ctx->scratch_bytes) return ctx->scratch;
-  if (ctx->scratch != nullptr) {
+void* grow(arl_ctx* ctx, const char* fn, void*& buf, size_t& cap, size_t bytes) {
+  if (bytes <= cap) return buf;
+  if (buf != nullptr) {
     cudaStreamSynchronize(ctx->stream);
-    cudaFree(ctx->scratch);
-    ctx->scratch = nullptr;
-    ctx->scratch_bytes = 0;
+    cudaFree(buf);
+    buf = nullptr;
+    cap = 0;
   }
   size_t size = bytes + bytes / 4;
-  if (cudaMalloc(&ctx->scratch, size) != cudaSuccess) {
+  if (cudaMalloc(&buf, size) != cudaSuccess) {
     cudaGetLastError();
-    ctx->scratch = nullptr;
+    buf = nullptr;
     fail(ctx, ARL_ERR_ALLOC, "%s: out of device memory for %zu bytes of scratch", fn, bytes);
     return nullptr;
   }
-  ctx->scratch_bytes = size;
-  return ctx->scratch;
+  cap = size;
+  return buf;
+}
+
+void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  return grow(ctx, fn, ctx->scratch, ctx->scratch_bytes, bytes);
 }
 
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
@@ -245,6 +249,7 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   cudaStreamSynchronize(ctx->stream);
   if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
+  if (ctx->gemm_scratch != nullptr) cudaFree(ctx->gemm_scratch);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
   cudaFree(ctx->flag);
   cudaFreeHost(ctx->flag_host);
