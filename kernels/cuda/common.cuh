@@ -22,8 +22,6 @@ struct arl_ctx {
   int64_t* flag_host;     // pinned host copy of (code, index), read after a synchronize
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
-  void* gemm_scratch;     // device memory for bf16 copies of GEMM operands (bf16 mode)
-  size_t gemm_scratch_bytes;
   void* host_scratch;     // pinned host memory for small results, grown on demand
   size_t host_scratch_bytes;
   int32_t num_threads;    // kept for the ABI; the GPU ignores it
@@ -53,8 +51,6 @@ arl_status check_launch(arl_ctx* ctx, const char* fn);
 // Device scratch of at least `bytes` on the context's stream (valid until the
 // next call that asks for scratch). Null (with a message) when out of memory.
 void* scratch(arl_ctx* ctx, const char* fn, size_t bytes);
-// Device memory of at least `bytes` in (buf, cap), grown on demand (after a synchronize).
-void* grow(arl_ctx* ctx, const char* fn, void*& buf, size_t& cap, size_t bytes);
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 

@@ -82,27 +82,23 @@ arl_status check_launch(arl_ctx* ctx, const char* fn) {
   return err == cudaSuccess ? ARL_OK : cuda_fail(ctx, fn, err);
 }
 
-void* grow(arl_ctx* ctx, const char* fn, void*& buf, size_t& cap, size_t bytes) {
-  if (bytes <= cap) return buf;
-  if (buf != nullptr) {
+void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  if (bytes <= ctx->scratch_bytes) return ctx->scratch;
+  if (ctx->scratch != nullptr) {
     cudaStreamSynchronize(ctx->stream);
-    cudaFree(buf);
-    buf = nullptr;
-    cap = 0;
+    cudaFree(ctx->scratch);
+    ctx->scratch = nullptr;
+    ctx->scratch_bytes = 0;
   }
   size_t size = bytes + bytes / 4;
-  if (cudaMalloc(&buf, size) != cudaSuccess) {
+  if (cudaMalloc(&ctx->scratch, size) != cudaSuccess) {
     cudaGetLastError();
-    buf = nullptr;
+    ctx->scratch = nullptr;
     fail(ctx, ARL_ERR_ALLOC, "%s: out of device memory for %zu bytes of scratch", fn, bytes);
     return nullptr;
   }
-  cap = size;
-  return buf;
-}
-
-void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
-  return grow(ctx, fn, ctx->scratch, ctx->scratch_bytes, bytes);
+  ctx->scratch_bytes = size;
+  return ctx->scratch;
 }
 
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
@@ -249,7 +245,6 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   cudaStreamSynchronize(ctx->stream);
   if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
-  if (ctx->gemm_scratch != nullptr) cudaFree(ctx->gemm_scratch);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
   cudaFree(ctx->flag);
   cudaFreeHost(ctx->flag_host);

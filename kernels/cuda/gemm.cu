@@ -5,8 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <cuda_bf16.h>
-
 #include "common.cuh"
 #include "cublas_loader.h"
 
@@ -16,9 +14,10 @@ namespace {
 typedef void* cublasHandle_t;
 typedef int cublasStatus_t;
 enum { kOpN = 0, kOpT = 1 };
-enum { kR32F = 0, kR16BF = 14 };  // cudaDataType CUDA_R_32F, CUDA_R_16BF
+enum { kR32F = 0 };  // cudaDataType CUDA_R_32F
 enum {
   kCompute32F = 68,
+  kCompute32FFast16BF = 75,
   kCompute32FFastTF32 = 77,
 };
 enum { kGemmDefault = -1 };
@@ -43,7 +42,6 @@ struct Cublas {
   GemmExFn gemm = nullptr;
   GemmBatchedFn gemm_batched = nullptr;
   int compute = kCompute32FFastTF32;
-  bool bf16_operands = false;  // AGENTRL_CUDA_MATMUL=bf16: operands rounded to bf16 first
   char status[256] = "";
 };
 
@@ -84,10 +82,7 @@ void load_cublas() {
   }
   const char* mode = std::getenv("AGENTRL_CUDA_MATMUL");
   if (mode != nullptr && std::strcmp(mode, "fp32") == 0) c.compute = kCompute32F;
-  if (mode != nullptr && std::strcmp(mode, "bf16") == 0) {
-    c.compute = kCompute32F;  // on bf16 copies of the operands (see gemm)
-    c.bf16_operands = true;
-  }
+  if (mode != nullptr && std::strcmp(mode, "bf16") == 0) c.compute = kCompute32FFast16BF;
 }
 
 // Fallback: C = alpha op(A) op(B) + beta C, row-major, 32x32 tiles in shared memory.
@@ -131,17 +126,6 @@ __global__ void gemm_fallback_kernel(bool ta, bool tb, int m, int n, int k, floa
       float* out = &c[int64_t(i) * ldc + j];
       *out = beta == 0.0f ? alpha * acc[q] : alpha * acc[q] + beta * *out;
     }
-  }
-}
-
-// Rounds a (rows, cols; ld) fp32 matrix to a packed (rows, cols) bf16 one.
-__global__ void to_bf16_kernel(__nv_bfloat16* out, const float* x, int32_t rows, int32_t cols,
-                               int32_t ld) {
-  const int64_t n = int64_t(rows) * cols;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / cols, c = i - r * cols;
-    out[i] = __float2bfloat16_rn(x[r * ld + c]);
   }
 }
 
@@ -192,23 +176,6 @@ arl_status gemm_batched(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b
 arl_status gemm(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m, int n, int k,
                 float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
                 int ldc) {
-  if (ctx->cublas != nullptr && g_cublas.bf16_operands) {
-    // bf16 tensor cores: round both operands to packed bf16 copies, accumulate in fp32.
-    const int32_t ra = trans_a ? k : m, ca = trans_a ? m : k;
-    const int32_t rb = trans_b ? n : k, cb = trans_b ? k : n;
-    const size_t na = size_t(ra) * ca, nb = size_t(rb) * cb;
-    auto* buf = static_cast<__nv_bfloat16*>(grow(ctx, fn, ctx->gemm_scratch,
-                                                 ctx->gemm_scratch_bytes, 2 * (na + nb)));
-    if (buf == nullptr) return ARL_ERR_ALLOC;
-    to_bf16_kernel<<<grid_for(int64_t(na)), kBlock, 0, ctx->stream>>>(buf, a, ra, ca, lda);
-    to_bf16_kernel<<<grid_for(int64_t(nb)), kBlock, 0, ctx->stream>>>(buf + na, b, rb, cb, ldb);
-    if (arl_status s = check_launch(ctx, fn)) return s;
-    int st = g_cublas.gemm(ctx->cublas, trans_b ? kOpT : kOpN, trans_a ? kOpT : kOpN, n, m, k,
-                           &alpha, buf + na, kR16BF, cb, buf, kR16BF, ca, &beta, c, kR32F, ldc,
-                           kCompute32F, kGemmDefault);
-    if (st != 0) return fail(ctx, ARL_ERR_DEVICE, "%s: cuBLAS GEMM failed (status %d)", fn, st);
-    return ARL_OK;
-  }
   if (ctx->cublas != nullptr) {
     int st = g_cublas.gemm(ctx->cublas, trans_b ? kOpT : kOpN, trans_a ? kOpT : kOpN, n, m, k,
                            &alpha, b, kR32F, ldb, a, kR32F, lda, &beta, c, kR32F, ldc,
