@@ -42,9 +42,9 @@ else
   tail -20 "$OUT/hf_reference.log"
 fi
 
-# 4. benchmark against PyTorch eager (GEMM mode: AGENTRL_CUDA_MATMUL, default tf32)
+# 4. benchmark against PyTorch eager (BENCH_MODES: AGENTRL_CUDA_MATMUL values, default tf32)
 if timeout 400 python3 bench/gpu/torch_bench.py "$OUT/torch.json" >"$OUT/torch.log" 2>&1; then
-  for mode in ${AGENTRL_CUDA_MATMUL:-tf32}; do
+  for mode in ${BENCH_MODES:-tf32}; do
     AGENTRL_CUDA_MATMUL=$mode timeout 400 "$DENO" run -A bench/gpu/bench.ts --torch "$OUT/torch.json" \
       --json "$OUT/bench_$mode.json" >"$OUT/bench_$mode.log" 2>&1
     cat "$OUT/bench_$mode.log"
