@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { Kernels } from "../../ffi/mod.ts";
 import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
@@ -17,6 +16,7 @@ import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy
 import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
+import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
 import type { ExitFn } from "./rollout.ts";
 
 /** The options of `agentrl eval` as commander parses them. */
@@ -38,7 +38,8 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   const { config, notices } = await loadConfig(options);
   for (const n of notices) console.error(`note: ${n}`);
   const path = flags.checkpoint ?? await prepareModelPath(config.pretrain ?? null);
-  using kernels = Kernels.open();
+  // the inference roles' device_mapping, as in training (workers=cuda: GPU 0)
+  using kernels = openPipelineKernels(pipelineDevice(config, false, false));
   using policyModel = await loadPolicyModel(kernels, path);
   const { model, tokenizer } = policyModel;
   console.error(`model: ${policyModel.source}`);

@@ -68,3 +68,38 @@ Deno.test("pipeline: device cuda (CPU library standing in) runs every role and m
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("eval: workers=cuda (CPU library standing in) gives the CPU run's metrics", async () => {
+  const run = async (workers: string) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        MAIN,
+        "eval",
+        "--json",
+        `workers=${workers}`,
+        "pretrain=null",
+        "val_batch_size=4",
+        "val_env_manager.num_env_groups=4",
+        "val_env_manager.num_groups_partition=[4]",
+        "max_actions_per_traj=2",
+        "max_tokens_per_step=6",
+        "render_save_dir=null",
+      ],
+      env: { AGENTRL_KERNELS_CUDA: decodeURIComponent(CPU_LIBRARY.pathname), NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, `eval (workers=${workers}) failed:\n${err}`);
+    return JSON.parse(new TextDecoder().decode(out.stdout)) as Record<string, number>;
+  };
+  const cuda = await run("cuda");
+  const cpu = await run("cpu");
+  assert.equal(cuda["val/rollout/num_trajectories"], 4);
+  const outcome = (m: Record<string, number>) =>
+    Object.fromEntries(Object.entries(m).filter(([k]) => !/time|_per_s/.test(k)));
+  assert.deepEqual(outcome(cuda), outcome(cpu));
+  assert.ok(Object.keys(outcome(cpu)).length >= 5);
+});
