@@ -45,6 +45,17 @@ export const SYMBOLS = {
     result: status,
   },
 
+  arl_graph_begin: { parameters: [ptr /* arl_ctx* */], result: status },
+  arl_graph_end: {
+    parameters: [ptr, /* arl_ctx* */ ptr /* arl_graph** out */],
+    result: status,
+  },
+  arl_graph_launch: {
+    parameters: [ptr, /* arl_ctx* */ ptr /* const arl_graph* graph */],
+    result: status,
+  },
+  arl_graph_destroy: { parameters: [ptr /* arl_graph* graph */], result: "void" },
+
   arl_sgemm: {
     parameters: [
       ptr, /* arl_ctx* ctx */

@@ -146,4 +146,26 @@ arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, int64_t 
   return ARL_OK;
 }
 
+// Graphs record CUDA streams; the CPU library runs every call as it is made.
+arl_status arl_graph_begin(arl_ctx* ctx) {
+  ARL_CTX(ctx);
+  return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
+                   "arl_graph_begin: graphs are a CUDA feature; the CPU library runs each call "
+                   "as it is made");
+}
+
+arl_status arl_graph_end(arl_ctx* ctx, arl_graph** out) {
+  ARL_CTX(ctx);
+  if (out != nullptr) *out = nullptr;
+  return arl::fail(ctx, ARL_ERR_UNSUPPORTED, "arl_graph_end: no graph is being recorded");
+}
+
+arl_status arl_graph_launch(arl_ctx* ctx, const arl_graph* graph) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, graph);
+  return arl::fail(ctx, ARL_ERR_UNSUPPORTED, "arl_graph_launch: graphs are a CUDA feature");
+}
+
+void arl_graph_destroy(arl_graph*) {}
+
 }  // extern "C"

@@ -17,6 +17,7 @@ struct arl_ctx {
   int device;
   cudaStream_t stream;
   void* cublas;           // cublasHandle_t, or null when cuBLAS is not available
+  void* cublas_workspace; // its device workspace (null: cuBLAS's own)
   int* flag;              // device: first bad-value code a kernel found (0 = none)
   int64_t* flag_index;    // device: the element index that code refers to
   int64_t* flag_host;     // pinned host copy of (code, index), read after a synchronize
@@ -26,6 +27,7 @@ struct arl_ctx {
   size_t host_scratch_bytes;
   int32_t num_threads;    // kept for the ABI; the GPU ignores it
   int32_t num_sms;
+  bool capturing;         // between arl_graph_begin and arl_graph_end (see graph.cu)
   char last_error[512];
 };
 

@@ -73,8 +73,11 @@ arl_status enter(arl_ctx* ctx) {
 }
 
 arl_status cuda_fail(arl_ctx* ctx, const char* fn, cudaError_t err) {
-  return fail(ctx, ARL_ERR_DEVICE, "%s: CUDA error %d (%s): %s", fn, int(err),
-              cudaGetErrorName(err), cudaGetErrorString(err));
+  return fail(ctx, ARL_ERR_DEVICE, "%s: CUDA error %d (%s): %s%s", fn, int(err),
+              cudaGetErrorName(err), cudaGetErrorString(err),
+              ctx->capturing ? " (while recording a graph: calls that wait for the GPU cannot be "
+                               "recorded)"
+                             : "");
 }
 
 arl_status check_launch(arl_ctx* ctx, const char* fn) {
@@ -83,6 +86,10 @@ arl_status check_launch(arl_ctx* ctx, const char* fn) {
 }
 
 void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  if (ctx->capturing) {  // a graph would keep a pointer that a later call may free
+    fail(ctx, ARL_ERR_VALUE, "%s: needs scratch memory, which a graph cannot record", fn);
+    return nullptr;
+  }
   if (bytes <= ctx->scratch_bytes) return ctx->scratch;
   if (ctx->scratch != nullptr) {
     cudaStreamSynchronize(ctx->stream);
@@ -102,6 +109,10 @@ void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
 }
 
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
+  if (ctx->capturing) {  // a graph would keep a pointer that a later call may free
+    fail(ctx, ARL_ERR_VALUE, "%s: needs pinned host memory, which a graph cannot record", fn);
+    return nullptr;
+  }
   if (bytes <= ctx->host_scratch_bytes) return ctx->host_scratch;
   if (ctx->host_scratch != nullptr) {
     cudaStreamSynchronize(ctx->stream);
@@ -234,7 +245,7 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
     return nullptr;
   }
   ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
-  ctx->cublas = arl::cublas_create(ctx->stream);
+  ctx->cublas = arl::cublas_create(ctx->stream, &ctx->cublas_workspace);
   g_create_error[0] = '\0';
   return ctx;
 }
@@ -242,8 +253,14 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
 void arl_ctx_destroy(arl_ctx* ctx) {
   if (ctx == nullptr) return;
   cudaSetDevice(ctx->device);
+  if (ctx->capturing) {  // a recording left open: end it and drop what it recorded
+    cudaGraph_t g = nullptr;
+    if (cudaStreamEndCapture(ctx->stream, &g) == cudaSuccess && g != nullptr) cudaGraphDestroy(g);
+    cudaGetLastError();
+  }
   cudaStreamSynchronize(ctx->stream);
   if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
+  if (ctx->cublas_workspace != nullptr) cudaFree(ctx->cublas_workspace);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
   cudaFree(ctx->flag);

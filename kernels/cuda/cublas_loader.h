@@ -7,8 +7,9 @@
 
 namespace arl {
 
-// A cuBLAS handle on `stream`, or null when cuBLAS cannot be loaded.
-void* cublas_create(cudaStream_t stream);
+// A cuBLAS handle on `stream`, or null when cuBLAS cannot be loaded; *workspace =
+// the device workspace given to it (free it after the handle; may be null).
+void* cublas_create(cudaStream_t stream, void** workspace);
 void cublas_destroy(void* handle);
 
 // Why cuBLAS is not in use ("" when it is).

@@ -21,10 +21,12 @@ enum {
   kCompute32FFastTF32 = 77,
 };
 enum { kGemmDefault = -1 };
+constexpr size_t kCublasWorkspace = size_t(32) << 20;  // NVIDIA's advice for Hopper
 
 using CreateFn = cublasStatus_t (*)(cublasHandle_t*);
 using DestroyFn = cublasStatus_t (*)(cublasHandle_t);
 using SetStreamFn = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
+using SetWorkspaceFn = cublasStatus_t (*)(cublasHandle_t, void*, size_t);
 using GemmExFn = cublasStatus_t (*)(cublasHandle_t, int, int, int, int, int, const void*,
                                     const void*, int, int, const void*, int, int, const void*,
                                     void*, int, int, int, int);
@@ -39,6 +41,7 @@ struct Cublas {
   CreateFn create = nullptr;
   DestroyFn destroy = nullptr;
   SetStreamFn set_stream = nullptr;
+  SetWorkspaceFn set_workspace = nullptr;  // optional (cuBLAS >= 11)
   GemmExFn gemm = nullptr;
   GemmBatchedFn gemm_batched = nullptr;
   int compute = kCompute32FFastTF32;
@@ -72,6 +75,8 @@ void load_cublas() {
   c.destroy = reinterpret_cast<DestroyFn>(sym(c.lib, "cublasDestroy_v2", "cublasDestroy"));
   c.set_stream =
       reinterpret_cast<SetStreamFn>(sym(c.lib, "cublasSetStream_v2", "cublasSetStream"));
+  c.set_workspace = reinterpret_cast<SetWorkspaceFn>(
+      sym(c.lib, "cublasSetWorkspace_v2", "cublasSetWorkspace"));
   c.gemm = reinterpret_cast<GemmExFn>(sym(c.lib, "cublasGemmEx", nullptr));
   c.gemm_batched =
       reinterpret_cast<GemmBatchedFn>(sym(c.lib, "cublasGemmStridedBatchedEx", nullptr));
@@ -133,7 +138,8 @@ __global__ void gemm_fallback_kernel(bool ta, bool tb, int m, int n, int k, floa
 
 namespace arl {
 
-void* cublas_create(cudaStream_t stream) {
+void* cublas_create(cudaStream_t stream, void** workspace) {
+  *workspace = nullptr;
   load_cublas();
   if (g_cublas.gemm == nullptr) return nullptr;
   cublasHandle_t h = nullptr;
@@ -142,6 +148,16 @@ void* cublas_create(cudaStream_t stream) {
     return nullptr;
   }
   g_cublas.set_stream(h, stream);
+  // A workspace of our own, so that GEMMs recorded in a graph never allocate.
+  if (g_cublas.set_workspace != nullptr && cudaMalloc(workspace, kCublasWorkspace) == cudaSuccess) {
+    if (g_cublas.set_workspace(h, *workspace, kCublasWorkspace) != 0) {
+      cudaFree(*workspace);
+      *workspace = nullptr;
+    }
+  } else {
+    cudaGetLastError();
+    *workspace = nullptr;
+  }
   return h;
 }
 

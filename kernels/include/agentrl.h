@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 1
+#define ARL_ABI_VERSION 2
 
 typedef int32_t arl_status;
 enum {
@@ -46,6 +46,7 @@ enum {
   ARL_ERR_ALLOC = 4,     /* out of memory */
   ARL_ERR_DEVICE = 5,    /* no usable device (CUDA) */
   ARL_ERR_INTERNAL = 6,  /* a bug: please report */
+  ARL_ERR_UNSUPPORTED = 7, /* not available in this library (e.g. graphs on the CPU) */
 };
 
 /* ---- context ---------------------------------------------------------- */
@@ -82,6 +83,26 @@ ARL_API arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n
 /* out (n) = round-to-nearest-even bf16 of x (n) */
 ARL_API arl_status arl_f32_to_bf16(arl_ctx* ctx, uint16_t* out, const float* x, int64_t n);
 ARL_API arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, int64_t n);
+
+/* ---- graphs (CUDA) ---------------------------------------------------- */
+
+/*
+ * Records the calls made on ctx between arl_graph_begin and arl_graph_end
+ * (nothing runs meanwhile) into a graph that arl_graph_launch replays with one
+ * launch: the same kernels on the same pointers and sizes, reading whatever the
+ * memory holds at launch time. Calls that wait for the GPU (host results,
+ * arl_copy, id checks that read back) or need scratch memory fail while
+ * recording, and so does arl_graph_end then. The CPU library has no graphs:
+ * arl_graph_begin returns ARL_ERR_UNSUPPORTED.
+ */
+typedef struct arl_graph arl_graph;
+ARL_API arl_status arl_graph_begin(arl_ctx* ctx);
+/* Ends the recording; *out = the graph (NULL out: the recording is discarded). */
+ARL_API arl_status arl_graph_end(arl_ctx* ctx, arl_graph** out);
+/* Queues the graph on ctx's stream (ctx must be on the device it was recorded on). */
+ARL_API arl_status arl_graph_launch(arl_ctx* ctx, const arl_graph* graph);
+/* graph may be NULL. */
+ARL_API void arl_graph_destroy(arl_graph* graph);
 
 /* ---- matmul ----------------------------------------------------------- */
 

@@ -71,6 +71,7 @@ import {
 import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
+import { DecodeGraphs } from "./_decode_graphs.ts";
 import { InitRng } from "./_random.ts";
 import {
   Arena,
@@ -304,6 +305,7 @@ export class Qwen2Model implements Disposable {
   readonly #g: Weights;
   readonly #train: Arena;
   readonly #decode: Arena;
+  readonly #graphs: DecodeGraphs;
   readonly #head: Arena;
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
@@ -330,6 +332,7 @@ export class Qwen2Model implements Disposable {
     this.#g = this.#bindWeights(this.grads);
     this.#train = new Arena(kernels);
     this.#decode = new Arena(kernels, 1.5);
+    this.#graphs = new DecodeGraphs(kernels);
     this.#head = new Arena(kernels, 1.5);
     if ((options.init ?? "random") === "random") this.initRandom(options.seed ?? 0);
   }
@@ -793,6 +796,18 @@ export class Qwen2Model implements Disposable {
     for (let i = 0; i < n; i++) lens[i] = positions[i]! + 1;
     upload(d.lens, lens);
     embeddingForward(k, d.x, d.tokens, this.#w.embed);
+    // The layers' pointers and sizes depend only on these: replayed as a graph on CUDA.
+    const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptr);
+    const key = `${n} ${at(d.x)} ${at(cache.k[0]!)} ${cache.numSlots} ${cache.maxLen}`;
+    this.#graphs.run(key, () => this.#cachedLayers(cache, d));
+    if (logitRows.length === 0) return null;
+    return this.#headRows(d.x, logitRows, n);
+  }
+
+  /** The decoder layers of {@linkcode forwardCached}: d.x in, d.x out. */
+  #cachedLayers(cache: Qwen2KvCache, d: DecodeActs): void {
+    const cfg = this.config;
+    const k = this.kernels;
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#w.layers[l]!;
       rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, cfg.rms_norm_eps);
@@ -812,8 +827,6 @@ export class Qwen2Model implements Disposable {
       linearForward(k, d.o, d.s, w.wd);
       add(k, d.x, d.x, d.o);
     }
-    if (logitRows.length === 0) return null;
-    return this.#headRows(d.x, logitRows, n);
   }
 
   // ---- lifetime -------------------------------------------------------------
@@ -826,6 +839,7 @@ export class Qwen2Model implements Disposable {
 
   /** Frees the activation workspaces (they are allocated again on the next call). */
   releaseWorkspaces(): void {
+    this.#graphs.clear(); // they point into the decode workspace
     this.#ws = null;
     this.#saved = null;
     this.#train.free();

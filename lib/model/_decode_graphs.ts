@@ -1,0 +1,95 @@
+/**
+ * Replays of the decoder layers of a KV-cache step (CUDA graphs). A decode
+ * step is hundreds of small kernel calls whose pointers and sizes repeat from
+ * token to token; recording them once per shape and replaying the recording
+ * removes the per-call host and launch cost. A shape is recorded the second
+ * time it is seen (one-off shapes, such as prefills, stay eager), and at most
+ * `capacity` recordings are kept (least recently used first out).
+ *
+ * Off on the CPU library (it has no graphs) and when `AGENTRL_CUDA_GRAPHS=0`.
+ *
+ * @module
+ */
+import { KernelGraph } from "../../ffi/graph.ts";
+import type { Kernels } from "../../ffi/kernels.ts";
+
+/** Whether the environment turned graphs off (`AGENTRL_CUDA_GRAPHS=0`). */
+function disabledByEnv(): boolean {
+  try {
+    return Deno.env.get("AGENTRL_CUDA_GRAPHS") === "0";
+  } catch {
+    return false; // no env permission: the default
+  }
+}
+
+/** Recorded decode steps of one model, by shape key. */
+export class DecodeGraphs implements Disposable {
+  readonly #kernels: Kernels;
+  readonly #capacity: number;
+  readonly #graphs = new Map<string, KernelGraph>();
+  readonly #seen = new Set<string>();
+  #enabled: boolean;
+
+  constructor(kernels: Kernels, capacity = 16) {
+    this.#kernels = kernels;
+    this.#capacity = capacity;
+    this.#enabled = kernels.device === "cuda" && !disabledByEnv();
+  }
+
+  /**
+   * Runs `body` (the layer calls of a step whose pointers and sizes are fixed
+   * by `key`): by replaying its recording, by recording it now (second sight),
+   * or directly. A recording that fails turns graphs off for this model, and
+   * `body` then runs directly (so a real error surfaces as it would).
+   */
+  run(key: string, body: () => void): void {
+    if (!this.#enabled) return body();
+    const known = this.#graphs.get(key);
+    if (known) {
+      this.#graphs.delete(key); // most recently used last
+      this.#graphs.set(key, known);
+      return known.launch();
+    }
+    if (!this.#seen.has(key)) {
+      if (this.#seen.size >= 4 * this.#capacity) this.#seen.clear();
+      this.#seen.add(key);
+      return body();
+    }
+    if (!KernelGraph.supported(this.#kernels)) {
+      this.#enabled = false;
+      return body();
+    }
+    let graph: KernelGraph;
+    try {
+      graph = KernelGraph.record(this.#kernels, body);
+    } catch {
+      body(); // a real error throws here, as it would without graphs
+      this.#enabled = false; // the calls ran, but cannot be recorded: stay direct
+      this.clear();
+      return;
+    }
+    if (this.#graphs.size >= this.#capacity) {
+      const [oldest, g] = this.#graphs.entries().next().value!;
+      g.dispose();
+      this.#graphs.delete(oldest);
+    }
+    this.#graphs.set(key, graph);
+    graph.launch();
+  }
+
+  /** Recordings kept now. */
+  get size(): number {
+    return this.#graphs.size;
+  }
+
+  /** Drops every recording (call when the memory they point to is freed). */
+  clear(): void {
+    for (const g of this.#graphs.values()) g.dispose();
+    this.#graphs.clear();
+    this.#seen.clear();
+  }
+
+  [Symbol.dispose](): void {
+    this.clear();
+  }
+}
