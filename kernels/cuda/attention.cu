@@ -393,10 +393,16 @@ __global__ void kv_cache_write_kernel(float* k_cache, float* v_cache, const floa
   }
 }
 
-constexpr int kDecodeThreads = 128;
+constexpr int kDecodeThreads = 512;
+constexpr int kDecodeWarps = kDecodeThreads / 32;
 constexpr int kDecodeChunk = 1024;
+constexpr int kKeysPerWarpStep = 8;  // keys a warp reads at once (independent loads in flight)
+constexpr int kDimsPerLane = kMaxHeadDim / 32;
 
 // One block per (query i, head h): online softmax over chunks of the slot's first lens[i] keys.
+// Each warp takes kKeysPerWarpStep keys at a time and its lanes split the head dimension
+// (coalesced rows): for scores a butterfly sums the lanes' products; for values each lane
+// keeps its dims' sums, and the warps' sums are added at the end.
 __global__ void __launch_bounds__(kDecodeThreads)
     attention_decode_kernel(float* __restrict__ out, const float* __restrict__ q,
                             const float* __restrict__ k_cache, const float* __restrict__ v_cache,
@@ -406,7 +412,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float qs[kMaxHeadDim];
   __shared__ float ps[kDecodeChunk];
   __shared__ float red[32];
-  __shared__ float part[kDecodeThreads * 2];
+  __shared__ float part[kDecodeWarps * kMaxHeadDim];
   const int32_t i = blockIdx.x, h = blockIdx.y;
   const int32_t slot = slots[i], len = lens[i];
   if (slot < 0 || slot >= s || len < 1 || len > l) {
@@ -422,23 +428,38 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const float* vb = v_cache + (int64_t(slot) * hkv + kvh) * l * d;
   const int64_t row = int64_t(i) * hq + h;
   for (int c = threadIdx.x; c < d; c += blockDim.x) qs[c] = q[row * d + c] * scale;
-  // Accumulation: thread (g, c0) adds keys g, g + kg, ... into dims c0, c0 + dt (<= 2 dims).
-  const int dt = d < kDecodeThreads ? d : kDecodeThreads;
-  const int kg = kDecodeThreads / dt;
-  const int g = threadIdx.x / dt, c0 = threadIdx.x - g * dt;
-  float acc0 = 0.0f, acc1 = 0.0f, m = -INFINITY, lsum = 0.0f;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // Lane dims c = lane + 32 t (t < kDimsPerLane) of the values this warp accumulates.
+  float acc[kDimsPerLane];
+#pragma unroll
+  for (int t = 0; t < kDimsPerLane; t++) acc[t] = 0.0f;
+  float m = -INFINITY, lsum = 0.0f;
   __syncthreads();
   for (int32_t j0 = 0; j0 < len; j0 += kDecodeChunk) {
     const int32_t n = min(kDecodeChunk, len - j0);
     float mt = -INFINITY;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const float* kr = kb + int64_t(j0 + j) * d;
-      float dot = 0.0f;
-      for (int c = 0; c < d; c++) dot = fmaf(qs[c], kr[c], dot);
-      ps[j] = dot;
-      mt = fmaxf(mt, dot);
+    for (int j = warp * kKeysPerWarpStep; j < n; j += kDecodeWarps * kKeysPerWarpStep) {
+      float dot[kKeysPerWarpStep];
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++) {
+        dot[u] = 0.0f;
+        if (j + u < n) {
+          const float* kr = kb + int64_t(j0 + j + u) * d;
+          for (int c = lane; c < d; c += 32) dot[u] = fmaf(qs[c], kr[c], dot[u]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++)
+        for (int o = 16; o > 0; o >>= 1) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++) {
+        if (j + u < n) {
+          mt = fmaxf(mt, dot[u]);
+          if (lane == u) ps[j + u] = dot[u];
+        }
+      }
     }
-    mt = arl_block_max(mt, red);
+    mt = arl_block_max(mt, red);  // its barriers also publish ps
     const float m_new = fmaxf(m, mt);
     const float corr = __expf(m - m_new);
     float st = 0.0f;
@@ -449,31 +470,34 @@ __global__ void __launch_bounds__(kDecodeThreads)
     }
     st = arl_block_sum(st, red);  // its barriers also publish ps
     lsum = lsum * corr + st;
-    acc0 *= corr;
-    acc1 *= corr;
-    if (g < kg) {
-      for (int j = g; j < n; j += kg) {
-        const float p = ps[j];
-        const float* vr = vb + int64_t(j0 + j) * d;
-        acc0 = fmaf(p, vr[c0], acc0);
-        if (c0 + dt < d) acc1 = fmaf(p, vr[c0 + dt], acc1);
+#pragma unroll
+    for (int t = 0; t < kDimsPerLane; t++) acc[t] *= corr;
+    // Values: warp w takes keys w, w + kDecodeWarps, ... (kKeysPerWarpStep rows in flight).
+    for (int j = warp * kKeysPerWarpStep; j < n; j += kDecodeWarps * kKeysPerWarpStep) {
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++) {
+        if (j + u < n) {
+          const float p = ps[j + u];
+          const float* vr = vb + int64_t(j0 + j + u) * d;
+#pragma unroll
+          for (int t = 0; t < kDimsPerLane; t++)
+            if (lane + 32 * t < d) acc[t] = fmaf(p, vr[lane + 32 * t], acc[t]);
+        }
       }
     }
     m = m_new;
     __syncthreads();
   }
-  part[threadIdx.x] = acc0;
-  part[kDecodeThreads + threadIdx.x] = acc1;
+  // Sum the warps' accumulators (part: kDecodeWarps rows of d).
+#pragma unroll
+  for (int t = 0; t < kDimsPerLane; t++)
+    if (lane + 32 * t < d) part[warp * kMaxHeadDim + lane + 32 * t] = acc[t];
   __syncthreads();
-  if (threadIdx.x < dt) {
-    float a0 = 0.0f, a1 = 0.0f;
-    for (int gg = 0; gg < kg; gg++) {
-      a0 += part[gg * dt + threadIdx.x];
-      a1 += part[kDecodeThreads + gg * dt + threadIdx.x];
-    }
-    const float inv = 1.0f / lsum;
-    out[row * d + threadIdx.x] = a0 * inv;
-    if (threadIdx.x + dt < d) out[row * d + threadIdx.x + dt] = a1 * inv;
+  const float inv = 1.0f / lsum;
+  for (int c = threadIdx.x; c < d; c += blockDim.x) {
+    float a = 0.0f;
+    for (int w = 0; w < kDecodeWarps; w++) a += part[w * kMaxHeadDim + c];
+    out[row * d + c] = a * inv;
   }
 }
 

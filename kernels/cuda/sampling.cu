@@ -1,12 +1,24 @@
-// Sampling from logits with temperature, top-k and top-p, one block per row,
-// with the CPU library's counter-based random stream and candidate order, so
-// that the same logits give the same token on both (up to the association of
-// double-precision sums, which can only matter when u falls within rounding of
-// a boundary between two tokens).
+// Sampling from logits with temperature, top-k and top-p: one block per row,
+// the CPU library's counter-based random stream, its candidate order (logit
+// descending, lower id first on ties; id order when neither top-k nor top-p is
+// on) and its cumulative rules, without sorting the vocabulary.
 //
-// Candidates for top-k / top-p are found without sorting the vocabulary: a
-// radix select on the logits' bits finds the threshold, the candidates (at most
-// kMaxCandidates) are compacted in id order and sorted in shared memory.
+// Each token's weight is w_j = exp(z_j - max z) (z = logit / temperature, in
+// double as on the CPU), held as a 64-bit fixed-point integer q_j (w_j 2^kq,
+// kq such that V 2^kq <= 2^63). Integer sums do not depend on their order, so
+// every cumulative mass below is exact and deterministic. The kept set of top-k
+// or top-p and the sampled token are each "the first token, in candidate
+// order, where the running weight reaches a target", found by a radix select
+// over the order-preserving bits of the logit (levels of 10, 11 and 11 bits;
+// the first level's histogram comes from the pass that sums the softmax), and
+// among tied logits by a count over ids. Candidate sets of any size work.
+//
+// Versus the CPU (sequential double sums): a boundary (top-p cut, sampled
+// token) can differ only when the CPU's running sum lands within the
+// fixed-point rounding (about V 2^-kq of the mass, ~1e-9 for V = 151936) of the
+// target; tokens with w_j < 2^-(kq+1) have q_j = 0 and are never sampled (the
+// CPU picks them with that probability). Exact logit ties are ordered as on the
+// CPU; -0 and +0 count as equal, as they compare on the CPU.
 #include <cmath>
 #include <cstring>
 
@@ -14,8 +26,12 @@
 
 namespace {
 
+using u64 = unsigned long long;
+
 constexpr int kThreads = 1024;
-constexpr int kMaxCandidates = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr int kBins1 = 1024;  // level 1: key bits 31..22 (sign, exponent, 1 mantissa bit)
+constexpr int kBins2 = 2048;  // levels 2 and 3: key bits 21..11 and 10..0
 
 __device__ inline uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -30,262 +46,369 @@ __device__ inline double uniform(uint64_t seed, uint64_t counter) {
   return double(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
-// Order-preserving map of a float to uint32 (larger float, larger key).
+// Order-preserving map of a float to uint32 (larger float, larger key); -0 maps as +0.
 __device__ inline uint32_t key_of(float x) {
-  const uint32_t b = __float_as_uint(x);
+  const uint32_t b = x == 0.0f ? 0u : __float_as_uint(x);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-struct Shared {
-  double d[32];
-  long long i[32];
-  double prefix[kThreads];
-  float cand_x[kMaxCandidates];
-  int32_t cand_id[kMaxCandidates];
-  int32_t count;
+__device__ inline float value_of(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+// Per-row constants: z = x * inv_t (double, rounded as on the CPU), m = max z.
+struct Row {
+  const float* x;
+  uint32_t v;
+  double inv_t, m, scale;  // scale = 2^kq
+
+  __device__ double weight(float xj) const {  // exp(z - m), no contraction (as on the CPU)
+    return exp(__dsub_rn(__dmul_rn(double(xj), inv_t), m));
+  }
+  __device__ u64 q(float xj) const { return __double2ull_rn(weight(xj) * scale); }
 };
 
-__device__ double block_sum_d(double v, Shared& sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+struct Shared {
+  u64 mass1[kBins1];  // level-1 histogram of the whole row (pass B)
+  u64 mass[kBins2];   // levels 2 and 3
+  uint32_t cnt1[kBins1];
+  uint32_t cnt[kBins2];
+  uint32_t idmin[kBins2];  // level 3: the lowest id of each key
+  u64 wsum[kWarps];        // per-warp values: reductions, scans, segment totals
+  double dsum[kWarps];
+  float wmax[kWarps];
+  uint32_t warg[kWarps];
+  u64 sel_before_w, sel_before_m;  // select_bin's answer
+  uint32_t sel_bin, result;
+};
+
+// The row is split into 32 contiguous warp segments (multiples of 32 ids), so that
+// warp order is id order and every pass reads 128 contiguous bytes per warp load.
+struct Segments {
+  uint32_t len;
+  __device__ explicit Segments(uint32_t v) {
+    len = ((v + kWarps - 1) / kWarps + 31) / 32 * 32;
+  }
+  __device__ uint32_t lo(uint32_t w, uint32_t v) const { return min(v, w * len); }
+  __device__ uint32_t hi(uint32_t w, uint32_t v) const { return min(v, (w + 1) * len); }
+};
+
+__device__ inline double warp_sum_d(double x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+__device__ inline u64 warp_sum_u(u64 x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Block sum: warp butterflies, then the 32 warp values in a fixed order (deterministic).
+__device__ double block_sum_d(double x, Shared& sh) {
+  x = warp_sum_d(x);
   __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh.d[threadIdx.x >> 5] = v;
+  if ((threadIdx.x & 31) == 0) sh.dsum[threadIdx.x >> 5] = x;
   __syncthreads();
   double total = 0.0;
-  for (int w = 0; w < kThreads / 32; w++) total += sh.d[w];  // fixed order
+  for (int w = 0; w < kWarps; w++) total += sh.dsum[w];
   return total;
 }
 
-__device__ long long block_sum_i(long long v, Shared& sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh.i[threadIdx.x >> 5] = v;
-  __syncthreads();
-  long long total = 0;
-  for (int w = 0; w < kThreads / 32; w++) total += sh.i[w];
-  return total;
-}
-
-// Exclusive prefix over threads of v (in thread order); sets *total.
-__device__ double block_exclusive_d(double v, Shared& sh, double* total) {
-  __syncthreads();
-  sh.prefix[threadIdx.x] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double run = 0.0;
-    for (int t = 0; t < kThreads; t++) {
-      const double x = sh.prefix[t];
-      sh.prefix[t] = run;
-      run += x;
-    }
-    sh.d[0] = run;
+// Exclusive prefix sum of x over threads in thread order; *total = the sum of all.
+__device__ u64 block_exclusive(u64 x, Shared& sh, u64* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  u64 inc = x;
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_up_sync(0xffffffffu, inc, o);
+    if (lane >= o) inc += y;
   }
   __syncthreads();
-  *total = sh.d[0];
-  return sh.prefix[threadIdx.x];
+  if (lane == 31) sh.wsum[warp] = inc;
+  __syncthreads();
+  u64 before = 0, all = 0;
+  for (int w = 0; w < kWarps; w++) {
+    const u64 s = sh.wsum[w];
+    if (w < warp) before += s;
+    all += s;
+  }
+  *total = all;
+  return before + inc - x;
+}
+
+// In a histogram read from the top bin down, the bin where the running weight (counts when
+// by_count, else masses) first reaches target. Sets sh.sel_bin and the weights of the bins
+// above it: sh.sel_before_w (the selected weight) and sh.sel_before_m (mass).
+__device__ void select_bin(const uint32_t* cnt, const u64* mass, int nbins, bool by_count,
+                           u64 target, Shared& sh) {
+  const int per = nbins / kThreads;  // bins per thread, in descending order
+  __syncthreads();
+  if (threadIdx.x == 0) {  // fallback (not reached when target <= the total weight)
+    sh.sel_bin = 0;
+    sh.sel_before_w = 0;
+    sh.sel_before_m = 0;
+  }
+  u64 ws = 0, ms = 0;
+  for (int i = 0; i < per; i++) {
+    const int b = nbins - 1 - (int(threadIdx.x) * per + i);
+    ws += by_count ? u64(cnt[b]) : mass[b];
+    ms += mass[b];
+  }
+  u64 total;
+  u64 before_w = block_exclusive(ws, sh, &total);
+  u64 before_m = by_count ? block_exclusive(ms, sh, &total) : before_w;
+  if (before_w < target && before_w + ws >= target) {
+    for (int i = 0; i < per; i++) {
+      const int b = nbins - 1 - (int(threadIdx.x) * per + i);
+      const u64 w = by_count ? u64(cnt[b]) : mass[b];
+      if (before_w + w >= target) {
+        sh.sel_bin = uint32_t(b);
+        sh.sel_before_w = before_w;
+        sh.sel_before_m = before_m;
+        break;
+      }
+      before_w += w;
+      before_m += mass[b];
+    }
+  }
+  __syncthreads();
+}
+
+// The first id j in [lo, hi) where the running sum of weight(j) from lo reaches target
+// (hi - 1 if none). Threads take contiguous runs; an exclusive scan finds the run.
+template <class F>
+__device__ uint32_t find_in_range(uint32_t lo, uint32_t hi, u64 target, F weight, Shared& sh) {
+  __syncthreads();
+  if (threadIdx.x == 0) sh.result = hi > lo ? hi - 1 : lo;
+  const uint32_t len = hi - lo, run = (len + kThreads - 1) / kThreads;
+  const uint32_t a = lo + min(len, threadIdx.x * run), b = lo + min(len, (threadIdx.x + 1) * run);
+  u64 s = 0;
+  for (uint32_t j = a; j < b; j++) s += weight(j);
+  u64 total;
+  u64 acc = block_exclusive(s, sh, &total);
+  if (acc < target && acc + s >= target) {
+    for (uint32_t j = a; j < b; j++) {
+      acc += weight(j);
+      if (acc >= target) {
+        sh.result = j;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  return sh.result;
+}
+
+// Given per-warp segment totals in sh.wsum, the warp segment where the running total reaches
+// target; then the id inside it. weight(j) must be the function the totals summed.
+template <class F>
+__device__ uint32_t find_by_segments(const Row& row, const Segments& seg, u64 target, F weight,
+                                     Shared& sh) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u64 before = 0;
+    uint32_t w = kWarps - 1;
+    for (uint32_t i = 0; i < kWarps; i++) {
+      if (before + sh.wsum[i] >= target) {
+        w = i;
+        break;
+      }
+      before += sh.wsum[i];
+    }
+    sh.sel_bin = w;
+    sh.sel_before_w = target > before ? target - before : 1;
+  }
+  __syncthreads();
+  const uint32_t w = sh.sel_bin;
+  const u64 rest = sh.sel_before_w;
+  return find_in_range(seg.lo(w, row.v), seg.hi(w, row.v), rest, weight, sh);
+}
+
+struct Found {
+  u64 prefix_mass;  // the mass of all candidates up to and including the token
+  uint32_t id;      // the token (only when asked for)
+};
+
+// The first token in candidate order (key descending, id ascending) where the running count
+// (by_count) or mass reaches target (1 <= target <= the total). sh.cnt1 / sh.mass1 hold the
+// level-1 histogram of the row.
+__device__ Found search(const Row& row, const Segments& seg, bool by_count, u64 target,
+                        bool need_id, Shared& sh) {
+  const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const uint32_t lo = seg.lo(warp, row.v), hi = seg.hi(warp, row.v);
+  select_bin(sh.cnt1, sh.mass1, kBins1, by_count, target, sh);
+  uint32_t prefix = sh.sel_bin;  // the key bits found so far
+  u64 before_w = sh.sel_before_w, before_m = sh.sel_before_m;
+  for (int level = 2; level <= 3; level++) {
+    const int shift = level == 2 ? 11 : 0;  // bits below this level's digit
+    const int match_shift = level == 2 ? 22 : 11;
+    for (int i = threadIdx.x; i < kBins2; i += kThreads) {
+      sh.cnt[i] = 0;
+      sh.mass[i] = 0;
+      sh.idmin[i] = 0xffffffffu;
+    }
+    __syncthreads();
+    for (uint32_t j = lo + lane; j < hi; j += 32) {
+      const float x = row.x[j];
+      const uint32_t k = key_of(x);
+      if ((k >> match_shift) != prefix) continue;
+      const uint32_t d = (k >> shift) & (kBins2 - 1);
+      if (by_count) atomicAdd(&sh.cnt[d], 1u);
+      const u64 q = row.q(x);
+      if (q != 0) atomicAdd(&sh.mass[d], q);
+      if (level == 3 && need_id) atomicMin(&sh.idmin[d], j);
+    }
+    select_bin(sh.cnt, sh.mass, kBins2, by_count, target - before_w, sh);
+    prefix = (prefix << 11) | sh.sel_bin;
+    before_w += sh.sel_before_w;
+    before_m += sh.sel_before_m;
+  }
+  // prefix is now the boundary token's key; its ties (equal keys) have equal weights.
+  const uint32_t tau = prefix;
+  const u64 omega = row.q(value_of(tau));
+  u64 c = 1;  // how many of the ties, in id order, reach the target
+  if (by_count) {
+    c = target - before_w;
+  } else if (omega != 0) {
+    c = (target - before_m + omega - 1) / omega;
+  }
+  Found f;
+  f.prefix_mass = before_m + c * omega;
+  f.id = 0;
+  if (need_id) {
+    const uint32_t first = sh.idmin[sh.sel_bin];
+    if (c == 1 && first != 0xffffffffu) {
+      f.id = first;
+    } else {
+      // The c-th id with key tau: per-warp counts, then a search inside one segment.
+      u64 n = 0;
+      for (uint32_t j = lo + lane; j < hi; j += 32) n += key_of(row.x[j]) == tau;
+      n = warp_sum_u(n);
+      __syncthreads();
+      if (lane == 0) sh.wsum[warp] = n;
+      f.id = find_by_segments(row, seg, c, [&](uint32_t j) { return u64(key_of(row.x[j]) == tau); },
+                              sh);
+    }
+  }
+  return f;
 }
 
 __global__ void __launch_bounds__(kThreads)
-    sample_kernel(int32_t* tokens, float* logprobs, int* unsupported, const float* logits,
+    sample_kernel(int32_t* tokens, float* logprobs, const float* logits,
                   const float* temperature, const int32_t* top_k, const float* top_p,
-                  const uint64_t* seeds, const uint64_t* counters, int32_t v) {
+                  const uint64_t* seeds, const uint64_t* counters, int32_t v, double scale) {
   __shared__ Shared sh;
   const int32_t r = blockIdx.x;
-  const float* row = logits + int64_t(r) * v;
+  const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  Row row;
+  row.x = logits + int64_t(r) * v;
+  row.v = uint32_t(v);
+  row.scale = scale;
   const bool greedy = temperature[r] == 0.0f;
-  const double inv_t = greedy ? 1.0 : 1.0 / double(temperature[r]);
-  // Each thread owns a contiguous id segment [j0, j1), so thread order is id order.
-  const int32_t seg = (v + kThreads - 1) / kThreads;
-  const int32_t j0 = min(v, int32_t(threadIdx.x) * seg), j1 = min(v, j0 + seg);
+  row.inv_t = greedy ? 1.0 : 1.0 / double(temperature[r]);
+  const Segments seg(row.v);
+  const uint32_t lo = seg.lo(warp, row.v), hi = seg.hi(warp, row.v);
+  const int32_t k = top_k[r];
+  const bool use_k = !greedy && k > 0 && k < v, use_p = !greedy && top_p[r] < 1.0f;
+  const bool sorted = use_k || use_p;
 
-  // Max (first id on ties) and the sum of exp(z - max).
-  double m = -INFINITY;
-  int32_t best = v;
-  for (int32_t j = j0; j < j1; j++) {
-    const double z = row[j] * inv_t;
-    if (z > m) {
-      m = z;
-      best = j;
+  // Pass A: max and the first id that holds it (as the CPU's scan).
+  float mx = -INFINITY;
+  uint32_t arg = 0xffffffffu;
+  for (uint32_t j = lo + lane; j < hi; j += 32) {
+    const float x = row.x[j];
+    if (x > mx) {
+      mx = x;
+      arg = j;
     }
   }
   for (int o = 16; o > 0; o >>= 1) {
-    const double om = __shfl_xor_sync(0xffffffffu, m, o);
-    const int32_t ob = __shfl_xor_sync(0xffffffffu, best, o);
-    if (om > m || (om == m && ob < best)) {
-      m = om;
-      best = ob;
+    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
+    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (om > mx || (om == mx && oa < arg)) {
+      mx = om;
+      arg = oa;
+    }
+  }
+  if (lane == 0) {
+    sh.wmax[warp] = mx;
+    sh.warg[warp] = arg;
+  }
+  if (sorted) {
+    for (int i = threadIdx.x; i < kBins1; i += kThreads) {
+      sh.cnt1[i] = 0;
+      sh.mass1[i] = 0;
     }
   }
   __syncthreads();
-  if ((threadIdx.x & 31) == 0) {
-    sh.d[threadIdx.x >> 5] = m;
-    sh.i[threadIdx.x >> 5] = best;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double bm = -INFINITY;
-    long long bb = v;
-    for (int w = 0; w < kThreads / 32; w++)
-      if (sh.d[w] > bm || (sh.d[w] == bm && sh.i[w] < bb)) {
-        bm = sh.d[w];
-        bb = sh.i[w];
-      }
-    sh.d[0] = bm;
-    sh.i[0] = bb;
-  }
-  __syncthreads();
-  m = sh.d[0];
-  best = int32_t(sh.i[0]);
-  double part = 0.0;
-  for (int32_t j = j0; j < j1; j++) part += exp(row[j] * inv_t - m);
-  const double sum = block_sum_d(part, sh);
-  const double lse = m + log(sum);
+  mx = sh.wmax[0];
+  arg = sh.warg[0];
+  for (int w = 1; w < kWarps; w++)
+    if (sh.wmax[w] > mx || (sh.wmax[w] == mx && sh.warg[w] < arg)) {
+      mx = sh.wmax[w];
+      arg = sh.warg[w];
+    }
+  const uint32_t best = arg < row.v ? arg : 0;  // all -inf or NaN: 0, as on the CPU
+  row.m = __dmul_rn(double(mx), row.inv_t);
 
-  int32_t chosen = best;
-  if (!greedy) {
-    const int32_t k = top_k[r];
-    const bool use_k = k > 0 && k < v, use_p = top_p[r] < 1.0f;
-    const double u01 = uniform(seeds[r], counters[r]);
-    if (!use_k && !use_p) {
-      // Inverse CDF over the whole vocabulary in id order.
-      double total;
-      const double before = block_exclusive_d(part, sh, &total);
-      const double u = u01 * sum;
-      if (threadIdx.x == 0) sh.count = v - 1;
-      __syncthreads();
-      if (u >= before && u < before + part) {
-        double acc = before;
-        for (int32_t j = j0; j < j1; j++) {
-          acc += exp(row[j] * inv_t - m);
-          if (u < acc) {
-            sh.count = j;
-            break;
-          }
-        }
-      }
-      __syncthreads();
-      chosen = sh.count;
-    } else {
-      // Threshold: the top-k's smallest key, or (top-p alone) the largest key whose
-      // upper set holds at least top_p of the mass; then every key >= it is a candidate.
-      const double target_mass = double(top_p[r]) * sum;
-      uint32_t thr = 0;
-      for (int bit = 31; bit >= 0; bit--) {
-        const uint32_t cand = thr | (1u << bit);
-        long long cnt = 0;
-        double mass = 0.0;
-        for (int32_t j = j0; j < j1; j++)
-          if (key_of(row[j]) >= cand) {
-            cnt++;
-            if (!use_k) mass += exp(row[j] * inv_t - m);
-          }
-        const bool keep = use_k ? block_sum_i(cnt, sh) >= k : block_sum_d(mass, sh) >= target_mass;
-        if (keep) thr = cand;
-      }
-      // Compact candidates in id order: all keys > thr, then keys == thr in id order
-      // (for top-k, only as many as fill k).
-      long long gt = 0, eq = 0;
-      for (int32_t j = j0; j < j1; j++) {
-        const uint32_t kj = key_of(row[j]);
-        gt += kj > thr;
-        eq += kj == thr;
-      }
-      double total_gt, total_eq;
-      const int32_t gt_before = int32_t(block_exclusive_d(double(gt), sh, &total_gt));
-      const int32_t eq_before = int32_t(block_exclusive_d(double(eq), sh, &total_eq));
-      const int32_t n_gt = int32_t(total_gt);
-      const int32_t want_eq = use_k ? k - n_gt : int32_t(total_eq);
-      const int32_t n_cand = n_gt + min(want_eq, int32_t(total_eq));
-      if (n_cand > kMaxCandidates) {
-        if (threadIdx.x == 0) {
-          atomicExch(unsupported, r + 1);
-          tokens[r] = -1;
-        }
-        return;  // uniform across the block
-      }
-      int32_t gi = gt_before, ei = eq_before;
-      for (int32_t j = j0; j < j1; j++) {
-        const uint32_t kj = key_of(row[j]);
-        if (kj > thr) {
-          sh.cand_x[gi] = row[j];
-          sh.cand_id[gi] = j;
-          gi++;
-        } else if (kj == thr) {
-          if (ei < want_eq) {
-            sh.cand_x[n_gt + ei] = row[j];
-            sh.cand_id[n_gt + ei] = j;
-          }
-          ei++;
-        }
-      }
-      // Bitonic sort of the candidates: logit descending, id ascending on ties.
-      int32_t pow2 = 1;
-      while (pow2 < n_cand) pow2 <<= 1;
-      for (int32_t i = n_cand + threadIdx.x; i < pow2; i += kThreads) {
-        sh.cand_x[i] = -INFINITY;
-        sh.cand_id[i] = INT32_MAX;
-      }
-      __syncthreads();
-      for (int32_t size = 2; size <= pow2; size <<= 1) {
-        for (int32_t stride = size >> 1; stride > 0; stride >>= 1) {
-          for (int32_t i = threadIdx.x; i < pow2; i += kThreads) {
-            const int32_t jx = i ^ stride;
-            if (jx > i) {
-              const bool up = (i & size) == 0;  // this run sorts "first before second"
-              const float xa = sh.cand_x[i], xb = sh.cand_x[jx];
-              const int32_t ia = sh.cand_id[i], ib = sh.cand_id[jx];
-              const bool a_first = xa > xb || (xa == xb && ia < ib);
-              if (a_first != up) {
-                sh.cand_x[i] = xb;
-                sh.cand_x[jx] = xa;
-                sh.cand_id[i] = ib;
-                sh.cand_id[jx] = ia;
-              }
-            }
-          }
-          __syncthreads();
-        }
-      }
-      // The CPU's top-p cut and inverse CDF over the sorted candidates (one thread).
-      double all_mass = 0.0;
-      if (use_p && !use_k) all_mass = block_sum_d(part * exp(m - lse), sh);
-      if (threadIdx.x == 0) {
-        int32_t kept = n_cand;
-        if (use_p) {
-          double kept_mass = all_mass;
-          if (use_k) {
-            kept_mass = 0.0;
-            for (int32_t i = 0; i < kept; i++) kept_mass += exp(sh.cand_x[i] * inv_t - lse);
-          }
-          double acc = 0.0;
-          for (int32_t i = 0; i < kept; i++) {
-            acc += exp(sh.cand_x[i] * inv_t - lse) / kept_mass;
-            if (acc >= top_p[r]) {
-              kept = i + 1;
-              break;
-            }
-          }
-        }
-        double mass = 0.0;
-        for (int32_t i = 0; i < kept; i++) mass += exp(sh.cand_x[i] * inv_t - m);
-        const double u = u01 * mass;
-        double acc = 0.0;
-        int32_t pick = sh.cand_id[kept - 1];
-        for (int32_t i = 0; i < kept; i++) {
-          acc += exp(sh.cand_x[i] * inv_t - m);
-          if (u < acc) {
-            pick = sh.cand_id[i];
-            break;
-          }
-        }
-        sh.count = pick;
-      }
-      __syncthreads();
-      chosen = sh.count;
+  // Pass B: sum of exp(z - m) (double); fixed-point masses: the level-1 histogram (sorted
+  // order) or the warp segments' totals (id order).
+  double s = 0.0;
+  u64 qs = 0;
+  if (greedy) {
+    // Only the argmax's log-prob needs the sum: exp in float (relative error ~1e-7 per term),
+    // summed in double; a tenth of the double-exp pass's time on a large vocabulary.
+    const float mf = mx;
+    for (uint32_t j = lo + lane; j < hi; j += 32) s += double(expf(row.x[j] - mf));
+  }
+  for (uint32_t j = lo + lane; !greedy && j < hi; j += 32) {
+    const float x = row.x[j];
+    const double e = row.weight(x);
+    s += e;
+    const u64 q = __double2ull_rn(e * row.scale);
+    qs += q;
+    if (sorted) {
+      const uint32_t b = key_of(x) >> 22;
+      if (use_k) atomicAdd(&sh.cnt1[b], 1u);
+      if (q != 0) atomicAdd(&sh.mass1[b], q);
     }
   }
+  const double sum = block_sum_d(s, sh);
+  const double lse = __dadd_rn(row.m, log(sum));
+
+  uint32_t chosen = best;
+  if (!greedy) {
+    const double u01 = uniform(seeds[r], counters[r]);
+    qs = warp_sum_u(qs);
+    __syncthreads();
+    if (lane == 0) sh.wsum[warp] = qs;
+    __syncthreads();
+    u64 q_kept = 0;  // the mass of the candidates
+    for (int w = 0; w < kWarps; w++) q_kept += sh.wsum[w];
+    if (q_kept != 0) {  // else NaN or infinite logits: keep the argmax
+      if (!sorted) {
+        // Inverse CDF in id order: the first id where the running mass exceeds u01 * mass.
+        const u64 u = __double2ull_rz(u01 * double(q_kept));
+        const u64 target = u < q_kept ? u + 1 : q_kept;
+        chosen = find_by_segments(row, seg, target, [&](uint32_t j) { return row.q(row.x[j]); },
+                                  sh);
+      } else {
+        if (use_k) q_kept = search(row, seg, true, u64(k), false, sh).prefix_mass;
+        if (use_p) {
+          // The smallest prefix whose mass reaches top_p of the kept mass.
+          u64 target = u64(ceil(double(top_p[r]) * double(q_kept)));
+          target = target < 1 ? 1 : (target > q_kept ? q_kept : target);
+          q_kept = search(row, seg, false, target, false, sh).prefix_mass;
+        }
+        const u64 u = __double2ull_rz(u01 * double(q_kept));
+        const u64 target = u < q_kept ? u + 1 : q_kept;
+        chosen = search(row, seg, false, target, true, sh).id;
+      }
+    }
+    if (chosen >= row.v) chosen = best;
+  }
   if (threadIdx.x == 0) {
-    tokens[r] = chosen;
-    logprobs[r] = float(row[chosen] * inv_t - lse);
+    tokens[r] = int32_t(chosen);
+    logprobs[r] = float(__dsub_rn(__dmul_rn(double(row.x[chosen]), row.inv_t), lse));
   }
 }
 
@@ -315,49 +438,45 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: top_p of row %d must be > 0, got %g", __func__, i,
                        double(top_p[i]));
   }
+  // Fixed-point scale 2^kq with V 2^kq <= 2^63, so that no sum of masses overflows.
+  int bits = 0;
+  while ((int64_t(1) << bits) < int64_t(v)) bits++;
+  const double scale = std::ldexp(1.0, 63 - bits);
   // The host arguments travel in one pinned buffer: settings in, tokens and logprobs out.
   const size_t rows = size_t(n);
-  const size_t bytes = rows * (4 + 4 + 4 + 8 + 8 + 4 + 4) + 4 + 64;
-  auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, bytes));
-  if (host == nullptr) return ARL_ERR_ALLOC;
-  auto* dev = static_cast<char*>(arl::scratch(ctx, __func__, bytes));
-  if (dev == nullptr) return ARL_ERR_ALLOC;
   size_t off = 0;
   auto place = [&](size_t size) {
     const size_t at = off;
-    off += (size + 7) & ~size_t(7);
+    off += (size + 15) & ~size_t(15);
     return at;
   };
   const size_t o_seed = place(rows * 8), o_counter = place(rows * 8), o_temp = place(rows * 4),
                o_k = place(rows * 4), o_p = place(rows * 4), o_tok = place(rows * 4),
-               o_lp = place(rows * 4), o_flag = place(4);
+               o_lp = place(rows * 4);
+  auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, off));
+  if (host == nullptr) return ARL_ERR_ALLOC;
+  auto* dev = static_cast<char*>(arl::scratch(ctx, __func__, off));
+  if (dev == nullptr) return ARL_ERR_ALLOC;
   std::memcpy(host + o_seed, seeds, rows * 8);
   std::memcpy(host + o_counter, counters, rows * 8);
   std::memcpy(host + o_temp, temperature, rows * 4);
   std::memcpy(host + o_k, top_k, rows * 4);
   std::memcpy(host + o_p, top_p, rows * 4);
-  std::memset(host + o_flag, 0, 4);
-  cudaError_t err = cudaMemcpyAsync(dev, host, off, cudaMemcpyHostToDevice, ctx->stream);
+  cudaError_t err = cudaMemcpyAsync(dev, host, o_tok, cudaMemcpyHostToDevice, ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-  sample_kernel<<<n, kThreads, 0, ctx->stream>>>(
-      reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp),
-      reinterpret_cast<int*>(dev + o_flag), logits, reinterpret_cast<float*>(dev + o_temp),
-      reinterpret_cast<int32_t*>(dev + o_k), reinterpret_cast<float*>(dev + o_p),
-      reinterpret_cast<uint64_t*>(dev + o_seed), reinterpret_cast<uint64_t*>(dev + o_counter), v);
+  sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
+      reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
+      reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
+      reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
+      reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
   ARL_LAUNCHED(ctx);
   err = cudaMemcpyAsync(host + o_tok, dev + o_tok, off - o_tok, cudaMemcpyDeviceToHost,
                         ctx->stream);
   if (err == cudaSuccess) err = arl::queue_flag_read(ctx);
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+  // Sampling synchronizes: bad values that earlier calls' kernels found are reported here.
   if (arl_status s = arl::report_flag(ctx, __func__, "a kernel flagged a bad value")) return s;
-  int32_t unsupported = 0;
-  std::memcpy(&unsupported, host + o_flag, 4);
-  if (unsupported != 0)
-    return arl::fail(ctx, ARL_ERR_VALUE,
-                     "%s: row %d keeps more than %d candidates after top-k / top-p; the CUDA "
-                     "sampler supports at most %d (use top_k <= %d, or a smaller top_p)",
-                     __func__, unsupported - 1, kMaxCandidates, kMaxCandidates, kMaxCandidates);
   std::memcpy(tokens, host + o_tok, rows * 4);
   if (logprobs != nullptr) std::memcpy(logprobs, host + o_lp, rows * 4);
   return ARL_OK;
