@@ -1,28 +1,114 @@
 /**
  * Our side of the GPU benchmark against PyTorch eager (bench/gpu/torch_bench.py,
  * same shapes, same machine): a Qwen2.5-0.5B-shaped model with random
- * weights; training tokens/s (forward + backward of a packed log-prob batch),
- * log-prob forward tokens/s, decode tokens/s with the KV cache at batch 32 and
- * batch 1, and batch-1 decode as a fraction of the memory-bandwidth bound
- * (every weight read once per token, at the measured device-to-device copy rate).
+ * weights;
+ * - training tokens/s: zeroGrad + forward + backward of a packed log-prob
+ *   batch (8 x 512 tokens);
+ * - log-prob forward tokens/s (no backward, same batch);
+ * - decode tokens/s with the KV cache at batch 32 (prompt 128, 64 greedy
+ *   tokens: createKvCache, a prefill by forwardCached, then one
+ *   forwardCached + sample per token; the decode steps timed);
+ * - the same at batch 1, and as a fraction of the memory-bandwidth bound:
+ *   copy bandwidth (bytes read + written, PyTorch's measurement when given,
+ *   else ours) / (4 bytes x parameters read per token; a tied LM head counts
+ *   once, an untied embedding table not at all).
+ * Warm-up, then the median of the repetitions. Each part is measured on its
+ * own: one that fails is reported (null in the JSON) and the others go on.
+ * Prints ours / PyTorch for every rate (target >= 1) and the bandwidth
+ * fraction (target >= 0.6).
  *
- * Usage: `deno run -A bench/gpu/bench.ts --torch TORCH_JSON [--json OUT] [--small]`
+ * Usage: `deno run -A bench/gpu/bench.ts [--torch TORCH_JSON] [--json OUT]
+ * [--device cuda|cpu] [--small] [--train-only | --decode-only]` (`--small`: a tiny model,
+ * for a CPU smoke test; `--train-only`: two training steps and nothing else, for a
+ * profiler; `--decode-only`: batch-1 greedy decode and nothing else, likewise).
  *
  * @module
  */
 import { Kernels, sample, Tensor } from "../../ffi/mod.ts";
+import type { Qwen2Config } from "../../lib/model/config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
-import { QWEN2_5_0_5B_CONFIG } from "../model.ts";
 
-/** Rates measured on our side. */
+/**
+ * Qwen2.5-0.5B's shape, as bench/model.ts's `QWEN2_5_0_5B_CONFIG` (copied: that
+ * module imports npm packages, and the GPU machine may have no network).
+ */
+export const QWEN2_5_0_5B_CONFIG: Qwen2Config = {
+  vocab_size: 151936,
+  hidden_size: 896,
+  intermediate_size: 4864,
+  num_hidden_layers: 24,
+  num_attention_heads: 14,
+  num_key_value_heads: 2,
+  head_dim: 64,
+  max_position_embeddings: 32768,
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: true,
+  attention_bias: true,
+  bos_token_id: 151643,
+  eos_token_id: 151643,
+};
+
+/** Rates measured on our side (null: the part failed). */
 export interface OurRates {
   backend: string;
-  copyBwGbs: number;
-  trainTokensS: number;
-  logprobTokensS: number;
-  decodeTokensS: number;
-  decode1TokensS: number;
-  decode1BwFraction: number;
+  /** Training batch [sequences, length] and decode [batch, prompt, new tokens]. */
+  shapes: { train: [number, number]; decode: [number, number, number] };
+  params: number;
+  /** Parameters read per decoded token (the bandwidth bound's bytes / 4). */
+  paramsReadPerToken: number;
+  copyBwGbs: number | null;
+  trainTokensS: number | null;
+  logprobTokensS: number | null;
+  decodeTokensS: number | null;
+  decode1TokensS: number | null;
+  /** The copy bandwidth the fraction was computed with, and whose it is. */
+  boundBwGbs: number | null;
+  boundBwSource: string;
+  decode1BwFraction: number | null;
+  /** Seconds each part took (warm-up included). */
+  seconds: Record<string, number>;
+  errors: Record<string, string>;
+}
+
+/** Sizes of a benchmark run. */
+export interface BenchShape {
+  config: Qwen2Config;
+  train: [number, number];
+  decode: [number, number, number];
+  reps: number;
+  decodeReps: number;
+  copyElements: number;
+}
+
+/** The shapes torch_bench.py uses (and its --small ones). */
+export function benchShape(small: boolean): BenchShape {
+  return small
+    ? {
+      config: {
+        ...QWEN2_5_0_5B_CONFIG,
+        vocab_size: 1000,
+        hidden_size: 128,
+        intermediate_size: 256,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        head_dim: 32,
+      },
+      train: [2, 64],
+      decode: [4, 16, 8],
+      reps: 3,
+      decodeReps: 3,
+      copyElements: 1 << 20,
+    }
+    : {
+      config: QWEN2_5_0_5B_CONFIG,
+      train: [8, 512],
+      decode: [32, 128, 64],
+      reps: 5,
+      decodeReps: 3,
+      copyElements: 1 << 28,
+    };
 }
 
 function median(xs: number[]): number {
@@ -30,6 +116,7 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+/** Seconds of `fn` (which must end with a synchronizing read): warm-up, then the median. */
 function timed(fn: () => void, reps: number): number {
   fn(); // warm-up (and workspace allocation)
   const times: number[] = [];
@@ -45,7 +132,30 @@ function randomTokens(n: number, vocab: number, salt: number): Int32Array {
   return Int32Array.from({ length: n }, (_, i) => (i * 7919 + salt * 104729 + 13) % vocab);
 }
 
-function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number): number {
+/** A packed batch of `b` sequences of `len` tokens; targets the next token (0 after the last). */
+function packedBatch(b: number, len: number, vocab: number) {
+  const t = b * len;
+  const tokens = randomTokens(t, vocab, 2);
+  return {
+    tokens,
+    positions: Int32Array.from({ length: t }, (_, i) => i % len),
+    cuSeqlens: Int32Array.from({ length: b + 1 }, (_, s) => s * len),
+    targets: Int32Array.from({ length: t }, (_, i) => (i + 1) % len === 0 ? 0 : tokens[i + 1]!),
+  };
+}
+
+/** Parameters read per decoded token: all of them once, an untied embedding table not at all. */
+export function paramsReadPerToken(model: Qwen2Model): number {
+  let n = model.numParams;
+  if (!model.config.tie_word_embeddings) n -= model.param("model.embed_tokens.weight").size;
+  if (model.hasValueHead) {
+    n -= model.param("value_head.weight").size + model.param("value_head.bias").size;
+  }
+  return n;
+}
+
+/** Greedy decode of `b` sequences: tokens/s over the decode steps (the prefill not timed). */
+function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number, reps: number) {
   const vocab = model.config.vocab_size;
   const k = model.kernels;
   const run = (): number => {
@@ -67,28 +177,22 @@ function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number)
     }
     return (performance.now() - t0) / 1000 / steps;
   };
-  run();
-  return b / median([run(), run(), run()]);
+  run(); // warm-up
+  return b / median(Array.from({ length: reps }, run));
 }
 
 /** Two training steps of the benchmark's shape, nothing else (for a profiler). */
 export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
   using k = Kernels.open({ device });
-  const config = small ? { ...QWEN2_5_0_5B_CONFIG, num_hidden_layers: 2 } : QWEN2_5_0_5B_CONFIG;
-  using model = new Qwen2Model(k, config, { init: "none" });
+  const shape = benchShape(small);
+  using model = new Qwen2Model(k, shape.config, { init: "none" });
   k.check(
     "arl_fill_f32",
     k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
   );
-  const [b, len] = [8, 512];
+  const [b, len] = shape.train;
+  const batch = packedBatch(b, len, shape.config.vocab_size);
   const t = b * len;
-  const tokens = randomTokens(t, config.vocab_size, 2);
-  const batch = {
-    tokens,
-    positions: Int32Array.from({ length: t }, (_, i) => i % len),
-    cuSeqlens: Int32Array.from({ length: b + 1 }, (_, s) => s * len),
-    targets: Int32Array.from({ length: t }, (_, i) => tokens[(i + 1) % t]!),
-  };
   for (let step = 0; step < 2; step++) {
     model.zeroGrad();
     model.forward(batch, { entropy: false });
@@ -97,68 +201,124 @@ export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
   }
 }
 
-/** Measures our rates on `device`. */
-export function benchOurs(device: "cuda" | "cpu", small: boolean): OurRates {
+/** Batch-1 greedy decode and nothing else (for a profiler); prints tokens/s. */
+export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64): void {
   using k = Kernels.open({ device });
-  const config = small
-    ? {
-      ...QWEN2_5_0_5B_CONFIG,
-      vocab_size: 1000,
-      hidden_size: 128,
-      intermediate_size: 256,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 32,
+  const shape = benchShape(small);
+  using model = new Qwen2Model(k, shape.config, { init: "none" });
+  k.check(
+    "arl_fill_f32",
+    k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
+  );
+  const rate = decodeRate(model, 1, shape.decode[1], steps, 1);
+  console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
+}
+
+/** Measures our rates on `device`; `torchBwGbs`: PyTorch's copy bandwidth for the bound. */
+export function benchOurs(
+  device: "cuda" | "cpu",
+  small: boolean,
+  torchBwGbs: number | null = null,
+  log: (line: string) => void = () => {},
+): OurRates {
+  const shape = benchShape(small);
+  const config = shape.config;
+  const seconds: Record<string, number> = {};
+  const errors: Record<string, string> = {};
+  const part = <T>(name: string, fn: () => T): T | null => {
+    const t0 = performance.now();
+    try {
+      const v = fn();
+      seconds[name] = (performance.now() - t0) / 1000;
+      log(
+        `${name}: ${typeof v === "number" ? v.toFixed(1) : "done"} (${seconds[name].toFixed(1)} s)`,
+      );
+      return v;
+    } catch (e) {
+      seconds[name] = (performance.now() - t0) / 1000;
+      errors[name] = String((e as Error).message ?? e).slice(0, 300);
+      log(`${name}: FAILED (${seconds[name].toFixed(1)} s): ${(e as Error).stack ?? e}`);
+      return null;
     }
-    : QWEN2_5_0_5B_CONFIG;
-  const [trainB, trainLen] = small ? [2, 64] : [8, 512];
-  const [decodeB, prompt, steps] = small ? [4, 16, 8] : [32, 128, 64];
-  const reps = small ? 2 : 5;
+  };
+
+  using k = Kernels.open({ device });
+  const backend = `${k.backend}${
+    device === "cuda" ? `, matmul ${Deno.env.get("AGENTRL_CUDA_MATMUL") ?? "default"}` : ""
+  }`;
+  log(`backend ${backend}`);
 
   // device-to-device copy bandwidth (bytes read + written)
-  const n = small ? 1 << 20 : 1 << 28;
-  let copyBwGbs: number;
-  {
-    using x = Tensor.from(k, Float32Array.from({ length: n }, (_, i) => i % 977));
+  const copyBwGbs = part("copy bandwidth GB/s", () => {
+    const n = shape.copyElements;
+    using x = new Tensor(k, [n], "f32");
     using y = new Tensor(k, [n], "f32");
-    copyBwGbs = (2 * n * 4) / timed(() => y.copyFrom(x), 10) / 1e9;
-  }
+    k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptr, 0.5, BigInt(n)));
+    // arl_copy returns when the copy is done (a stream synchronize)
+    return (2 * n * 4) / timed(() => y.copyFrom(x), 10) / 1e9;
+  });
 
-  using model = new Qwen2Model(k, config, { seed: 0 });
-  const t = trainB * trainLen;
-  const tokens = randomTokens(t, config.vocab_size, 2);
-  const batch = {
-    tokens,
-    positions: Int32Array.from({ length: t }, (_, i) => i % trainLen),
-    cuSeqlens: Int32Array.from({ length: trainB + 1 }, (_, s) => s * trainLen),
-    targets: Int32Array.from({ length: t }, (_, i) => tokens[(i + 1) % t]!),
-  };
-  const dlogp = new Float32Array(t).fill(-1 / t);
-  const probe = model.grad("model.norm.weight");
-  const trainS = timed(() => {
-    model.zeroGrad();
-    model.forward(batch, { entropy: false });
-    model.backward({ dlogp });
-    probe.read(); // a synchronize
-  }, reps);
-  const logprobS = timed(() => {
-    model.forward(batch, { entropy: false }).logp.read();
-  }, reps);
-  model.releaseWorkspaces();
-  const decodeTokensS = decodeRate(model, decodeB, prompt, steps);
-  const decode1TokensS = decodeRate(model, 1, prompt, steps);
-  return {
-    backend: `${k.backend}${
-      device === "cuda" ? `, matmul ${Deno.env.get("AGENTRL_CUDA_MATMUL") ?? "tf32"}` : ""
-    }`,
+  const model = part("init (random weights)", () => new Qwen2Model(k, config, { seed: 0 }));
+  const result: OurRates = {
+    backend,
+    shapes: { train: shape.train, decode: shape.decode },
+    params: model?.numParams ?? 0,
+    paramsReadPerToken: model ? paramsReadPerToken(model) : 0,
     copyBwGbs,
-    trainTokensS: t / trainS,
-    logprobTokensS: t / logprobS,
-    decodeTokensS,
-    decode1TokensS,
-    decode1BwFraction: (decode1TokensS * model.params.byteSize) / (copyBwGbs * 1e9),
+    trainTokensS: null,
+    logprobTokensS: null,
+    decodeTokensS: null,
+    decode1TokensS: null,
+    boundBwGbs: null,
+    boundBwSource: "",
+    decode1BwFraction: null,
+    seconds,
+    errors,
   };
+  if (model === null) return result;
+  try {
+    const [trainB, trainLen] = shape.train;
+    const t = trainB * trainLen;
+    const batch = packedBatch(trainB, trainLen, config.vocab_size);
+    const dlogp = new Float32Array(t).fill(-1 / t);
+    const probe = model.grad("model.norm.weight");
+    result.trainTokensS = part("train tokens/s", () =>
+      t /
+      timed(() => {
+        model.zeroGrad();
+        model.forward(batch, { entropy: false });
+        model.backward({ dlogp });
+        probe.read(); // a synchronize
+      }, shape.reps));
+    result.logprobTokensS = part("log-prob forward tokens/s", () =>
+      t /
+      timed(() => {
+        model.forward(batch, { entropy: false }).logp.read();
+      }, shape.reps));
+    model.releaseWorkspaces();
+    const [decodeB, prompt, steps] = shape.decode;
+    result.decodeTokensS = part(
+      `decode tokens/s, batch ${decodeB}`,
+      () => decodeRate(model, decodeB, prompt, steps, shape.decodeReps),
+    );
+    result.decode1TokensS = part(
+      "decode tokens/s, batch 1",
+      () => decodeRate(model, 1, prompt, steps, shape.decodeReps),
+    );
+    result.boundBwGbs = torchBwGbs ?? copyBwGbs;
+    result.boundBwSource = torchBwGbs ? "PyTorch's copy" : "our copy";
+    if (result.decode1TokensS !== null && result.boundBwGbs) {
+      result.decode1BwFraction = (result.decode1TokensS * 4 * result.paramsReadPerToken) /
+        (result.boundBwGbs * 1e9);
+    }
+  } finally {
+    model.dispose();
+  }
+  return result;
+}
+
+function fmt(x: number | null | undefined, digits = 0): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits);
 }
 
 if (import.meta.main) {
@@ -175,49 +335,100 @@ if (import.meta.main) {
   const device = (flag("--device") ?? "cuda") as "cuda" | "cpu";
   const small = args.includes("--small");
   if (args.includes("--train-only")) {
-    // one warm-up and one timed training step, for a profiler (ncu) to attribute
     profileTrain(device, small);
     Deno.exit(0);
   }
-  const ours = benchOurs(device, small);
-  const torch = torchPath ? JSON.parse(Deno.readTextFileSync(torchPath)) : null;
-  const rows: [string, number, number | null, string][] = [
+  if (args.includes("--decode-only")) {
+    profileDecode(device, small);
+    Deno.exit(0);
+  }
+  // deno-lint-ignore no-explicit-any
+  let torch: any = null;
+  if (torchPath) {
+    try {
+      torch = JSON.parse(Deno.readTextFileSync(torchPath));
+    } catch (e) {
+      console.log(`PyTorch results ${torchPath} unreadable: ${(e as Error).message}`);
+    }
+  }
+  const t0 = performance.now();
+  let ours: OurRates | null = null;
+  let error: string | undefined;
+  try {
+    ours = benchOurs(device, small, torch?.copy_bw_gbs ?? null, (l) => console.log(`  ${l}`));
+  } catch (e) {
+    error = String((e as Error).stack ?? e);
+    console.log(`bench failed: ${error}`);
+  }
+  const [b, len] = benchShape(small).train;
+  const [db] = benchShape(small).decode;
+  console.log(
+    `ours: ${ours?.backend ?? "failed"}; copy bandwidth ${fmt(ours?.copyBwGbs)} GB/s; ${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s`,
+  );
+  if (torch) {
+    console.log(
+      `PyTorch: ${torch.mode}; copy ${fmt(torch.copy_bw_gbs)} GB/s; bf16-weight decode x1 ${
+        fmt(torch.decode1_bf16_tokens_s)
+      } tokens/s (${fmt(torch.decode1_bf16_bw_fraction, 3)} of its 2-byte bound; fp32+autocast ${
+        fmt(torch.decode1_bw_fraction_4byte, 3)
+      } of the 4-byte bound)`,
+    );
+    if (torch.errors && Object.keys(torch.errors).length > 0) {
+      console.log(`PyTorch errors: ${JSON.stringify(torch.errors)}`);
+    }
+  }
+  const rows: [string, number | null, number | null, string][] = [
     [
-      "training tokens/s (fwd+bwd, 8x512)",
-      ours.trainTokensS,
+      `training tokens/s (fwd+bwd, ${b}x${len})`,
+      ours?.trainTokensS ?? null,
       torch?.train_tokens_s ?? null,
       ">= 1.0x",
     ],
     [
-      "log-prob forward tokens/s (8x512)",
-      ours.logprobTokensS,
+      `log-prob forward tokens/s (${b}x${len})`,
+      ours?.logprobTokensS ?? null,
       torch?.logprob_tokens_s ?? null,
       ">= 1.0x",
     ],
-    ["decode tokens/s, batch 32", ours.decodeTokensS, torch?.decode_tokens_s ?? null, ">= 1.0x"],
-    ["decode tokens/s, batch 1", ours.decode1TokensS, torch?.decode1_tokens_s ?? null, ">= 1.0x"],
-    ["decode batch 1, fraction of bandwidth bound", ours.decode1BwFraction, null, ">= 0.6"],
+    [
+      `decode tokens/s, batch ${db}`,
+      ours?.decodeTokensS ?? null,
+      torch?.decode_tokens_s ?? null,
+      ">= 1.0x",
+    ],
+    [
+      "decode tokens/s, batch 1",
+      ours?.decode1TokensS ?? null,
+      torch?.decode1_tokens_s ?? null,
+      ">= 1.0x",
+    ],
   ];
-  console.log(`ours: ${ours.backend}; copy bandwidth ${ours.copyBwGbs.toFixed(0)} GB/s`);
-  if (torch) {
-    console.log(
-      `PyTorch: ${torch.mode}; bf16-weight decode x1 ${
-        torch.decode1_bf16_tokens_s?.toFixed(0)
-      } tokens/s (${torch.decode1_bf16_bw_fraction?.toFixed(2)} of its bound)`,
-    );
-  }
   console.log(
     `${"metric".padEnd(46)} ${"ours".padStart(10)} ${"PyTorch".padStart(10)} ${
       "ratio".padStart(7)
     }  target`,
   );
   for (const [name, o, t, target] of rows) {
-    const ratio = t ? (o / t).toFixed(2) : "-";
+    const ratio = o !== null && t ? fmt(o / t, 2) : "-";
     console.log(
-      `${name.padEnd(46)} ${o.toFixed(o < 10 ? 3 : 0).padStart(10)} ${
-        (t ? t.toFixed(0) : "-").padStart(10)
-      } ${ratio.padStart(7)}  ${target}`,
+      `${name.padEnd(46)} ${fmt(o).padStart(10)} ${fmt(t).padStart(10)} ${
+        ratio.padStart(7)
+      }  ${target}`,
     );
   }
-  if (jsonOut) Deno.writeTextFileSync(jsonOut, JSON.stringify({ ours, torch }, null, 2));
+  console.log(
+    `${"decode batch 1, fraction of bandwidth bound".padEnd(46)} ${
+      fmt(ours?.decode1BwFraction, 3).padStart(10)
+    } ${fmt(torch?.decode1_bf16_bw_fraction, 3).padStart(10)} ${"".padStart(7)}  >= 0.6 ` +
+      `(ours 4 B x ${fmt((ours?.paramsReadPerToken ?? 0) / 1e6, 1)}M params at ${
+        fmt(ours?.boundBwGbs)
+      } GB/s, ${ours?.boundBwSource}; PyTorch's with bf16 weights)`,
+  );
+  if (ours && Object.keys(ours.errors).length > 0) {
+    console.log(`errors: ${JSON.stringify(ours.errors)}`);
+  }
+  if (jsonOut) Deno.writeTextFileSync(jsonOut, JSON.stringify({ ours, torch, error }, null, 2));
+  Deno.exit(ours && Object.keys(ours.errors).length === 0 ? 0 : 1);
 }

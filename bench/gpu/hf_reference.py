@@ -1,22 +1,30 @@
 """Reference for the CUDA backend: a random-initialised Qwen2 checkpoint and its
 per-token log-probs and loss gradients from Hugging Face transformers (fp32,
-TF32 off), for bench/gpu/reference.ts to compare against.
+TF32 off, eager attention), for bench/gpu/reference.ts to compare against.
+
+Writes into OUT_DIR: the checkpoint (config.json + model.safetensors, by
+save_pretrained) and reference.safetensors with
+  tokens, positions, targets (I32, T), cu_seqlens (I32, B + 1), lengths (F32, B),
+  logp (F32, T): log softmax(logits)[target] per token,
+  grad.<HF name> (F32): gradient of loss = -mean over all T tokens of logp.
+A tied embedding is one parameter in transformers (named_parameters lists
+model.embed_tokens.weight only), so its gradient holds the LM head's part too.
 
 Usage: python3 bench/gpu/hf_reference.py OUT_DIR
 """
+import os
 import sys
+import time
 
 import torch
 from safetensors.torch import save_file
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 LENGTHS = [37, 64, 91]
+LAST_TARGET = 0  # the target of each sequence's last token
 
 
-def main(out_dir: str) -> None:
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.manual_seed(0)
+def make_config() -> Qwen2Config:
     config = Qwen2Config(
         vocab_size=151936,
         hidden_size=896,
@@ -28,38 +36,95 @@ def main(out_dir: str) -> None:
         rope_theta=1000000.0,
         rms_norm_eps=1e-6,
         tie_word_embeddings=True,
-        torch_dtype="float32",
+        use_sliding_window=False,
     )
-    model = Qwen2ForCausalLM(config).to("cuda", torch.float32)
+    # transformers 5 keeps the RoPE base in rope_parameters; make sure it is 1e6 either way
+    rp = getattr(config, "rope_parameters", None)
+    if isinstance(rp, dict):
+        rp["rope_theta"] = 1000000.0
+    else:
+        config.rope_theta = 1000000.0
+    return config
+
+
+def set_attn(model, impl: str) -> str:
+    try:
+        model.set_attn_implementation(impl)
+    except Exception:  # older/newer API: the config attribute is what forward reads
+        model.config._attn_implementation = impl
+    return str(getattr(model.config, "_attn_implementation", impl))
+
+
+def main(out_dir: str) -> None:
+    t_start = time.time()
+    try:  # full fp32 GEMMs (TF32 off; also torch's default for matmul)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    except Exception as e:
+        print(f"hf_reference: could not turn TF32 off: {e}", flush=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        print("hf_reference: no CUDA device, running on the CPU", flush=True)
+    torch.manual_seed(0)
+    config = make_config()
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config)
+    model = model.to(device=device, dtype=torch.float32)
+    attn = set_attn(model, "eager")
+    model.train(False)  # no dropout (Qwen2 has none; to be explicit)
     # transformers initialises biases to zero; random ones exercise our bias path too
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
                 p.normal_(0.0, 0.02)
+    os.makedirs(out_dir, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
 
     gen = torch.Generator().manual_seed(1)
     seqs = [torch.randint(0, config.vocab_size, (n,), generator=gen) for n in LENGTHS]
     total = sum(LENGTHS)
-    logps = []
-    model.zero_grad()
+    logps, targets_all, positions_all = [], [], []
+    model.zero_grad(set_to_none=True)
     for seq in seqs:
-        ids = seq.unsqueeze(0).cuda()
-        logits = model(input_ids=ids).logits[0].float()
-        targets = torch.cat([seq[1:], torch.zeros(1, dtype=seq.dtype)]).cuda()
+        ids = seq.unsqueeze(0).to(device)
+        pos = torch.arange(seq.numel(), device=device).unsqueeze(0)
+        logits = model(input_ids=ids, position_ids=pos, use_cache=False).logits[0].float()
+        targets = torch.cat([seq[1:], torch.full((1,), LAST_TARGET, dtype=seq.dtype)]).to(device)
         logp = torch.log_softmax(logits, dim=-1).gather(1, targets.unsqueeze(1)).squeeze(1)
-        (-logp.sum() / total).backward()
+        (-logp.sum() / total).backward()  # the sum over sequences is -mean(logp)
         logps.append(logp.detach())
+        targets_all.append(targets.cpu())
+        positions_all.append(torch.arange(seq.numel()))
+    cu = [0]
+    for n in LENGTHS:
+        cu.append(cu[-1] + n)
     out = {
-        "logp": torch.cat(logps).cpu().contiguous(),
-        "tokens": torch.cat(seqs).float().contiguous(),
+        "logp": torch.cat(logps).float().cpu().contiguous(),
+        "tokens": torch.cat(seqs).to(torch.int32).contiguous(),
+        "positions": torch.cat(positions_all).to(torch.int32).contiguous(),
+        "targets": torch.cat(targets_all).to(torch.int32).contiguous(),
+        "cu_seqlens": torch.tensor(cu, dtype=torch.int32),
         "lengths": torch.tensor(LENGTHS, dtype=torch.float32),
     }
+    n_grads = 0
     for name, p in model.named_parameters():
+        if p.grad is None:
+            print(f"hf_reference: no gradient for {name}", flush=True)
+            continue
         out["grad." + name] = p.grad.detach().float().cpu().contiguous()
-    save_file(out, f"{out_dir}/reference.safetensors")
-    print(f"hf_reference: {len(out) - 3} gradients, {total} tokens -> {out_dir}")
+        n_grads += 1
+    save_file(out, os.path.join(out_dir, "reference.safetensors"))
+    rp = getattr(config, "rope_parameters", None)
+    print(
+        f"hf_reference: torch {torch.__version__}, {device}, attn {attn}, rope {rp}, "
+        f"{n_grads} gradients, {total} tokens, mean logp {float(out['logp'].mean()):.4f} -> {out_dir} "
+        f"({time.time() - t_start:.1f} s)",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR", file=sys.stderr)
+        sys.exit(2)
     main(sys.argv[1])

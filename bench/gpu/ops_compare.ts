@@ -26,6 +26,7 @@ import {
   fill,
   fmaPeak,
   fromBf16,
+  KernelGraph,
   Kernels,
   klFull,
   kvCacheWrite,
@@ -53,6 +54,8 @@ import {
   valueHeadForward,
   valueLoss,
 } from "../../ffi/mod.ts";
+import type { Qwen2Config } from "../../lib/model/config.ts";
+import { Qwen2Model } from "../../lib/model/qwen2.ts";
 
 /** cuBLAS products on TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation). */
 export const TOL_GEMM = 2e-3;
@@ -218,6 +221,27 @@ function matmulCases(seed: number): Case[] {
         return { y: y.read() };
       },
     });
+  }
+  // Few rows (decode): the CUDA library's fp32 GEMV path; k = 37 takes its unaligned loop.
+  for (const [fm, fk] of [[1, 96], [3, 96], [8, 96], [2, 37]] as const) {
+    const q = new Rand(`linear rows ${fm}x${fk}`, seed);
+    const [fx, fw, fb, fy0] = [
+      q.randn(fm * fk),
+      q.randn(ln * fk, 0.1),
+      q.randn(ln),
+      q.randn(fm * ln),
+    ];
+    for (const acc of [false, true]) {
+      cases.push({
+        op: `linearForward ${fm} rows k=${fk} bias${acc ? " accumulate" : ""}`,
+        tol: TOL_FP32,
+        run: (s) => {
+          const y = acc ? s.f32(fy0, [fm, ln]) : s.nan([fm, ln]);
+          linearForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(fw, [ln, fk]), s.f32(fb), acc);
+          return { y: y.read() };
+        },
+      });
+    }
   }
   for (const acc of [false, true]) {
     cases.push({
@@ -690,6 +714,106 @@ function sampleCases(seed: number): Case[] {
   }];
 }
 
+// ---- graphs ---------------------------------------------------------------
+
+/** A random Qwen2 small enough to compare on both devices (biases set too). */
+function graphModel(k: Kernels): Qwen2Model {
+  const config: Qwen2Config = {
+    vocab_size: 96,
+    hidden_size: 64,
+    intermediate_size: 128,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    max_position_embeddings: 64,
+    rope_theta: 10000,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: true,
+    attention_bias: true,
+    bos_token_id: null,
+    eos_token_id: null,
+  };
+  const model = new Qwen2Model(k, config, { seed: 3 });
+  const all = model.params.read() as Float32Array;
+  const r = new Rand("graph model biases", 0);
+  for (const g of model.layout.regions) {
+    if (g.name.endsWith(".bias")) all.set(r.randn(g.size, 0.05), g.offset);
+  }
+  model.params.write(all);
+  return model;
+}
+
+/**
+ * Graph replays (CUDA; the CPU runs the same calls directly): a recorded pair of
+ * calls replayed twice on new input data, and a KV-cache decode whose layer calls
+ * are recorded at the second step and replayed after (lib/model/_decode_graphs.ts).
+ */
+function graphCases(seed: number): Case[] {
+  const r = new Rand("graph", seed);
+  const [m, n, kk] = [2, 24, 32];
+  const [x1, x2, w, b, z0] = [
+    r.randn(m * kk),
+    r.randn(m * kk),
+    r.randn(n * kk, 0.1),
+    r.randn(n),
+    r.randn(m * n),
+  ];
+  const tokens = r.ints(12, 0, 95);
+  return [{
+    op: "graph replay (linear + add, new input, twice)",
+    tol: TOL_FP32,
+    run: (s) => {
+      const [x, y, z] = [s.f32(x1, [m, kk]), s.nan([m, n]), s.f32(z0, [m, n])];
+      const [wt, bt] = [s.f32(w, [n, kk]), s.f32(b)];
+      const body = () => {
+        linearForward(s.k, y, x, wt, bt);
+        add(s.k, z, z, y);
+      };
+      if (KernelGraph.supported(s.k)) {
+        using g = KernelGraph.record(s.k, body);
+        x.write(x2); // the replay reads the memory as it is at launch
+        g.launch();
+        g.launch();
+      } else {
+        x.write(x2);
+        body();
+        body();
+      }
+      return { z: z.read() };
+    },
+  }, {
+    op: "decode with graphs (8 steps after a 4-token prefill)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      using model = graphModel(s.k);
+      using cache = model.createKvCache(2, 16);
+      const out: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      const logits = model.forwardCached(
+        cache,
+        Int32Array.from([...prompt, ...prompt]),
+        Int32Array.from([0, 1, 2, 3, 0, 1, 2, 3]),
+        Int32Array.from([0, 0, 0, 0, 1, 1, 1, 1]),
+        Int32Array.from([3, 7]),
+      )!;
+      out.push(...logits.read());
+      for (let step = 0; step < 8; step++) {
+        const t = tokens[4 + step]!;
+        const l = model.forwardCached(
+          cache,
+          Int32Array.from([t, (t + 1) % 96]),
+          Int32Array.from([4 + step, 4 + step]),
+          Int32Array.from([0, 1]),
+          Int32Array.from([0, 1]),
+        )!;
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }];
+}
+
 // ---- comparison -------------------------------------------------------------
 
 /** A row; NaN errors (a non-finite value on either side) never pass. */
@@ -794,6 +918,7 @@ export function compareOps(cpu: Kernels, cuda: Kernels, seed = 20240611): OpRow[
     ...lossCases(seed),
     ...optimCases(seed),
     ...sampleCases(seed),
+    ...graphCases(seed),
     {
       op: "abiVersion",
       tol: EXACT,

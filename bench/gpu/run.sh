@@ -1,58 +1,142 @@
 #!/usr/bin/env bash
-# The GPU check in one command, on a machine with an NVIDIA GPU, nvcc, and
-# python3 with torch + transformers (no network needed):
+# The GPU check in one command, from the repository root, on a machine with an
+# NVIDIA GPU, nvcc, and python3 with torch + transformers + safetensors (no
+# network needed):
 #   DENO=/path/to/deno bash bench/gpu/run.sh
-# It builds the kernels, compares every CUDA op with the CPU backend, compares
-# the model with Hugging Face transformers, benchmarks against PyTorch eager,
-# and prints one summary table. Logs go to $OUT (default /tmp/agentrl_gpu).
+# 1. builds the kernels (kernels/build.ts), 2. compares every CUDA op with the
+# CPU backend (ops_compare.ts), 3. compares the model with Hugging Face
+# transformers (hf_reference.py, then reference.ts on cuda and on our CPU
+# backend), 4. benchmarks against PyTorch eager (torch_bench.py, then bench.ts),
+# and prints one summary table (summary.py). Each part runs under `timeout`
+# (its own limit, capped by what is left of BUDGET, default 400 s) and a failed
+# part does not stop the others. Logs and JSON go to $OUT (default
+# /tmp/agentrl_gpu).
+#
+# Environment: DENO (default deno), OUT, AGENTRL_CUBLAS (libcublas path; found
+# here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
+# sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
+# hf_reference ref ref_cpu torch_bench bench).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
+SKIP=${SKIP:-}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
-if [ -z "${AGENTRL_CUBLAS:-}" ] && ! ldconfig -p | grep -q 'libcublas.so.1[23] '; then
-  AGENTRL_CUBLAS=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[23]' 2>/dev/null | head -1)
-  export AGENTRL_CUBLAS
-fi
-echo "cuBLAS: ${AGENTRL_CUBLAS:-found by the loader}"
+for f in build ops hf_reference ref ref_cpu torch_bench bench; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+rm -f "$OUT/reference_cuda.json" "$OUT/reference_cpu.json" "$OUT/torch.json" "$OUT/bench.json"
+export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
+T0=$SECONDS
+
+BUDGET=${BUDGET:-400} # seconds for all the parts together: no part runs past it
+
+# part NAME LIMIT_S CMD...: runs CMD under timeout (LIMIT_S, or what is left of
+# BUDGET) with its output in $OUT/NAME.log; writes "STATUS SECONDS RC" to
+# $OUT/NAME.status, STATUS one of ok, failed, timeout, skipped, no-time
+part() {
+  local name=$1 limit=$2 t=$SECONDS rc status left
+  shift 2
+  case " $SKIP " in *" $name "*)
+    echo "skipped 0 -" >"$OUT/$name.status"
+    echo "== $name: skipped"
+    return 1
+    ;;
+  esac
+  left=$((BUDGET - (SECONDS - T0)))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 10 ]; then
+    echo "no-time 0 -" >"$OUT/$name.status"
+    echo "== $name: not run, the ${BUDGET}s budget is spent"
+    return 1
+  fi
+  echo "== $name (limit ${limit}s): $*"
+  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) status=ok ;;
+    124 | 137) status=timeout ;;
+    *) status=failed ;;
+  esac
+  echo "$status $((SECONDS - t)) $rc" >"$OUT/$name.status"
+  echo "== $name: $status (rc $rc, $((SECONDS - t)) s)"
+  # on failure, the end of the log (for ops_compare: its failing rows)
+  [ "$rc" -ne 0 ] && grep -v ' ok *$' "$OUT/$name.log" | tail -40
+  return $rc
+}
+
+echo "deno: $("$DENO" --version 2>&1 | head -1)"
+python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
 nvidia-smi -L 2>&1 | head -2
+command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -2 | head -1 || echo "nvcc: not on PATH (build.ts also tries /usr/local/cuda/bin/nvcc)"
+
+# cuBLAS: the CUDA library dlopens libcublas.so.13/.12 by soname; else AGENTRL_CUBLAS
+if [ -n "${AGENTRL_CUBLAS:-}" ]; then
+  echo "cuBLAS: AGENTRL_CUBLAS=$AGENTRL_CUBLAS (given)"
+elif ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.1[23] '; then
+  echo "cuBLAS: found by the loader: $(ldconfig -p | grep -o '/[^ ]*libcublas\.so\.1[23]$' | head -1)"
+else
+  found=$(python3 - <<'EOF' 2>/dev/null
+import glob, os, site, sys
+dirs = []
+try:
+    import nvidia.cublas as m  # the pip wheel torch depends on
+    dirs += [os.path.join(p, "lib") for p in m.__path__]
+except Exception:
+    pass
+try:
+    import torch
+    dirs.append(os.path.join(os.path.dirname(torch.__file__), "lib"))
+except Exception:
+    pass
+for sp in site.getsitepackages() + [site.getusersitepackages()]:
+    dirs += glob.glob(os.path.join(sp, "nvidia", "cu*", "lib")) + glob.glob(os.path.join(sp, "nvidia", "cublas", "lib"))
+dirs += sorted(glob.glob("/usr/local/cuda*/lib64"), reverse=True) + sorted(glob.glob("/usr/local/cuda*/targets/*/lib"), reverse=True)
+for d in dirs:
+    for v in ("13", "12"):
+        p = os.path.join(d, "libcublas.so." + v)
+        if os.path.exists(p):
+            print(p)
+            sys.exit(0)
+EOF
+)
+  [ -z "$found" ] && found=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[23]' 2>/dev/null | head -1)
+  if [ -n "$found" ]; then
+    export AGENTRL_CUBLAS=$found
+    echo "cuBLAS: not found by soname; AGENTRL_CUBLAS=$AGENTRL_CUBLAS"
+  else
+    echo "cuBLAS: NOT FOUND (the CUDA library falls back to its own GEMM: slow)"
+  fi
+fi
+# compile for this GPU only (halves the nvcc time); build.ts adds PTX of the first target
+if [ -z "${AGENTRL_CUDA_ARCH:-}" ]; then
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  case $cap in [0-9][0-9]) export AGENTRL_CUDA_ARCH="sm_$cap" ;; esac
+fi
+echo "AGENTRL_CUDA_ARCH=${AGENTRL_CUDA_ARCH:-build.ts default}"
 
 # 1. build
-if timeout 300 "$DENO" run -A kernels/build.ts >"$OUT/build.log" 2>&1; then
-  echo -n built >"$OUT/build.status"
-else
-  echo -n failed >"$OUT/build.status"
-  cat "$OUT/build.log"
-fi
+part build 180 "$DENO" run -A kernels/build.ts
 
 # 2. every op: CUDA vs CPU
-timeout 300 "$DENO" run -A bench/gpu/ops_compare.ts >"$OUT/ops.log" 2>&1 || grep -v ' ok ' "$OUT/ops.log" | tail -40
+part ops 90 "$DENO" run -A bench/gpu/ops_compare.ts
 
 # 3. the model vs Hugging Face transformers (on the GPU, and our CPU backend too)
 REF="$OUT/hf_ref"
 rm -rf "$REF"
-if timeout 300 python3 bench/gpu/hf_reference.py "$REF" >"$OUT/hf_reference.log" 2>&1; then
-  for device in cuda cpu; do
-    timeout 300 "$DENO" run -A bench/gpu/reference.ts "$REF" --device $device \
-      --json "$OUT/reference_$device.json" >"$OUT/reference_$device.log" 2>&1
-    cat "$OUT/reference_$device.log"
-  done
-else
-  tail -20 "$OUT/hf_reference.log"
+if part hf_reference 90 python3 bench/gpu/hf_reference.py "$REF"; then
+  tail -3 "$OUT/hf_reference.log"
+  part ref 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REF" --device cuda \
+    --json "$OUT/reference_cuda.json"
+  [ -f "$OUT/ref.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref.log"
+  part ref_cpu 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REF" --device cpu \
+    --json "$OUT/reference_cpu.json"
+  [ -f "$OUT/ref_cpu.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_cpu.log"
 fi
 
-# 4. benchmark against PyTorch eager (BENCH_MODES: AGENTRL_CUDA_MATMUL values, default tf32)
-if timeout 400 python3 bench/gpu/torch_bench.py "$OUT/torch.json" >"$OUT/torch.log" 2>&1; then
-  for mode in ${BENCH_MODES:-tf32}; do
-    AGENTRL_CUDA_MATMUL=$mode timeout 400 "$DENO" run -A bench/gpu/bench.ts --torch "$OUT/torch.json" \
-      --json "$OUT/bench_$mode.json" >"$OUT/bench_$mode.log" 2>&1
-    cat "$OUT/bench_$mode.log"
-  done
-else
-  tail -20 "$OUT/torch.log"
-fi
+# 4. benchmark against PyTorch eager (ours runs even when PyTorch's side failed)
+part torch_bench 150 python3 bench/gpu/torch_bench.py "$OUT/torch.json"
+part bench 150 "$DENO" run -A bench/gpu/bench.ts --torch "$OUT/torch.json" --json "$OUT/bench.json" &&
+  cat "$OUT/bench.log"
 
 echo
-echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
-python3 bench/gpu/summary.py "$OUT"
+echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $((SECONDS - T0)) s, logs in $OUT"
+python3 bench/gpu/summary.py "$OUT" || echo "summary.py failed; statuses: $(cat "$OUT"/*.status 2>/dev/null)"

@@ -1,4 +1,6 @@
-"""Prints the one summary table of bench/gpu/run.sh from the logs in OUT_DIR.
+"""Prints the one summary table of bench/gpu/run.sh (part, metric, value,
+target, ok) from the statuses, logs and JSON files in OUT_DIR. Anything
+missing or unreadable becomes a FAIL row; nothing here raises.
 
 Usage: python3 bench/gpu/summary.py OUT_DIR
 """
@@ -8,55 +10,137 @@ import re
 import sys
 
 
-def main(out: str) -> None:
+def main(out: str) -> int:
     rows = []
 
     def row(part, metric, value, target, ok):
-        rows.append((part, metric, value, target, ok))
+        rows.append((part, str(metric), str(value), str(target), ok))
 
     def read(name):
-        path = os.path.join(out, name)
-        return open(path).read() if os.path.exists(path) else None
+        try:
+            with open(os.path.join(out, name)) as f:
+                return f.read()
+        except OSError:
+            return None
 
-    build = read("build.status")
-    row("build", "libagentrl_cpu.so + libagentrl_cuda.so", build or "not run", "-",
-        "ok" if build == "built" else "FAIL")
+    def load(name):
+        text = read(name)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def status(name):
+        s = (read(f"{name}.status") or "not-run 0 -").split()
+        return s[0], s[1] if len(s) > 1 else "0"
+
+    def num(x, fmt):
+        return "-" if x is None else format(x, fmt)
+
+    # timings of every part
+    timing = []
+    for name in ("build", "ops", "hf_reference", "ref", "ref_cpu", "torch_bench", "bench"):
+        st, secs = status(name)
+        timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
+
+    st, secs = status("build")
+    row("build", "kernels/build.ts (cpu + cuda libraries)", f"{st} ({secs} s)", "ok", st == "ok")
+
+    st, secs = status("ops")
     ops = read("ops.log") or ""
     m = re.search(r"(\d+) of (\d+) outputs within tolerance", ops)
-    row("ops", "CUDA vs CPU backend, every op", f"{m[1]} of {m[2]} within tol" if m else "not run",
-        "all", "ok" if m and m[1] == m[2] else "FAIL")
-    for device in ("cuda", "cpu"):
-        ref = read(f"reference_{device}.json")
-        if ref is None:
-            row(f"ref {device}", "vs Hugging Face transformers", "not run", "-", "FAIL")
+    if m:
+        row("ops", "CUDA vs CPU backend, every op output", f"{m[1]} of {m[2]} within tol",
+            "all", m[1] == m[2])
+    else:
+        skipped = "skipped" in ops
+        row("ops", "CUDA vs CPU backend, every op output",
+            "skipped: no CUDA device" if skipped else f"{st} (no result line)", "all", False)
+
+    for device, name in (("cuda", "ref"), ("cpu", "ref_cpu")):
+        part = f"ref {device}"
+        st_hf, _ = status("hf_reference")
+        if st_hf != "ok":
+            row(part, "hf_reference.py (transformers fp32)", st_hf, "ok", False)
             continue
-        for r in json.loads(ref):
-            row(f"ref {device}", r["what"][:56], f"rel err {r['relErr']:.1e}", f"<= {r['tol']:.0e}",
-                "ok" if r["ok"] else "FAIL")
-    modes = sorted(f[6:-5] for f in os.listdir(out) if f.startswith("bench_") and f.endswith(".json"))
-    if not modes:
-        row("bench", "vs PyTorch eager", "not run", "-", "FAIL")
-    for mode in modes:
-        b = read(f"bench_{mode}.json")
-        d = json.loads(b)
-        o, t = d["ours"], d["torch"]
-        for name, ours, base in [
-            ("training tokens/s (fwd+bwd, 8x512)", o["trainTokensS"], t["train_tokens_s"]),
-            ("log-prob forward tokens/s (8x512)", o["logprobTokensS"], t["logprob_tokens_s"]),
-            ("decode tokens/s, batch 32", o["decodeTokensS"], t["decode_tokens_s"]),
-            ("decode tokens/s, batch 1", o["decode1TokensS"], t["decode1_tokens_s"]),
-        ]:
-            r = ours / base
-            row(f"bench {mode}", name + ", ours / PyTorch", f"{r:.2f}x ({ours:.0f} / {base:.0f})",
-                ">= 1.0x", "ok" if r >= 1 else "below")
-        f = o["decode1BwFraction"]
-        row(f"bench {mode}", "decode batch 1, fraction of bandwidth bound", f"{f:.2f}", ">= 0.6",
-            "ok" if f >= 0.6 else "below")
-    widths = [max(len(str(r[i])) for r in rows + [("part", "metric", "value", "target", "ok")])
-              for i in range(5)]
-    for r in [("part", "metric", "value", "target", "ok")] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        ref = load(f"reference_{device}.json")
+        st, secs = status(name)
+        if ref is None:
+            row(part, "reference.ts vs transformers", f"{st}, no JSON", "ok", False)
+            continue
+        ref_rows = ref if isinstance(ref, list) else ref.get("rows", [])
+        for r in ref_rows:
+            rel = r.get("relErr")
+            row(part, r.get("what", "?")[:60],
+                f"rel {num(rel, '.1e')}, max abs {num(r.get('maxAbs'), '.1e')}",
+                f"<= {r.get('tol', 0):.0e}", bool(r.get("ok")))
+
+    bench = load("bench.json")
+    torch = load("torch.json") or {}
+    if bench is None or bench.get("ours") is None:
+        st, _ = status("bench")
+        err = (bench or {}).get("error", "")
+        row("bench", "bench.ts (ours)", f"{st}, no results {err[:60]}", "ok", False)
+        ours = {}
+    else:
+        ours = bench["ours"]
+    t_st, _ = status("torch_bench")
+    if t_st != "ok":
+        row("bench", "torch_bench.py (PyTorch eager)", t_st, "ok", False)
+    errors = dict(torch.get("errors") or {})
+    errors.update({f"ours {k}": v for k, v in (ours.get("errors") or {}).items()})
+    for k, v in errors.items():
+        row("bench", f"error in {k}", str(v)[:60], "-", False)
+    shapes = ours.get("shapes") or torch.get("shapes") or {}
+    t_shapes = torch.get("shapes")
+    if ours.get("shapes") and t_shapes and (
+            list(ours["shapes"]["train"]) != list(t_shapes.get("train", []))
+            or list(ours["shapes"]["decode"]) != list(t_shapes.get("decode", []))):
+        row("bench", "shapes differ: ours vs PyTorch", f"{ours['shapes']} vs {t_shapes}", "same",
+            False)
+    tb, tl = (shapes.get("train") or [8, 512])[:2]
+    db = (shapes.get("decode") or [32])[0]
+    for name, o, t in [
+        (f"training tokens/s (fwd+bwd, {tb}x{tl})", ours.get("trainTokensS"),
+         torch.get("train_tokens_s")),
+        (f"log-prob forward tokens/s ({tb}x{tl})", ours.get("logprobTokensS"),
+         torch.get("logprob_tokens_s")),
+        (f"decode tokens/s, batch {db}", ours.get("decodeTokensS"), torch.get("decode_tokens_s")),
+        ("decode tokens/s, batch 1", ours.get("decode1TokensS"), torch.get("decode1_tokens_s")),
+    ]:
+        if o is None or not t:
+            row("bench", name + ", ours / PyTorch", f"ours {num(o, '.0f')} / {num(t, '.0f')}",
+                ">= 1.0x", False)
+            continue
+        r = o / t
+        row("bench", name + ", ours / PyTorch", f"{r:.2f}x ({o:.0f} / {t:.0f})", ">= 1.0x",
+            r >= 1)
+    f = ours.get("decode1BwFraction")
+    row("bench", "decode batch 1: ours, fraction of the 4-byte bandwidth bound",
+        f"{num(f, '.2f')} (bw {num(ours.get('boundBwGbs'), '.0f')} GB/s)", ">= 0.6",
+        f is not None and f >= 0.6)
+    fb = torch.get("decode1_bf16_bw_fraction")
+    row("bench", "decode batch 1: PyTorch bf16 weights, of its 2-byte bound",
+        f"{num(fb, '.3f')} ({num(torch.get('decode1_bf16_tokens_s'), '.0f')} tokens/s)",
+        "info", "info")
+
+    header = ("part", "metric", "value", "target", "ok")
+    table = [header] + [
+        (p, m, v, t, ok if isinstance(ok, str) else ("ok" if ok else "FAIL"))
+        for p, m, v, t, ok in rows
+    ]
+    widths = [max(len(r[i]) for r in table) for i in range(5)]
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print("times: " + ", ".join(timing))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    try:
+        sys.exit(main(sys.argv[1]))
+    except Exception as e:  # the summary must never hide the logs
+        print(f"summary.py: {type(e).__name__}: {e}")
+        sys.exit(1)
