@@ -37,30 +37,14 @@ import {
   type GenerationRequest,
   type StepInfo,
 } from "../lib/infer/mod.ts";
-import type { Qwen2Config } from "../lib/model/config.ts";
 import { parseQwen2Config } from "../lib/model/hf_config.ts";
 import { buildTinyModelFiles } from "../lib/model/make_tiny_tokenizer.ts";
 import { qwen2ParamKind } from "../lib/model/param_layout.ts";
 import { Qwen2Model } from "../lib/model/qwen2.ts";
 import { type BenchRow, benchRow } from "./_report.ts";
+import { QWEN2_5_0_5B_CONFIG } from "./qwen2_5_0_5b.ts";
 
-/** Qwen2.5-0.5B's shape (Hugging Face `Qwen/Qwen2.5-0.5B` config.json). */
-export const QWEN2_5_0_5B_CONFIG: Qwen2Config = {
-  vocab_size: 151936,
-  hidden_size: 896,
-  intermediate_size: 4864,
-  num_hidden_layers: 24,
-  num_attention_heads: 14,
-  num_key_value_heads: 2,
-  head_dim: 64,
-  max_position_embeddings: 32768,
-  rope_theta: 1000000,
-  rms_norm_eps: 1e-6,
-  tie_word_embeddings: true,
-  attention_bias: true,
-  bos_token_id: 151643,
-  eos_token_id: 151643,
-};
+export { QWEN2_5_0_5B_CONFIG };
 
 /** Options of {@linkcode benchModel}. */
 export interface ModelBenchOptions {

@@ -27,27 +27,7 @@
 import { Kernels, sample, Tensor } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "../../lib/model/config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
-
-/**
- * Qwen2.5-0.5B's shape, as bench/model.ts's `QWEN2_5_0_5B_CONFIG` (copied: that
- * module imports npm packages, and the GPU machine may have no network).
- */
-export const QWEN2_5_0_5B_CONFIG: Qwen2Config = {
-  vocab_size: 151936,
-  hidden_size: 896,
-  intermediate_size: 4864,
-  num_hidden_layers: 24,
-  num_attention_heads: 14,
-  num_key_value_heads: 2,
-  head_dim: 64,
-  max_position_embeddings: 32768,
-  rope_theta: 1000000,
-  rms_norm_eps: 1e-6,
-  tie_word_embeddings: true,
-  attention_bias: true,
-  bos_token_id: 151643,
-  eos_token_id: 151643,
-};
+import { QWEN2_5_0_5B_CONFIG } from "../qwen2_5_0_5b.ts";
 
 /** Rates measured on our side (null: the part failed). */
 export interface OurRates {

@@ -90,6 +90,17 @@ __device__ inline Stats merge(Stats p, Stats q) {
   return p;
 }
 
+// Moves st's reference max up to mx (when larger), rescaling s and a to it.
+__device__ inline void raise_max(Stats& st, float mx) {
+  if (!(mx > st.m)) return;  // (NaN: unchanged, as a plain comparison)
+  if (st.s != 0.0f) {
+    const float d = st.m - mx, f = expf(d);
+    st.a = f * fmaf(st.s, d, st.a);
+    st.s *= f;
+  }
+  st.m = mx;
+}
+
 // One block per row of z (rows, V) (already divided by the temperature), one pass over the
 // row: lse = m + log s; logp = z[target] - lse; entropy = lse - sum p z = log s - a / s.
 __global__ void __launch_bounds__(kRowThreads)
@@ -106,14 +117,7 @@ __global__ void __launch_bounds__(kRowThreads)
     const float x0 = row[j], x1 = row[j + stride], x2 = row[j + 2 * stride],
                 x3 = row[j + 3 * stride];
     const float mx = fmaxf(fmaxf(x0, x1), fmaxf(x2, x3));
-    if (mx > st.m) {
-      if (st.s != 0.0f) {
-        const float d = st.m - mx, f = expf(d);
-        st.a = f * fmaf(st.s, d, st.a);
-        st.s *= f;
-      }
-      st.m = mx;
-    }
+    raise_max(st, mx);
     const float d0 = x0 - st.m, d1 = x1 - st.m, d2 = x2 - st.m, d3 = x3 - st.m;
     const float e0 = expf(d0), e1 = expf(d1), e2 = expf(d2), e3 = expf(d3);
     st.s += (e0 + e1) + (e2 + e3);
@@ -121,14 +125,7 @@ __global__ void __launch_bounds__(kRowThreads)
   }
   for (; j < n; j += stride) {
     const float x = row[j];
-    if (x > st.m) {
-      if (st.s != 0.0f) {
-        const float d = st.m - x, f = expf(d);
-        st.a = f * fmaf(st.s, d, st.a);
-        st.s *= f;
-      }
-      st.m = x;
-    }
+    raise_max(st, x);
     const float d = x - st.m, e = expf(d);
     st.s += e;
     st.a = fmaf(e, d, st.a);
