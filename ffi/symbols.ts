@@ -105,6 +105,36 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  arl_linear_forward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const uint16_t* w (N, K), bf16 */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate */
+    ],
+    result: status,
+  },
+  arl_linear_backward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dx (M, K) or NULL */
+      ptr, /* float* dw (N, K) or NULL, += */
+      ptr, /* float* dbias (N) or NULL, += */
+      ptr, /* const float* dy (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const uint16_t* w (N, K), bf16 */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate_dx */
+    ],
+    result: status,
+  },
 
   arl_embedding_forward: {
     parameters: [
@@ -322,6 +352,53 @@ export const SYMBOLS = {
       ptr, /* float* logits (T, V) */
       ptr, /* const float* h (T, C) */
       ptr, /* const float* w (V, C) */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+    ],
+    result: status,
+  },
+  arl_logprob_forward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* logp (T) */
+      ptr, /* float* entropy (T) or NULL */
+      ptr, /* float* lse (T) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const int32_t* targets (T) */
+      ptr, /* const uint16_t* w (V, C), bf16 */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+      f32, /* float temperature */
+    ],
+    result: status,
+  },
+  arl_logprob_backward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* dh (T, C) */
+      ptr, /* float* dw (V, C) or NULL, += */
+      ptr, /* const float* dlogp (T) */
+      ptr, /* const float* dentropy (T) or NULL */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const int32_t* targets (T) */
+      ptr, /* const uint16_t* w (V, C), bf16 */
+      ptr, /* const float* lse (T) */
+      ptr, /* const float* entropy (T) or NULL */
+      i32, /* int32_t t */
+      i32, /* int32_t v */
+      i32, /* int32_t c */
+      f32, /* float temperature */
+    ],
+    result: status,
+  },
+  arl_lm_head_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* logits (T, V) */
+      ptr, /* const float* h (T, C) */
+      ptr, /* const uint16_t* w (V, C), bf16 */
       i32, /* int32_t t */
       i32, /* int32_t v */
       i32, /* int32_t c */

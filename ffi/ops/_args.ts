@@ -28,3 +28,13 @@ export function expectNumber(value: number, name: string, positive = false): voi
 export function dim(t: Tensor, axis: number): number {
   return t.shape[axis]!;
 }
+
+/**
+ * Checks a weight matrix (fp32, or bf16 for mixed precision) and returns
+ * whether it is bf16 (the caller then uses the `_bf16` symbol).
+ */
+export function expectWeight(w: Tensor, name: string, shape: readonly number[]): boolean {
+  const bf16 = w instanceof Object && w.dtype === "bf16";
+  expectTensor(w, name, bf16 ? "bf16" : "f32", shape);
+  return bf16;
+}

@@ -1,17 +1,20 @@
 /** The fused LM head + log-softmax + gather + entropy, and full logits. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 function shapes(h: Tensor, targets: Tensor, w: Tensor) {
   expectTensor(h, "h", "f32", [-1, -1]);
   const [t, c] = [dim(h, 0), dim(h, 1)];
   expectTensor(targets, "targets", "i32", [t]);
-  expectTensor(w, "w", "f32", [-1, c]);
-  return { t, c, v: dim(w, 0) };
+  const bf16 = expectWeight(w, "w", [-1, c]);
+  return { t, c, v: dim(w, 0), bf16 };
 }
 
-/** logp (T), entropy (T, optional), lse (T) of targets under softmax(h w^T / temperature). */
+/**
+ * logp (T), entropy (T, optional), lse (T) of targets under softmax(h w^T / temperature);
+ * w fp32 or bf16 (mixed precision: fp32 math on bf16 weights).
+ */
 export function logprobForward(
   k: Kernels,
   out: { logp: Tensor; lse: Tensor; entropy?: Tensor | null },
@@ -20,14 +23,14 @@ export function logprobForward(
   w: Tensor,
   temperature = 1,
 ): void {
-  const { t, c, v } = shapes(h, targets, w);
+  const { t, c, v, bf16 } = shapes(h, targets, w);
   expectTensor(out.logp, "logp", "f32", [t]);
   expectTensor(out.lse, "lse", "f32", [t]);
   if (out.entropy) expectTensor(out.entropy, "entropy", "f32", [t]);
   expectNumber(temperature, "temperature", true);
   k.check(
-    "arl_logprob_forward",
-    k.sym.arl_logprob_forward(
+    bf16 ? "arl_logprob_forward_bf16" : "arl_logprob_forward",
+    (bf16 ? k.sym.arl_logprob_forward_bf16 : k.sym.arl_logprob_forward)(
       k.ctx,
       out.logp.ptr,
       ptrOf(out.entropy),
@@ -54,7 +57,7 @@ export function logprobBackward(
   saved: { lse: Tensor; entropy?: Tensor | null },
   temperature = 1,
 ): void {
-  const { t, c, v } = shapes(h, targets, w);
+  const { t, c, v, bf16 } = shapes(h, targets, w);
   expectTensor(grads.dh, "dh", "f32", [t, c]);
   if (grads.dw) expectTensor(grads.dw, "dw", "f32", [v, c]);
   expectTensor(upstream.dlogp, "dlogp", "f32", [t]);
@@ -66,8 +69,8 @@ export function logprobBackward(
   }
   expectNumber(temperature, "temperature", true);
   k.check(
-    "arl_logprob_backward",
-    k.sym.arl_logprob_backward(
+    bf16 ? "arl_logprob_backward_bf16" : "arl_logprob_backward",
+    (bf16 ? k.sym.arl_logprob_backward_bf16 : k.sym.arl_logprob_backward)(
       k.ctx,
       grads.dh.ptr,
       ptrOf(grads.dw),
@@ -86,12 +89,13 @@ export function logprobBackward(
   );
 }
 
-/** logits (T, V) = h (T, C) w (V, C)^T. */
+/** logits (T, V) = h (T, C) w (V, C)^T; w fp32 or bf16. */
 export function lmHead(k: Kernels, logits: Tensor, h: Tensor, w: Tensor): void {
   expectTensor(h, "h", "f32", [-1, -1]);
   const [t, c] = [dim(h, 0), dim(h, 1)];
-  expectTensor(w, "w", "f32", [-1, c]);
+  const bf16 = expectWeight(w, "w", [-1, c]);
   const v = dim(w, 0);
   expectTensor(logits, "logits", "f32", [t, v]);
-  k.check("arl_lm_head", k.sym.arl_lm_head(k.ctx, logits.ptr, h.ptr, w.ptr, t, v, c));
+  const fn = bf16 ? k.sym.arl_lm_head_bf16 : k.sym.arl_lm_head;
+  k.check(bf16 ? "arl_lm_head_bf16" : "arl_lm_head", fn(k.ctx, logits.ptr, h.ptr, w.ptr, t, v, c));
 }

@@ -1,7 +1,7 @@
 /** Matrix products: general SGEMM and the linear layer. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 /** Options of {@linkcode sgemm}. */
 export interface SgemmOptions {
@@ -47,7 +47,10 @@ export function sgemm(k: Kernels, c: Tensor, a: Tensor, b: Tensor, o: SgemmOptio
   );
 }
 
-/** y (M, N) = x (M, K) w (N, K)^T + bias (N) [+ y when accumulate]. */
+/**
+ * y (M, N) = x (M, K) w (N, K)^T + bias (N) [+ y when accumulate]; w fp32, or bf16 for
+ * mixed precision (fp32 accumulation; see `arl_linear_forward_bf16`).
+ */
 export function linearForward(
   k: Kernels,
   y: Tensor,
@@ -57,13 +60,14 @@ export function linearForward(
   accumulate = false,
 ): void {
   expectTensor(x, "x", "f32", [-1, -1]);
-  expectTensor(w, "w", "f32", [-1, dim(x, 1)]);
+  const bf16 = expectWeight(w, "w", [-1, dim(x, 1)]);
   const [m, kk, n] = [dim(x, 0), dim(x, 1), dim(w, 0)];
   expectTensor(y, "y", "f32", [m, n]);
   if (bias) expectTensor(bias, "bias", "f32", [n]);
+  const fn = bf16 ? k.sym.arl_linear_forward_bf16 : k.sym.arl_linear_forward;
   k.check(
-    "arl_linear_forward",
-    k.sym.arl_linear_forward(k.ctx, y.ptr, x.ptr, w.ptr, ptrOf(bias), m, n, kk, accumulate ? 1 : 0),
+    bf16 ? "arl_linear_forward_bf16" : "arl_linear_forward",
+    fn(k.ctx, y.ptr, x.ptr, w.ptr, ptrOf(bias), m, n, kk, accumulate ? 1 : 0),
   );
 }
 
@@ -77,15 +81,15 @@ export function linearBackward(
   accumulateDx = false,
 ): void {
   expectTensor(x, "x", "f32", [-1, -1]);
-  expectTensor(w, "w", "f32", [-1, dim(x, 1)]);
+  const bf16 = expectWeight(w, "w", [-1, dim(x, 1)]);
   const [m, kk, n] = [dim(x, 0), dim(x, 1), dim(w, 0)];
   expectTensor(dy, "dy", "f32", [m, n]);
   if (grads.dx) expectTensor(grads.dx, "dx", "f32", [m, kk]);
   if (grads.dw) expectTensor(grads.dw, "dw", "f32", [n, kk]);
   if (grads.dbias) expectTensor(grads.dbias, "dbias", "f32", [n]);
   k.check(
-    "arl_linear_backward",
-    k.sym.arl_linear_backward(
+    bf16 ? "arl_linear_backward_bf16" : "arl_linear_backward",
+    (bf16 ? k.sym.arl_linear_backward_bf16 : k.sym.arl_linear_backward)(
       k.ctx,
       ptrOf(grads.dx),
       ptrOf(grads.dw),

@@ -393,30 +393,36 @@ __global__ void kv_cache_write_kernel(float* k_cache, float* v_cache, const floa
   }
 }
 
-constexpr int kDecodeThreads = 512;
-constexpr int kDecodeWarps = kDecodeThreads / 32;
 constexpr int kDecodeChunk = 1024;
 constexpr int kKeysPerWarpStep = 8;  // keys a warp reads at once (independent loads in flight)
-constexpr int kDimsPerLane = kMaxHeadDim / 32;
+constexpr int kDecodeMaxSplits = 16;
+constexpr int kDecodeMinKeysPerSplit = 32;
 
-// One block per (query i, head h): online softmax over chunks of the slot's first lens[i] keys.
-// Each warp takes kKeysPerWarpStep keys at a time and its lanes split the head dimension
-// (coalesced rows): for scores a butterfly sums the lanes' products; for values each lane
-// keeps its dims' sums, and the warps' sums are added at the end.
-__global__ void __launch_bounds__(kDecodeThreads)
-    attention_decode_kernel(float* __restrict__ out, const float* __restrict__ q,
+// One block per (query i, head h, split sp): online softmax over chunks of split sp's share
+// of the slot's first lens[i] keys (all of them when splits = 1). Each warp takes
+// kKeysPerWarpStep keys at a time and its lanes split the head dimension (coalesced rows):
+// for scores a butterfly sums the lanes' products; for values each lane keeps its dims'
+// sums, and the warps' sums are added at the end. With splits > 1 (flash-decoding: more
+// blocks than heads when few tokens decode) each block writes its running max, sum and
+// unnormalized output to `partial` (row-major (N, HQ, splits) records of D + 2 floats) and
+// attention_decode_combine_kernel merges them.
+template <int kThreads, int kDpl>
+__global__ void __launch_bounds__(kThreads)
+    attention_decode_kernel(float* __restrict__ out, float* __restrict__ partial,
+                            const float* __restrict__ q,
                             const float* __restrict__ k_cache, const float* __restrict__ v_cache,
                             const int32_t* __restrict__ slots, const int32_t* __restrict__ lens,
                             int32_t s, int32_t hq, int32_t hkv, int32_t l, int32_t d, float scale,
-                            int* flag, int64_t* flag_index) {
+                            int splits, int* flag, int64_t* flag_index) {
+  constexpr int kDecodeWarps = kThreads / 32;
   __shared__ float qs[kMaxHeadDim];
   __shared__ float ps[kDecodeChunk];
   __shared__ float red[32];
   __shared__ float part[kDecodeWarps * kMaxHeadDim];
-  const int32_t i = blockIdx.x, h = blockIdx.y;
+  const int32_t i = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
   const int32_t slot = slots[i], len = lens[i];
   if (slot < 0 || slot >= s || len < 1 || len > l) {
-    if (threadIdx.x == 0 && h == 0) {
+    if (threadIdx.x == 0 && h == 0 && sp == 0) {
       const bool bad_slot = slot < 0 || slot >= s;
       arl_set_flag(flag, flag_index, bad_slot ? arl::kDeferredDecodeSlot : arl::kDeferredDecodeLen,
                    (int64_t(i) << 32) | uint32_t(bad_slot ? slot : len));
@@ -429,24 +435,35 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int64_t row = int64_t(i) * hq + h;
   for (int c = threadIdx.x; c < d; c += blockDim.x) qs[c] = q[row * d + c] * scale;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  // Lane dims c = lane + 32 t (t < kDimsPerLane) of the values this warp accumulates.
-  float acc[kDimsPerLane];
+  // Lane dims c = lane + 32 t (t < kDpl, kDpl = dims_per_lane(d)) of the values this warp
+  // accumulates. Every load of a warp step is issued before any is used (row indices
+  // clamped, masked afterwards): one memory round trip per step, not one per key.
+  float acc[kDpl];
 #pragma unroll
-  for (int t = 0; t < kDimsPerLane; t++) acc[t] = 0.0f;
+  for (int t = 0; t < kDpl; t++) acc[t] = 0.0f;
   float m = -INFINITY, lsum = 0.0f;
   __syncthreads();
-  for (int32_t j0 = 0; j0 < len; j0 += kDecodeChunk) {
-    const int32_t n = min(kDecodeChunk, len - j0);
+  const int32_t share = (len + splits - 1) / splits;
+  const int32_t j_begin = min(len, sp * share), j_end = min(len, j_begin + share);
+  for (int32_t j0 = j_begin; j0 < j_end; j0 += kDecodeChunk) {
+    const int32_t n = min(kDecodeChunk, j_end - j0);
     float mt = -INFINITY;
     for (int j = warp * kKeysPerWarpStep; j < n; j += kDecodeWarps * kKeysPerWarpStep) {
+      float kreg[kKeysPerWarpStep][kDpl];
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++) {
+        const float* kr = kb + int64_t(j0 + min(j + u, n - 1)) * d;
+#pragma unroll
+        for (int t = 0; t < kDpl; t++)
+          kreg[u][t] = lane + 32 * t < d ? __ldg(kr + lane + 32 * t) : 0.0f;
+      }
       float dot[kKeysPerWarpStep];
 #pragma unroll
       for (int u = 0; u < kKeysPerWarpStep; u++) {
         dot[u] = 0.0f;
-        if (j + u < n) {
-          const float* kr = kb + int64_t(j0 + j + u) * d;
-          for (int c = lane; c < d; c += 32) dot[u] = fmaf(qs[c], kr[c], dot[u]);
-        }
+#pragma unroll
+        for (int t = 0; t < kDpl; t++)
+          if (lane + 32 * t < d) dot[u] = fmaf(qs[lane + 32 * t], kreg[u][t], dot[u]);
       }
 #pragma unroll
       for (int u = 0; u < kKeysPerWarpStep; u++)
@@ -471,34 +488,105 @@ __global__ void __launch_bounds__(kDecodeThreads)
     st = arl_block_sum(st, red);  // its barriers also publish ps
     lsum = lsum * corr + st;
 #pragma unroll
-    for (int t = 0; t < kDimsPerLane; t++) acc[t] *= corr;
+    for (int t = 0; t < kDpl; t++) acc[t] *= corr;
     // Values: warp w takes keys w, w + kDecodeWarps, ... (kKeysPerWarpStep rows in flight).
     for (int j = warp * kKeysPerWarpStep; j < n; j += kDecodeWarps * kKeysPerWarpStep) {
+      float vreg[kKeysPerWarpStep][kDpl];
+      float p[kKeysPerWarpStep];
 #pragma unroll
       for (int u = 0; u < kKeysPerWarpStep; u++) {
-        if (j + u < n) {
-          const float p = ps[j + u];
-          const float* vr = vb + int64_t(j0 + j + u) * d;
+        const float* vr = vb + int64_t(j0 + min(j + u, n - 1)) * d;
+        p[u] = j + u < n ? ps[j + u] : 0.0f;
 #pragma unroll
-          for (int t = 0; t < kDimsPerLane; t++)
-            if (lane + 32 * t < d) acc[t] = fmaf(p, vr[lane + 32 * t], acc[t]);
-        }
+        for (int t = 0; t < kDpl; t++)
+          vreg[u][t] = lane + 32 * t < d ? __ldg(vr + lane + 32 * t) : 0.0f;
       }
+#pragma unroll
+      for (int u = 0; u < kKeysPerWarpStep; u++)
+#pragma unroll
+        for (int t = 0; t < kDpl; t++) acc[t] = fmaf(p[u], vreg[u][t], acc[t]);
     }
     m = m_new;
     __syncthreads();
   }
   // Sum the warps' accumulators (part: kDecodeWarps rows of d).
 #pragma unroll
-  for (int t = 0; t < kDimsPerLane; t++)
+  for (int t = 0; t < kDpl; t++)
     if (lane + 32 * t < d) part[warp * kMaxHeadDim + lane + 32 * t] = acc[t];
   __syncthreads();
-  const float inv = 1.0f / lsum;
+  if (splits == 1) {
+    const float inv = 1.0f / lsum;
+    for (int c = threadIdx.x; c < d; c += blockDim.x) {
+      float a = 0.0f;
+      for (int w = 0; w < kDecodeWarps; w++) a += part[w * kMaxHeadDim + c];
+      out[row * d + c] = a * inv;
+    }
+    return;
+  }
+  float* rec = partial + (row * splits + sp) * (d + 2);
   for (int c = threadIdx.x; c < d; c += blockDim.x) {
     float a = 0.0f;
     for (int w = 0; w < kDecodeWarps; w++) a += part[w * kMaxHeadDim + c];
+    rec[c] = a;
+  }
+  if (threadIdx.x == 0) {
+    rec[d] = m;  // -inf for a split with no keys (its sum and output are 0)
+    rec[d + 1] = lsum;
+  }
+}
+
+// out (row) = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s over the splits' records.
+__global__ void attention_decode_combine_kernel(float* __restrict__ out,
+                                                const float* __restrict__ partial, int32_t d,
+                                                int splits, const int32_t* __restrict__ slots,
+                                                const int32_t* __restrict__ lens, int32_t s,
+                                                int32_t hq, int32_t l) {
+  const int64_t row = blockIdx.x;
+  const int32_t i = int32_t(row / hq), slot = slots[i], len = lens[i];
+  if (slot < 0 || slot >= s || len < 1 || len > l) return;  // flagged by the split kernel
+  const float* recs = partial + row * splits * (d + 2);
+  float mx = -INFINITY;
+  for (int sp = 0; sp < splits; sp++) mx = fmaxf(mx, recs[sp * (d + 2) + d]);
+  float total = 0.0f;
+  for (int sp = 0; sp < splits; sp++) {
+    const float* r = recs + sp * (d + 2);
+    total += r[d + 1] * __expf(r[d] - mx);
+  }
+  const float inv = 1.0f / total;
+  for (int c = threadIdx.x; c < d; c += blockDim.x) {
+    float a = 0.0f;
+    for (int sp = 0; sp < splits; sp++) {
+      const float* r = recs + sp * (d + 2);
+      a += r[c] * __expf(r[d] - mx);
+    }
     out[row * d + c] = a * inv;
   }
+}
+
+// Splits per (token, head) for n tokens of hq heads over caches of l positions: enough
+// blocks for every SM twice over, at most kDecodeMaxSplits, at least kDecodeMinKeysPerSplit
+// positions each (of the cache's length: the real lengths are on the device), and within
+// the context's fixed buffer of split records (allocated once, outside graph recording, so
+// that a recorded graph's pointer stays valid). 1 when no buffer can be had.
+int decode_splits(arl_ctx* ctx, int32_t n, int32_t hq, int32_t l, int32_t d) {
+  const int64_t rows = int64_t(n) * hq;
+  if (rows >= ctx->num_sms) return 1;
+  int64_t splits = (2 * int64_t(ctx->num_sms) + rows - 1) / rows;
+  splits = min(splits, int64_t(kDecodeMaxSplits));
+  splits = min(splits, int64_t((l + kDecodeMinKeysPerSplit - 1) / kDecodeMinKeysPerSplit));
+  if (splits < 2) return 1;
+  // records for up to 2 * num_sms + rows blocks (< 3 * num_sms) of kMaxHeadDim + 2 floats
+  const size_t bytes = size_t(3) * ctx->num_sms * (kMaxHeadDim + 2) * sizeof(float);
+  if (ctx->decode_partial == nullptr) {
+    if (ctx->capturing) return 1;
+    if (cudaMalloc(&ctx->decode_partial, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      ctx->decode_partial = nullptr;
+      return 1;
+    }
+  }
+  if (size_t(rows * splits) * (d + 2) * sizeof(float) > bytes) return 1;
+  return int(splits);
 }
 
 // Dynamic shared memory above 48 KB needs an opt-in per kernel (once).
@@ -512,6 +600,23 @@ arl_status allow_smem(arl_ctx* ctx, const char* fn, K kernel, size_t bytes) {
 
 // Dims per lane for a head dim: 1, 2, 4 or 8 (d <= 256).
 inline int dims_per_lane(int32_t d) { return d <= 32 ? 1 : d <= 64 ? 2 : d <= 128 ? 4 : 8; }
+
+// The decode kernel for kDpl dims per lane: 512 threads per (token, head) unsplit, 128 per
+// split (a split holds few keys).
+template <int kDpl>
+void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, const float* k_cache,
+                   const float* v_cache, const int32_t* slots, const int32_t* lens, int32_t n,
+                   int32_t s, int32_t hq, int32_t hkv, int32_t l, int32_t d, float scale,
+                   int splits) {
+  if (splits == 1)
+    attention_decode_kernel<512, kDpl><<<dim3(n, hq, 1), 512, 0, ctx->stream>>>(
+        out, nullptr, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, 1, ctx->flag,
+        ctx->flag_index);
+  else
+    attention_decode_kernel<128, kDpl><<<dim3(n, hq, splits), 128, 0, ctx->stream>>>(
+        out, partial, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, splits,
+        ctx->flag, ctx->flag_index);
+}
 
 #include "attention_d64.cuh"
 
@@ -681,8 +786,18 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
   if (hq > 65535)
     return arl::fail(ctx, ARL_ERR_SIZE, "%s: %d query heads is more than 65535", __func__, hq);
   // Slots and lengths are checked by the kernel (reported at the next synchronizing call).
-  attention_decode_kernel<<<dim3(n, hq), kDecodeThreads, 0, ctx->stream>>>(
-      out, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, ctx->flag, ctx->flag_index);
+  const int splits = decode_splits(ctx, n, hq, l, d);
+  auto* partial = splits > 1 ? static_cast<float*>(ctx->decode_partial) : nullptr;
+  switch (dims_per_lane(d)) {
+    case 1: launch_decode<1>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
+    case 2: launch_decode<2>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
+    case 4: launch_decode<4>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
+    default: launch_decode<8>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
+  }
+  ARL_LAUNCHED(ctx);
+  if (splits == 1) return ARL_OK;
+  attention_decode_combine_kernel<<<unsigned(int64_t(n) * hq), 64, 0, ctx->stream>>>(
+      out, partial, d, splits, slots, lens, s, hq, l);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -23,6 +23,12 @@ struct arl_ctx {
   int64_t* flag_host;     // pinned host copy of (code, index), read after a synchronize
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
+  void* decode_partial;   // split decode attention's records (fixed size, allocated once)
+  void* half_scratch[2];  // bf16 copies of fp32 GEMM operands (two at a time), grown on demand
+  size_t half_scratch_bytes[2];
+  bool half_scratch_recorded;  // a graph recorded a half_scratch pointer
+  void* retired[16];           // half_scratch buffers outgrown after that, freed with the context
+  int num_retired;
   void* host_scratch;     // pinned host memory for small results, grown on demand
   size_t host_scratch_bytes;
   int32_t num_threads;    // kept for the ABI; the GPU ignores it
@@ -53,6 +59,10 @@ arl_status check_launch(arl_ctx* ctx, const char* fn);
 // Device scratch of at least `bytes` on the context's stream (valid until the
 // next call that asks for scratch). Null (with a message) when out of memory.
 void* scratch(arl_ctx* ctx, const char* fn, size_t bytes);
+// *out = x (n fp32) rounded to bf16 in bf16 scratch `slot` (0 or 1; valid until the next
+// call that uses that slot). Fails when out of memory or while a graph is recorded.
+arl_status to_bf16(arl_ctx* ctx, const char* fn, int slot, const float* x, int64_t n,
+                   const uint16_t** out);
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 
@@ -101,6 +111,12 @@ arl_status gemm_batched(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b
                         int k, float alpha, const float* a, int lda, int64_t stride_a,
                         const float* b, int ldb, int64_t stride_b, float beta, float* c, int ldc,
                         int64_t stride_c, int count);
+
+// The same GEMM with bf16 operands (fp32 accumulation and output): cuBLAS's bf16
+// tensor-core GEMM, or the fallback kernel reading bf16.
+arl_status gemm_bf16(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m, int n,
+                     int k, float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb,
+                     float beta, float* c, int ldc);
 
 // Whether cuBLAS was loaded for this context (else GEMMs use the fallback kernel).
 bool have_cublas(const arl_ctx* ctx);

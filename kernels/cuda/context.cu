@@ -108,6 +108,44 @@ void* scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
   return ctx->scratch;
 }
 
+arl_status to_bf16(arl_ctx* ctx, const char* fn, int slot, const float* x, int64_t n,
+                   const uint16_t** out) {
+  *out = nullptr;
+  const size_t bytes = size_t(n) * sizeof(uint16_t);
+  if (bytes > ctx->half_scratch_bytes[slot]) {
+    // A graph can record the buffer it finds (below), not a new one.
+    if (ctx->capturing)
+      return fail(ctx, ARL_ERR_VALUE, "%s: needs more scratch memory than a graph can record",
+                  fn);
+    if (ctx->half_scratch[slot] != nullptr) {
+      cudaStreamSynchronize(ctx->stream);
+      if (ctx->half_scratch_recorded) {  // a recorded graph may still use it: keep it
+        if (ctx->num_retired == int(sizeof(ctx->retired) / sizeof(ctx->retired[0])))
+          return fail(ctx, ARL_ERR_ALLOC, "%s: bf16 scratch regrown too often under graphs", fn);
+        ctx->retired[ctx->num_retired++] = ctx->half_scratch[slot];
+      } else {
+        cudaFree(ctx->half_scratch[slot]);
+      }
+      ctx->half_scratch[slot] = nullptr;
+      ctx->half_scratch_bytes[slot] = 0;
+    }
+    const size_t size = bytes + bytes / 4;
+    if (cudaMalloc(&ctx->half_scratch[slot], size) != cudaSuccess) {
+      cudaGetLastError();
+      ctx->half_scratch[slot] = nullptr;
+      return fail(ctx, ARL_ERR_ALLOC, "%s: out of device memory for %zu bytes of bf16 scratch",
+                  fn, bytes);
+    }
+    ctx->half_scratch_bytes[slot] = size;
+  }
+  if (ctx->capturing) ctx->half_scratch_recorded = true;
+  auto* half = static_cast<uint16_t*>(ctx->half_scratch[slot]);
+  f32_to_bf16_kernel<<<grid_for(n), kBlock, 0, ctx->stream>>>(half, x, n);
+  if (arl_status s = check_launch(ctx, fn)) return s;
+  *out = half;
+  return ARL_OK;
+}
+
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes) {
   if (ctx->capturing) {  // a graph would keep a pointer that a later call may free
     fail(ctx, ARL_ERR_VALUE, "%s: needs pinned host memory, which a graph cannot record", fn);
@@ -262,6 +300,10 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
   if (ctx->cublas_workspace != nullptr) cudaFree(ctx->cublas_workspace);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
+  if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
+  for (void* p : ctx->half_scratch)
+    if (p != nullptr) cudaFree(p);
+  for (int i = 0; i < ctx->num_retired; i++) cudaFree(ctx->retired[i]);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
   cudaFree(ctx->flag);
   cudaFreeHost(ctx->flag_host);

@@ -14,7 +14,7 @@ namespace {
 typedef void* cublasHandle_t;
 typedef int cublasStatus_t;
 enum { kOpN = 0, kOpT = 1 };
-enum { kR32F = 0 };  // cudaDataType CUDA_R_32F
+enum { kR32F = 0, kR16BF = 14 };  // cudaDataType CUDA_R_32F, CUDA_R_16BF
 enum {
   kCompute32F = 68,
   kCompute32FFast16BF = 75,
@@ -93,9 +93,13 @@ void load_cublas() {
 // Fallback: C = alpha op(A) op(B) + beta C, row-major, 32x32 tiles in shared memory.
 constexpr int kTile = 32;
 
+__device__ inline float load_f32(const float* p) { return *p; }
+__device__ inline float load_f32(const uint16_t* p) { return __uint_as_float(uint32_t(*p) << 16); }
+
+template <typename T>
 __global__ void gemm_fallback_kernel(bool ta, bool tb, int m, int n, int k, float alpha,
-                                     const float* __restrict__ a, int lda, int64_t sa,
-                                     const float* __restrict__ b, int ldb, int64_t sb, float beta,
+                                     const T* __restrict__ a, int lda, int64_t sa,
+                                     const T* __restrict__ b, int ldb, int64_t sb, float beta,
                                      float* __restrict__ c, int ldc, int64_t sc) {
   __shared__ float as[kTile][kTile + 1];
   __shared__ float bs[kTile][kTile + 1];
@@ -109,11 +113,13 @@ __global__ void gemm_fallback_kernel(bool ta, bool tb, int m, int n, int k, floa
     for (int r = ty; r < kTile; r += 8) {
       int i = row0 + r, kk = k0 + tx;  // A (i, kk)
       float av = 0;
-      if (i < m && kk < k) av = ta ? a[int64_t(kk) * lda + i] : a[int64_t(i) * lda + kk];
+      if (i < m && kk < k)
+        av = load_f32(ta ? &a[int64_t(kk) * lda + i] : &a[int64_t(i) * lda + kk]);
       as[r][tx] = av;
       int kb = k0 + r, j = col0 + tx;  // B (kb, j)
       float bv = 0;
-      if (kb < k && j < n) bv = tb ? b[int64_t(j) * ldb + kb] : b[int64_t(kb) * ldb + j];
+      if (kb < k && j < n)
+        bv = load_f32(tb ? &b[int64_t(j) * ldb + kb] : &b[int64_t(kb) * ldb + j]);
       bs[r][tx] = bv;
     }
     __syncthreads();
@@ -183,7 +189,7 @@ arl_status gemm_batched(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b
     return ARL_OK;
   }
   dim3 grid((n + kTile - 1) / kTile, (m + kTile - 1) / kTile, count);
-  gemm_fallback_kernel<<<grid, dim3(32, 8), 0, ctx->stream>>>(
+  gemm_fallback_kernel<float><<<grid, dim3(32, 8), 0, ctx->stream>>>(
       trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
       stride_c);
   return check_launch(ctx, fn);
@@ -201,6 +207,23 @@ arl_status gemm(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m,
   }
   return gemm_batched(ctx, fn, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c,
                       ldc, 0, 1);
+}
+
+arl_status gemm_bf16(arl_ctx* ctx, const char* fn, bool trans_a, bool trans_b, int m, int n,
+                     int k, float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb,
+                     float beta, float* c, int ldc) {
+  if (ctx->cublas != nullptr) {
+    int st = g_cublas.gemm(ctx->cublas, trans_b ? kOpT : kOpN, trans_a ? kOpT : kOpN, n, m, k,
+                           &alpha, b, kR16BF, ldb, a, kR16BF, lda, &beta, c, kR32F, ldc,
+                           kCompute32F, kGemmDefault);
+    if (st != 0)
+      return fail(ctx, ARL_ERR_DEVICE, "%s: cuBLAS bf16 GEMM failed (status %d)", fn, st);
+    return ARL_OK;
+  }
+  dim3 grid((n + kTile - 1) / kTile, (m + kTile - 1) / kTile, 1);
+  gemm_fallback_kernel<uint16_t><<<grid, dim3(32, 8), 0, ctx->stream>>>(
+      trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0);
+  return check_launch(ctx, fn);
 }
 
 }  // namespace arl

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common.cuh"
+#include "gemv.cuh"
 
 namespace {
 
@@ -240,97 +241,201 @@ __global__ void value_head_dbias_kernel(float* dbias, const float* dvalues, int3
   }
 }
 
+// The LM head's GEMMs over one chunk of rows, with fp32 weights (TF32 tensor cores) or bf16
+// weights (h and the logit gradients rounded to bf16 for bf16 tensor cores).
+struct HeadF32 {
+  const float* h;
+  const float* w;
+  int32_t v, c;
+  arl_status prepare(arl_ctx*, const char*, int32_t) { return ARL_OK; }
+  // z (n, V) = h[r0:r0+n] w^T * inv_temp
+  arl_status logits(arl_ctx* ctx, const char* fn, int32_t r0, int32_t n, float inv_temp,
+                    float* z) const {
+    return arl::gemm(ctx, fn, false, true, n, v, c, inv_temp, h + int64_t(r0) * c, c, w, c, 0.0f,
+                     z, v);
+  }
+  // dh[r0:r0+n] = dz w; dw += dz^T h[r0:r0+n] (dw may be null)
+  arl_status backward(arl_ctx* ctx, const char* fn, int32_t r0, int32_t n, const float* dz,
+                      float* dh, float* dw) const {
+    if (arl_status s = arl::gemm(ctx, fn, false, false, n, c, v, 1.0f, dz, v, w, c, 0.0f,
+                                 dh + int64_t(r0) * c, c))
+      return s;
+    if (dw == nullptr) return ARL_OK;
+    return arl::gemm(ctx, fn, true, false, v, c, n, 1.0f, dz, v, h + int64_t(r0) * c, c, 1.0f, dw,
+                     c);
+  }
+};
+
+struct HeadBf16 {
+  const float* h;
+  const uint16_t* w;
+  int32_t v, c;
+  const uint16_t* h16 = nullptr;
+  arl_status prepare(arl_ctx* ctx, const char* fn, int32_t t) {
+    return arl::to_bf16(ctx, fn, 1, h, int64_t(t) * c, &h16);
+  }
+  arl_status logits(arl_ctx* ctx, const char* fn, int32_t r0, int32_t n, float inv_temp,
+                    float* z) const {
+    return arl::gemm_bf16(ctx, fn, false, true, n, v, c, inv_temp, h16 + int64_t(r0) * c, c, w,
+                          c, 0.0f, z, v);
+  }
+  arl_status backward(arl_ctx* ctx, const char* fn, int32_t r0, int32_t n, const float* dz,
+                      float* dh, float* dw) const {
+    const uint16_t* dz16 = nullptr;
+    if (arl_status s = arl::to_bf16(ctx, fn, 0, dz, int64_t(n) * v, &dz16)) return s;
+    if (arl_status s = arl::gemm_bf16(ctx, fn, false, false, n, c, v, 1.0f, dz16, v, w, c, 0.0f,
+                                      dh + int64_t(r0) * c, c))
+      return s;
+    if (dw == nullptr) return ARL_OK;
+    return arl::gemm_bf16(ctx, fn, true, false, v, c, n, 1.0f, dz16, v, h16 + int64_t(r0) * c, c,
+                          1.0f, dw, c);
+  }
+};
+
+template <typename Head>
+arl_status logprob_forward(arl_ctx* ctx, const char* fn, Head head, float* logp, float* entropy,
+                           float* lse, const int32_t* targets, int32_t t, float temperature) {
+  const int32_t v = head.v, rows = chunk_rows(t, v);
+  float* z = nullptr;
+  if (arl_status s = prepare(ctx, fn, &z, targets, t, v, rows, temperature)) return s;
+  if (arl_status s = head.prepare(ctx, fn, t)) return s;
+  const float inv_temp = 1.0f / temperature;
+  for (int32_t r0 = 0; r0 < t; r0 += rows) {
+    const int32_t n = rows < t - r0 ? rows : t - r0;
+    if (arl_status s = head.logits(ctx, fn, r0, n, inv_temp, z)) return s;
+    logprob_rows_kernel<<<n, kRowThreads, 0, ctx->stream>>>(
+        logp + r0, entropy != nullptr ? entropy + r0 : nullptr, lse + r0, z, targets + r0, v);
+    if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  }
+  return ARL_OK;
+}
+
+template <typename Head>
+arl_status logprob_backward(arl_ctx* ctx, const char* fn, Head head, float* dh, float* dw,
+                            const float* dlogp, const float* dentropy, const int32_t* targets,
+                            const float* lse, const float* entropy, int32_t t,
+                            float temperature) {
+  const int32_t v = head.v, rows = chunk_rows(t, v);
+  float* z = nullptr;
+  if (arl_status s = prepare(ctx, fn, &z, targets, t, v, rows, temperature)) return s;
+  if (arl_status s = head.prepare(ctx, fn, t)) return s;
+  const float inv_temp = 1.0f / temperature;
+  for (int32_t r0 = 0; r0 < t; r0 += rows) {
+    const int32_t n = rows < t - r0 ? rows : t - r0;
+    if (arl_status s = head.logits(ctx, fn, r0, n, inv_temp, z)) return s;
+    logprob_grad_rows_kernel<<<n, kRowThreads, 0, ctx->stream>>>(
+        z, dlogp + r0, dentropy != nullptr ? dentropy + r0 : nullptr,
+        dentropy != nullptr ? entropy + r0 : nullptr, lse + r0, targets + r0, v, inv_temp);
+    if (arl_status s = arl::check_launch(ctx, fn)) return s;
+    // dh rows of this chunk written; dw (V, C) += dz^T h.
+    if (arl_status s = head.backward(ctx, fn, r0, n, z, dh, dw)) return s;
+  }
+  return ARL_OK;
+}
+
 }  // namespace
+
+// The argument checks of the forward and backward entry points (fp32 and bf16 weights).
+#define ARL_LOGPROB_FORWARD_CHECKS()  \
+  do {                                \
+    ARL_CTX(ctx);                     \
+    ARL_NOT_NULL(ctx, logp);          \
+    ARL_NOT_NULL(ctx, lse);           \
+    ARL_NOT_NULL(ctx, h);             \
+    ARL_NOT_NULL(ctx, targets);       \
+    ARL_NOT_NULL(ctx, w);             \
+    ARL_POSITIVE(ctx, t);             \
+    ARL_POSITIVE(ctx, v);             \
+    ARL_POSITIVE(ctx, c);             \
+    ARL_PRODUCT(ctx, t, c);           \
+    ARL_PRODUCT(ctx, v, c);           \
+  } while (0)
+
+#define ARL_LOGPROB_BACKWARD_CHECKS()                  \
+  do {                                                 \
+    ARL_CTX(ctx);                                      \
+    ARL_NOT_NULL(ctx, dh);                             \
+    ARL_NOT_NULL(ctx, dlogp);                          \
+    ARL_NOT_NULL(ctx, h);                              \
+    ARL_NOT_NULL(ctx, targets);                        \
+    ARL_NOT_NULL(ctx, w);                              \
+    ARL_NOT_NULL(ctx, lse);                            \
+    if (dentropy != nullptr) ARL_NOT_NULL(ctx, entropy); \
+    ARL_POSITIVE(ctx, t);                              \
+    ARL_POSITIVE(ctx, v);                              \
+    ARL_POSITIVE(ctx, c);                              \
+    ARL_PRODUCT(ctx, t, c);                            \
+    ARL_PRODUCT(ctx, v, c);                            \
+  } while (0)
+
+#define ARL_LM_HEAD_CHECKS()   \
+  do {                         \
+    ARL_CTX(ctx);              \
+    ARL_NOT_NULL(ctx, logits); \
+    ARL_NOT_NULL(ctx, h);      \
+    ARL_NOT_NULL(ctx, w);      \
+    ARL_POSITIVE(ctx, t);      \
+    ARL_POSITIVE(ctx, v);      \
+    ARL_POSITIVE(ctx, c);      \
+    ARL_PRODUCT(ctx, t, c);    \
+    ARL_PRODUCT(ctx, v, c);    \
+    ARL_PRODUCT(ctx, t, v);    \
+  } while (0)
 
 extern "C" {
 
 arl_status arl_logprob_forward(arl_ctx* ctx, float* logp, float* entropy, float* lse,
                                const float* h, const int32_t* targets, const float* w, int32_t t,
                                int32_t v, int32_t c, float temperature) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, logp);
-  ARL_NOT_NULL(ctx, lse);
-  ARL_NOT_NULL(ctx, h);
-  ARL_NOT_NULL(ctx, targets);
-  ARL_NOT_NULL(ctx, w);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, v);
-  ARL_POSITIVE(ctx, c);
-  ARL_PRODUCT(ctx, t, c);
-  ARL_PRODUCT(ctx, v, c);
-  const int32_t rows = chunk_rows(t, v);
-  float* z = nullptr;
-  if (arl_status s = prepare(ctx, __func__, &z, targets, t, v, rows, temperature)) return s;
-  const float inv_temp = 1.0f / temperature;
-  for (int32_t r0 = 0; r0 < t; r0 += rows) {
-    const int32_t n = rows < t - r0 ? rows : t - r0;
-    if (arl_status s = arl::gemm(ctx, __func__, false, true, n, v, c, inv_temp,
-                                 h + int64_t(r0) * c, c, w, c, 0.0f, z, v))
-      return s;
-    logprob_rows_kernel<<<n, kRowThreads, 0, ctx->stream>>>(
-        logp + r0, entropy != nullptr ? entropy + r0 : nullptr, lse + r0, z, targets + r0, v);
-    ARL_LAUNCHED(ctx);
-  }
-  return ARL_OK;
+  ARL_LOGPROB_FORWARD_CHECKS();
+  return logprob_forward(ctx, __func__, HeadF32{h, w, v, c}, logp, entropy, lse, targets, t,
+                         temperature);
+}
+
+arl_status arl_logprob_forward_bf16(arl_ctx* ctx, float* logp, float* entropy, float* lse,
+                                    const float* h, const int32_t* targets, const uint16_t* w,
+                                    int32_t t, int32_t v, int32_t c, float temperature) {
+  ARL_LOGPROB_FORWARD_CHECKS();
+  return logprob_forward(ctx, __func__, HeadBf16{h, w, v, c}, logp, entropy, lse, targets, t,
+                         temperature);
 }
 
 arl_status arl_logprob_backward(arl_ctx* ctx, float* dh, float* dw, const float* dlogp,
                                 const float* dentropy, const float* h, const int32_t* targets,
                                 const float* w, const float* lse, const float* entropy,
                                 int32_t t, int32_t v, int32_t c, float temperature) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, dh);
-  ARL_NOT_NULL(ctx, dlogp);
-  ARL_NOT_NULL(ctx, h);
-  ARL_NOT_NULL(ctx, targets);
-  ARL_NOT_NULL(ctx, w);
-  ARL_NOT_NULL(ctx, lse);
-  if (dentropy != nullptr) ARL_NOT_NULL(ctx, entropy);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, v);
-  ARL_POSITIVE(ctx, c);
-  ARL_PRODUCT(ctx, t, c);
-  ARL_PRODUCT(ctx, v, c);
-  const int32_t rows = chunk_rows(t, v);
-  float* z = nullptr;
-  if (arl_status s = prepare(ctx, __func__, &z, targets, t, v, rows, temperature)) return s;
-  const float inv_temp = 1.0f / temperature;
-  for (int32_t r0 = 0; r0 < t; r0 += rows) {
-    const int32_t n = rows < t - r0 ? rows : t - r0;
-    const float* hc = h + int64_t(r0) * c;
-    if (arl_status s =
-            arl::gemm(ctx, __func__, false, true, n, v, c, inv_temp, hc, c, w, c, 0.0f, z, v))
-      return s;
-    logprob_grad_rows_kernel<<<n, kRowThreads, 0, ctx->stream>>>(
-        z, dlogp + r0, dentropy != nullptr ? dentropy + r0 : nullptr,
-        dentropy != nullptr ? entropy + r0 : nullptr, lse + r0, targets + r0, v, inv_temp);
-    ARL_LAUNCHED(ctx);
-    // dh rows of this chunk written; dw (V, C) += dz^T h.
-    if (arl_status s = arl::gemm(ctx, __func__, false, false, n, c, v, 1.0f, z, v, w, c, 0.0f,
-                                 dh + int64_t(r0) * c, c))
-      return s;
-    if (dw != nullptr) {
-      if (arl_status s =
-              arl::gemm(ctx, __func__, true, false, v, c, n, 1.0f, z, v, hc, c, 1.0f, dw, c))
-        return s;
-    }
-  }
-  return ARL_OK;
+  ARL_LOGPROB_BACKWARD_CHECKS();
+  return logprob_backward(ctx, __func__, HeadF32{h, w, v, c}, dh, dw, dlogp, dentropy, targets,
+                          lse, entropy, t, temperature);
+}
+
+arl_status arl_logprob_backward_bf16(arl_ctx* ctx, float* dh, float* dw, const float* dlogp,
+                                     const float* dentropy, const float* h,
+                                     const int32_t* targets, const uint16_t* w, const float* lse,
+                                     const float* entropy, int32_t t, int32_t v, int32_t c,
+                                     float temperature) {
+  ARL_LOGPROB_BACKWARD_CHECKS();
+  return logprob_backward(ctx, __func__, HeadBf16{h, w, v, c}, dh, dw, dlogp, dentropy, targets,
+                          lse, entropy, t, temperature);
 }
 
 arl_status arl_lm_head(arl_ctx* ctx, float* logits, const float* h, const float* w, int32_t t,
                        int32_t v, int32_t c) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, logits);
-  ARL_NOT_NULL(ctx, h);
-  ARL_NOT_NULL(ctx, w);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, v);
-  ARL_POSITIVE(ctx, c);
-  ARL_PRODUCT(ctx, t, c);
-  ARL_PRODUCT(ctx, v, c);
-  ARL_PRODUCT(ctx, t, v);
+  ARL_LM_HEAD_CHECKS();
   return arl::gemm(ctx, __func__, false, true, t, v, c, 1.0f, h, c, w, c, 0.0f, logits, v);
+}
+
+arl_status arl_lm_head_bf16(arl_ctx* ctx, float* logits, const float* h, const uint16_t* w,
+                            int32_t t, int32_t v, int32_t c) {
+  ARL_LM_HEAD_CHECKS();
+  if (t <= arl::kGemvRows) {  // decode: a GEMV over the bf16 rows, h in fp32
+    arl::gemv_rows(ctx, logits, h, w, nullptr, t, v, c, false);
+    ARL_LAUNCHED(ctx);
+    return ARL_OK;
+  }
+  const uint16_t* h16 = nullptr;
+  if (arl_status s = arl::to_bf16(ctx, __func__, 0, h, int64_t(t) * c, &h16)) return s;
+  return arl::gemm_bf16(ctx, __func__, false, true, t, v, c, 1.0f, h16, c, w, c, 0.0f, logits, v);
 }
 
 arl_status arl_value_head_forward(arl_ctx* ctx, float* values, const float* h, const float* w,

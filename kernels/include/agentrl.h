@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 2
+#define ARL_ABI_VERSION 3
 
 typedef int32_t arl_status;
 enum {
@@ -128,6 +128,22 @@ ARL_API arl_status arl_linear_forward(arl_ctx* ctx, float* y, const float* x, co
 ARL_API arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias,
                                        const float* dy, const float* x, const float* w,
                                        int32_t m, int32_t n, int32_t k, int32_t accumulate_dx);
+
+/*
+ * Mixed precision (bf16 weights, fp32 activations, fp32 accumulation): the same
+ * as arl_linear_forward / arl_linear_backward with w (N, K) in bf16 (a
+ * low-precision copy of fp32 master weights; see arl_f32_to_bf16). The CUDA
+ * library rounds x and dy to bf16 for tensor-core GEMMs (batch rows) or reads
+ * them in fp32 (at most 8 rows: a GEMV over the bf16 weights); the CPU library
+ * widens w and computes in fp32. dw stays fp32 (the master gradient).
+ */
+ARL_API arl_status arl_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                           const uint16_t* w, const float* bias, int32_t m,
+                                           int32_t n, int32_t k, int32_t accumulate);
+ARL_API arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* dbias,
+                                            const float* dy, const float* x, const uint16_t* w,
+                                            int32_t m, int32_t n, int32_t k,
+                                            int32_t accumulate_dx);
 
 /* ---- elementwise and normalization ------------------------------------ */
 
@@ -235,6 +251,20 @@ ARL_API arl_status arl_logprob_backward(arl_ctx* ctx, float* dh, float* dw, cons
 /* Full logits for sampling: logits (T, V) = h (T, C) . w (V, C)^T. */
 ARL_API arl_status arl_lm_head(arl_ctx* ctx, float* logits, const float* h, const float* w,
                                int32_t t, int32_t v, int32_t c);
+
+/* The three LM-head calls above with w (V, C) in bf16 (mixed precision, as for linears). */
+ARL_API arl_status arl_logprob_forward_bf16(arl_ctx* ctx, float* logp, float* entropy,
+                                            float* lse, const float* h, const int32_t* targets,
+                                            const uint16_t* w, int32_t t, int32_t v, int32_t c,
+                                            float temperature);
+ARL_API arl_status arl_logprob_backward_bf16(arl_ctx* ctx, float* dh, float* dw,
+                                             const float* dlogp, const float* dentropy,
+                                             const float* h, const int32_t* targets,
+                                             const uint16_t* w, const float* lse,
+                                             const float* entropy, int32_t t, int32_t v,
+                                             int32_t c, float temperature);
+ARL_API arl_status arl_lm_head_bf16(arl_ctx* ctx, float* logits, const float* h,
+                                    const uint16_t* w, int32_t t, int32_t v, int32_t c);
 
 /* Value head (critic): values (T) = h (T, C) . w (C) + bias. */
 ARL_API arl_status arl_value_head_forward(arl_ctx* ctx, float* values, const float* h,

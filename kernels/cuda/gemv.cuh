@@ -1,0 +1,137 @@
+// Few-row linear (decode): y (M, N) = x (M, K) . w (N, K)^T + bias [+ y], M <= kGemvRows,
+// with w in fp32 or bf16 (x, y, bias fp32; fp32 products and sums).
+// Memory-bound on w: each output column's row of w is streamed once (16-byte loads when
+// every row is 16-byte aligned) and dotted with the M rows of x (small, served from cache).
+// A block of kGemvWarps warps covers kGemvWarps / S columns with S warps per column (each a
+// slice of K, summed in shared memory), S chosen so that narrow layers still put enough
+// loads in flight.
+#pragma once
+
+#include "common.cuh"
+
+namespace arl {
+
+constexpr int32_t kGemvRows = 8;
+constexpr int kGemvWarps = 8;
+
+__device__ inline float widen(float v) { return v; }
+__device__ inline float widen(uint16_t v) { return __uint_as_float(uint32_t(v) << 16); }
+
+// 16 bytes of weights as fp32: 4 fp32 or 8 bf16 values.
+template <typename W>
+struct Wide16 {
+  static constexpr int kCount = 16 / sizeof(W);
+  float v[kCount];
+  __device__ inline void load(const W* p) {
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    if constexpr (sizeof(W) == 4) {
+#pragma unroll
+      for (int i = 0; i < 4; i++) v[i] = __uint_as_float(words[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        v[2 * i] = __uint_as_float(words[i] << 16);
+        v[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+      }
+    }
+  }
+};
+
+template <int M, typename W, bool kVec>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_rows_kernel(float* __restrict__ y, const float* __restrict__ x,
+                     const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
+                     int32_t k, int split, bool accumulate) {
+  __shared__ float part[kGemvWarps][M];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int cols = kGemvWarps / split, slice = warp % split;
+  const int64_t j = int64_t(blockIdx.x) * cols + warp / split;
+  float acc[M];
+#pragma unroll
+  for (int r = 0; r < M; r++) acc[r] = 0.0f;
+  if (j < n) {
+    const W* wj = w + j * k;
+    if (kVec) {
+      constexpr int E = Wide16<W>::kCount;
+      const int32_t kv = k / E;
+#pragma unroll 4
+      for (int32_t i = slice * 32 + lane; i < kv; i += 32 * split) {
+        Wide16<W> a;
+        a.load(wj + int64_t(i) * E);
+#pragma unroll
+        for (int r = 0; r < M; r++) {
+          const float4* xr = reinterpret_cast<const float4*>(x + int64_t(r) * k + int64_t(i) * E);
+#pragma unroll
+          for (int q = 0; q < E / 4; q++) {
+            const float4 b = __ldg(xr + q);
+            acc[r] = fmaf(a.v[4 * q], b.x, fmaf(a.v[4 * q + 1], b.y,
+                     fmaf(a.v[4 * q + 2], b.z, fmaf(a.v[4 * q + 3], b.w, acc[r]))));
+          }
+        }
+      }
+    } else {
+      for (int32_t i = slice * 32 + lane; i < k; i += 32 * split) {
+        const float a = widen(__ldg(&wj[i]));
+#pragma unroll
+        for (int r = 0; r < M; r++) acc[r] = fmaf(a, __ldg(&x[int64_t(r) * k + i]), acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < M; r++)
+    for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < M; r++) part[warp][r] = acc[r];
+  }
+  __syncthreads();
+  if (slice != 0 || lane != 0 || j >= n) return;
+  const float b = bias != nullptr ? bias[j] : 0.0f;
+#pragma unroll
+  for (int r = 0; r < M; r++) {
+    float sum = 0.0f;
+    for (int t = 0; t < split; t++) sum += part[warp + t][r];
+    float* out = &y[int64_t(r) * n + j];
+    *out = accumulate ? *out + sum + b : sum + b;
+  }
+}
+
+template <int M, typename W>
+void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
+                 int32_t n, int32_t k, bool accumulate) {
+  // Warps per column: enough warps in all (~16 per SM) without slices under 128 values.
+  int split = 1;
+  while (split < kGemvWarps && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
+         k / (split * 2) >= 128)
+    split *= 2;
+  const int cols = kGemvWarps / split;
+  const unsigned blocks = unsigned((int64_t(n) + cols - 1) / cols);
+  constexpr int E = Wide16<W>::kCount;
+  const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
+                                   reinterpret_cast<uintptr_t>(w)) & 15) == 0;
+  if (vec)
+    gemv_rows_kernel<M, W, true><<<blocks, kGemvWarps * 32, 0, ctx->stream>>>(
+        y, x, w, bias, n, k, split, accumulate);
+  else
+    gemv_rows_kernel<M, W, false><<<blocks, kGemvWarps * 32, 0, ctx->stream>>>(
+        y, x, w, bias, n, k, split, accumulate);
+}
+
+// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch).
+template <typename W>
+void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
+               int32_t n, int32_t k, bool accumulate) {
+  switch (m) {
+    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate);
+    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate);
+    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate);
+    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate);
+    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate);
+    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate);
+    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate);
+    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate);
+  }
+}
+
+}  // namespace arl
