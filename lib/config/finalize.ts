@@ -152,6 +152,15 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     }
   }
 
+  // The kernels store weights in fp32 or bf16 (mixed precision); there is no fp16 path.
+  for (const role of ["actor_train", "actor_infer", "reference", "critic"] as const) {
+    if (config[role].model_args.dtype === "fp16") {
+      fail([role, "model_args", "dtype"], "fp16 is not supported by the kernels", {
+        expected: "bf16 (mixed precision: bf16 weights, fp32 master weights) or fp32",
+      });
+    }
+  }
+
   // Batch sizes (ROLL's asserts).
   const train = config.train_env_manager;
   if (config.rollout_batch_size > 0 && config.rollout_batch_size % train.group_size !== 0) {

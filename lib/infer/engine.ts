@@ -451,6 +451,7 @@ export class GenerationEngine implements AsyncDisposable {
       if (source !== model) {
         if (sameLayout(source.layout, model.layout)) {
           model.params.copyFrom(source.params);
+          model.markParamsChanged();
         } else {
           this.#loadNamed(new Map(source.exportNamed().map((p) => [p.name, p.data])), strict);
         }

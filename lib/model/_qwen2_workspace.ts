@@ -7,7 +7,7 @@
 // F intermediate, V vocabulary, N new tokens (decode), R logit rows.
 import { type Kernels, Tensor } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "./config.ts";
-import { BufferLayout } from "./param_layout.ts";
+import { ALIGN_WORDS, BufferLayout } from "./param_layout.ts";
 
 /**
  * One growable native buffer. `bind` returns views for a layout; the buffer is
@@ -240,13 +240,14 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
 /** Scratch of a cached (decode / prefill) step over N new tokens. */
 export interface DecodeActs {
   n: number;
+  ids: Tensor; // (4, idsStride) i32: the rows below, one upload
+  idsStride: number;
   tokens: Tensor; // (N) i32
   positions: Tensor; // (N) i32
   slots: Tensor; // (N) i32
   lens: Tensor; // (N) i32 = positions + 1
   x: Tensor; // (N, C) residual stream
   h: Tensor; // (N, C) norm output
-  o: Tensor; // (N, C) projection output
   rstd: Tensor; // (N)
   q: Tensor; // (N, QD)
   q3: Tensor; // (N, HQ, D)
@@ -256,6 +257,12 @@ export interface DecodeActs {
   v3: Tensor;
   a: Tensor; // (N, QD)
   a3: Tensor;
+  /** (1, QD + 2 KVD): q, k and v side by side, when N = 1 (else null). */
+  qkv: Tensor | null;
+  /** (1, HQ + HKV, D): the q and k heads of qkv (one RoPE call), when N = 1. */
+  qk3: Tensor | null;
+  /** (1, 2F): g and u side by side, when N = 1 (else null). */
+  gu: Tensor | null;
   g: Tensor; // (N, F)
   u: Tensor;
   s: Tensor;
@@ -265,23 +272,41 @@ export interface DecodeActs {
 export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): DecodeActs {
   const { c, qd, kvd, f, hq, hkv, d } = dims(cfg);
   const L = new BufferLayout();
-  for (const name of ["tokens", "positions", "slots", "lens"]) L.add(name, [n], "i32");
-  for (const name of ["x", "h", "o"]) L.add(name, [n, c]);
+  // tokens, positions, slots and lens: rows of one region, uploaded together
+  const stride = Math.ceil(n / ALIGN_WORDS) * ALIGN_WORDS;
+  L.add("ids", [4, stride], "i32");
+  for (const name of ["x", "h"]) L.add(name, [n, c]);
   L.add("rstd", [n]);
-  for (const name of ["q", "a"]) L.add(name, [n, qd]);
-  for (const name of ["k", "v"]) L.add(name, [n, kvd]);
-  for (const name of ["g", "u", "s"]) L.add(name, [n, f]);
+  L.add("a", [n, qd]);
+  L.add("s", [n, f]);
+  // One token: q, k, v side by side (the output of one fused projection), and g, u.
+  // Several: each its own (N, .) matrix.
+  if (n === 1) {
+    L.add("qkv", [1, qd + 2 * kvd]);
+    L.add("gu", [1, 2 * f]);
+  } else {
+    L.add("q", [n, qd]);
+    for (const name of ["k", "v"]) L.add(name, [n, kvd]);
+    for (const name of ["g", "u"]) L.add(name, [n, f]);
+  }
   const get = arena.bind(L);
-  const [q, k, v, a] = [get("q"), get("k"), get("v"), get("a")];
+  const ids = get("ids");
+  const qkv = n === 1 ? get("qkv") : null;
+  const gu = n === 1 ? get("gu") : null;
+  const q = qkv ? Tensor.viewOf(qkv, 0, [1, qd]) : get("q");
+  const k = qkv ? Tensor.viewOf(qkv, 4 * qd, [1, kvd]) : get("k");
+  const v = qkv ? Tensor.viewOf(qkv, 4 * (qd + kvd), [1, kvd]) : get("v");
+  const a = get("a");
   return {
     n,
-    tokens: get("tokens"),
-    positions: get("positions"),
-    slots: get("slots"),
-    lens: get("lens"),
+    ids,
+    idsStride: stride,
+    tokens: Tensor.viewOf(ids, 0, [n]),
+    positions: Tensor.viewOf(ids, 4 * stride, [n]),
+    slots: Tensor.viewOf(ids, 8 * stride, [n]),
+    lens: Tensor.viewOf(ids, 12 * stride, [n]),
     x: get("x"),
     h: get("h"),
-    o: get("o"),
     rstd: get("rstd"),
     q,
     q3: Tensor.viewOf(q, 0, [n, hq, d]),
@@ -291,8 +316,11 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     v3: Tensor.viewOf(v, 0, [n, hkv, d]),
     a,
     a3: Tensor.viewOf(a, 0, [n, hq, d]),
-    g: get("g"),
-    u: get("u"),
+    qkv,
+    qk3: qkv ? Tensor.viewOf(qkv, 0, [1, hq + hkv, d]) : null,
+    gu,
+    g: gu ? Tensor.viewOf(gu, 0, [1, f]) : get("g"),
+    u: gu ? Tensor.viewOf(gu, 4 * f, [1, f]) : get("u"),
     s: get("s"),
   };
 }

@@ -9,6 +9,7 @@ import type { Kernels } from "../../ffi/mod.ts";
 import { loadHfCheckpoint, type SavedHfCheckpoint, saveHfCheckpoint } from "./checkpoint.ts";
 import type { Qwen2Config } from "./config.ts";
 import { Qwen2Model } from "./qwen2.ts";
+import type { Precision } from "./_mixed_precision.ts";
 import { Tokenizer } from "./tokenizer.ts";
 
 /** Files besides the weights that travel with a model folder. */
@@ -33,6 +34,8 @@ export interface Pretrained extends Disposable {
 export interface LoadPretrainedOptions {
   /** Add a value head (the critic); it starts at zero unless the folder has one. */
   valueHead?: boolean;
+  /** Storage of the weights the kernels read (see `Qwen2ModelOptions.precision`). */
+  precision?: Precision;
 }
 
 /**
@@ -58,6 +61,7 @@ export async function loadPretrained(
   const model = new Qwen2Model(kernels, ckpt.config, {
     init: "none",
     ...(options.valueHead ? { valueHead: true } : {}),
+    ...(options.precision ? { precision: options.precision } : {}),
   });
   try {
     const missing = model.loadNamed(

@@ -73,6 +73,7 @@ import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./p
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
 import { InitRng } from "./_random.ts";
+import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
   Arena,
   bindDecodeActs,
@@ -96,6 +97,12 @@ export interface Qwen2ModelOptions {
   init?: "random" | "none";
   /** Seed of the random initialisation (default 0). */
   seed?: number;
+  /**
+   * Storage of the weights the matrix kernels read: `"f32"`, or `"bf16"` (mixed
+   * precision: a bf16 copy of the fp32 master weights, fp32 accumulation).
+   * Default: `AGENTRL_PRECISION`, else bf16 on CUDA and f32 on the CPU.
+   */
+  precision?: Precision;
 }
 
 /** A packed batch: B sequences of T tokens in all, no padding. */
@@ -174,6 +181,10 @@ interface LayerWeights {
   wg: Tensor;
   wu: Tensor;
   wd: Tensor;
+  /** With bf16 weights: q, k, v stacked (QD + 2 KVD, C), their biases, gate and up stacked. */
+  qkv?: Tensor;
+  bqkv?: Tensor | null;
+  gu?: Tensor;
 }
 
 interface Weights {
@@ -301,8 +312,14 @@ export class Qwen2Model implements Disposable {
   readonly grads: Tensor<"f32">;
   readonly #paramViews = new Map<string, Tensor>();
   readonly #gradViews = new Map<string, Tensor>();
+  /** Storage of the weights the matrix kernels read (see {@linkcode Qwen2ModelOptions}). */
+  readonly precision: Precision;
   readonly #w: Weights;
   readonly #g: Weights;
+  // The weights the forward and backward passes read: #w, or bf16 matrices from #low.
+  readonly #wc: Weights;
+  readonly #low: Bf16Weights | null;
+  #lowStale = true;
   readonly #train: Arena;
   readonly #decode: Arena;
   readonly #graphs: DecodeGraphs;
@@ -330,6 +347,18 @@ export class Qwen2Model implements Disposable {
     }
     this.#w = this.#bindWeights(this.params);
     this.#g = this.#bindWeights(this.grads);
+    this.precision = resolvePrecision(kernels, options.precision);
+    this.#low = this.precision === "bf16"
+      ? new Bf16Weights(
+        kernels,
+        config,
+        (name) => this.param(name),
+        this.layout.has(
+          "model.layers.0.self_attn.q_proj.bias",
+        ),
+      )
+      : null;
+    this.#wc = this.#low ? this.#bindLowWeights(this.#low) : this.#w;
     this.#train = new Arena(kernels);
     this.#decode = new Arena(kernels, 1.5);
     this.#graphs = new DecodeGraphs(kernels);
@@ -369,6 +398,31 @@ export class Qwen2Model implements Disposable {
       valueW: this.hasValueHead ? view("value_head.weight", [1, cfg.hidden_size]) : null,
       valueB: this.hasValueHead ? view("value_head.bias") : null,
     };
+  }
+
+  // The f32 weights with every matrix read from the bf16 copy.
+  #bindLowWeights(low: Bf16Weights): Weights {
+    return {
+      ...this.#w,
+      layers: this.#w.layers.map((w, i) => ({ ...w, ...low.layers[i]! })),
+      head: low.head,
+    };
+  }
+
+  /**
+   * Tells a mixed-precision model (`precision: "bf16"`) that `params` was
+   * written directly (an optimizer step): the bf16 copy is refreshed before the
+   * next pass. The trainers call it; loadNamed and initRandom need no call.
+   */
+  markParamsChanged(): void {
+    this.#lowStale = true;
+  }
+
+  // Refreshes the bf16 copy if the master changed (never inside a graph recording).
+  #syncLow(): void {
+    if (this.#low === null || !this.#lowStale) return;
+    this.#low.sync();
+    this.#lowStale = false;
   }
 
   // ---- parameters ---------------------------------------------------------
@@ -416,6 +470,7 @@ export class Qwen2Model implements Disposable {
       else if (kind === "matrix") rng.fillNormal(data, 0.02);
     }
     this.params.write(all);
+    this.#lowStale = true;
   }
 
   /**
@@ -450,6 +505,7 @@ export class Qwen2Model implements Disposable {
       throw new Error(`No data for parameters: ${missing.join(", ")}`);
     }
     if (!onCpu) this.params.write(all);
+    this.#lowStale = true;
     return missing;
   }
 
@@ -471,6 +527,7 @@ export class Qwen2Model implements Disposable {
   /** Binds the training workspace for (T, B) and uploads tokens, positions and cu_seqlens. */
   #prepare(batch: PackedBatch): TrainActs {
     this.#alive();
+    this.#syncLow();
     const { t, b } = checkPacked(batch);
     let ws = this.#ws;
     if (ws === null || ws.t !== t || ws.b !== b) {
@@ -490,9 +547,9 @@ export class Qwen2Model implements Disposable {
   #body(ws: TrainActs): void {
     const k = this.kernels;
     const cfg = this.config;
-    embeddingForward(k, ws.res[0]!, ws.tokens, this.#w.embed);
+    embeddingForward(k, ws.res[0]!, ws.tokens, this.#wc.embed);
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
-      const w = this.#w.layers[l]!;
+      const w = this.#wc.layers[l]!;
       const a = ws.layers[l]!;
       const x = ws.res[l]!;
       const y = ws.res[l + 1]!;
@@ -538,7 +595,7 @@ export class Qwen2Model implements Disposable {
       ws.hf,
       ws.rstdf,
       ws.res[this.config.num_hidden_layers]!,
-      this.#w.norm,
+      this.#wc.norm,
       this.config.rms_norm_eps,
     );
     logprobForward(
@@ -546,7 +603,7 @@ export class Qwen2Model implements Disposable {
       { logp: ws.logp, lse: ws.lseLp, entropy: entropy ? ws.entropy : null },
       ws.hf,
       ws.targets,
-      this.#w.head,
+      this.#wc.head,
       temperature,
     );
     this.#saved = { kind: "logprob", temperature, entropy };
@@ -573,10 +630,10 @@ export class Qwen2Model implements Disposable {
       ws.hf,
       ws.rstdf,
       ws.res[this.config.num_hidden_layers]!,
-      this.#w.norm,
+      this.#wc.norm,
       this.config.rms_norm_eps,
     );
-    linearForward(k, ws.values2, ws.hf, this.#w.valueW!, this.#w.valueB!);
+    linearForward(k, ws.values2, ws.hf, this.#wc.valueW!, this.#wc.valueB!);
     this.#saved = { kind: "values" };
     return ws.values as Tensor<"f32">;
   }
@@ -620,7 +677,7 @@ export class Qwen2Model implements Disposable {
         { dx: ws.dh, dw: this.#g.valueW!, dbias: this.#g.valueB! },
         Tensor.viewOf(dv, 0, [t, 1]),
         ws.hf,
-        this.#w.valueW!,
+        this.#wc.valueW!,
       );
     } else {
       if (saved.kind !== "logprob") {
@@ -640,15 +697,15 @@ export class Qwen2Model implements Disposable {
         { dlogp, dentropy },
         ws.hf,
         ws.targets,
-        this.#w.head,
+        this.#wc.head,
         { lse: ws.lseLp, entropy: saved.entropy ? ws.entropy : null },
         saved.temperature,
       );
     }
     const L = cfg.num_hidden_layers;
-    rmsnormBackward(k, ws.dres, this.#g.norm, ws.dh, ws.res[L]!, ws.rstdf, this.#w.norm);
+    rmsnormBackward(k, ws.dres, this.#g.norm, ws.dh, ws.res[L]!, ws.rstdf, this.#wc.norm);
     for (let l = L - 1; l >= 0; l--) {
-      this.#layerBackward(ws, ws.layers[l]!, this.#w.layers[l]!, this.#g.layers[l]!, ws.res[l]!);
+      this.#layerBackward(ws, ws.layers[l]!, this.#wc.layers[l]!, this.#g.layers[l]!, ws.res[l]!);
     }
     embeddingBackward(k, this.#g.embed, ws.dres, ws.tokens);
   }
@@ -697,10 +754,14 @@ export class Qwen2Model implements Disposable {
     }
     const h: HeadActs = bindHeadActs(this.#head, this.config, rows.length);
     const k = this.kernels;
-    upload(h.rows, rows);
-    embeddingForward(k, h.xr, h.rows, x); // gathers rows of x
-    rmsnormForward(k, h.hr, h.rstd, h.xr, this.#w.norm, this.config.rms_norm_eps);
-    lmHead(k, h.logits, h.hr, this.#w.head);
+    let xr = x;
+    if (rows.length !== t || rows.some((r, i) => r !== i)) { // all rows in order: no gather
+      upload(h.rows, rows);
+      embeddingForward(k, h.xr, h.rows, x); // gathers rows of x
+      xr = h.xr;
+    }
+    rmsnormForward(k, h.hr, h.rstd, xr, this.#wc.norm, this.config.rms_norm_eps);
+    lmHead(k, h.logits, h.hr, this.#wc.head);
     return h.logits as Tensor<"f32">;
   }
 
@@ -788,14 +849,16 @@ export class Qwen2Model implements Disposable {
       written?.add(key);
     }
     const k = this.kernels;
+    this.#syncLow(); // before the layers' graph is recorded or replayed
     const d: DecodeActs = bindDecodeActs(this.#decode, cfg, n);
-    upload(d.tokens, tokens);
-    upload(d.positions, positions);
-    upload(d.slots, slots);
-    const lens = new Int32Array(n);
-    for (let i = 0; i < n; i++) lens[i] = positions[i]! + 1;
-    upload(d.lens, lens);
-    embeddingForward(k, d.x, d.tokens, this.#w.embed);
+    // tokens, positions, slots and lens (positions + 1) in one copy
+    const ids = new Int32Array(4 * d.idsStride);
+    ids.set(tokens, 0);
+    ids.set(positions, d.idsStride);
+    ids.set(slots, 2 * d.idsStride);
+    for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
+    upload(d.ids, ids);
+    embeddingForward(k, d.x, d.tokens, this.#wc.embed);
     // The layers' pointers and sizes depend only on these: replayed as a graph on CUDA.
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptr);
     const key = `${n} ${at(d.x)} ${at(cache.k[0]!)} ${cache.numSlots} ${cache.maxLen}`;
@@ -809,23 +872,33 @@ export class Qwen2Model implements Disposable {
     const cfg = this.config;
     const k = this.kernels;
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
-      const w = this.#w.layers[l]!;
+      const w = this.#wc.layers[l]!;
       rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, cfg.rms_norm_eps);
-      linearForward(k, d.q, d.h, w.wq, w.bq);
-      linearForward(k, d.k, d.h, w.wk, w.bk);
-      linearForward(k, d.v, d.h, w.wv, w.bv);
-      rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
-      rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);
+      if (d.qkv && w.qkv) { // one token, stacked bf16 weights: one GEMV
+        linearForward(k, d.qkv, d.h, w.qkv, w.bqkv ?? null);
+      } else {
+        linearForward(k, d.q, d.h, w.wq, w.bq);
+        linearForward(k, d.k, d.h, w.wk, w.bk);
+        linearForward(k, d.v, d.h, w.wv, w.bv);
+      }
+      if (d.qk3) { // one token: its q and k heads are adjacent
+        rope(k, d.qk3, d.qk3, d.positions, cfg.rope_theta);
+      } else {
+        rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
+        rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);
+      }
       kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
       attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, this.#scale);
-      linearForward(k, d.o, d.a, w.wo);
-      add(k, d.x, d.x, d.o);
+      linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
       rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, cfg.rms_norm_eps);
-      linearForward(k, d.g, d.h, w.wg);
-      linearForward(k, d.u, d.h, w.wu);
+      if (d.gu && w.gu) {
+        linearForward(k, d.gu, d.h, w.gu);
+      } else {
+        linearForward(k, d.g, d.h, w.wg);
+        linearForward(k, d.u, d.h, w.wu);
+      }
       swigluForward(k, d.s, d.g, d.u);
-      linearForward(k, d.o, d.s, w.wd);
-      add(k, d.x, d.x, d.o);
+      linearForward(k, d.x, d.s, w.wd, null, true);
     }
   }
 
@@ -833,8 +906,8 @@ export class Qwen2Model implements Disposable {
 
   /** Bytes of native memory held: parameters, gradients and workspaces. */
   get byteSize(): number {
-    return this.params.byteSize + this.grads.byteSize + this.#train.byteSize +
-      this.#decode.byteSize + this.#head.byteSize;
+    return this.params.byteSize + this.grads.byteSize + (this.#low?.byteSize ?? 0) +
+      this.#train.byteSize + this.#decode.byteSize + this.#head.byteSize;
   }
 
   /** Frees the activation workspaces (they are allocated again on the next call). */
@@ -861,6 +934,7 @@ export class Qwen2Model implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.releaseWorkspaces();
+    this.#low?.[Symbol.dispose]();
     this.params.free();
     this.grads.free();
   }

@@ -8,6 +8,7 @@
  */
 import type { AgenticConfig } from "../config/mod.ts";
 import { Kernels } from "../../ffi/mod.ts";
+import type { Precision } from "../model/_mixed_precision.ts";
 
 /** Where the pipeline runs. */
 export interface PipelineDevice {
@@ -61,4 +62,24 @@ export function openPipelineKernels(device: PipelineDevice): Kernels {
   if (device.kind === "cpu") return Kernels.open();
   Deno.env.set("AGENTRL_CUDA_DEVICE", String(device.index));
   return Kernels.open({ device: "cuda" });
+}
+
+/**
+ * A role's `model_args.dtype` as the model's precision option. On CUDA: fp32 →
+ * f32 weights; bf16 → mixed precision (a bf16 copy of fp32 master weights);
+ * null → the device's default. The CPU kernels compute in fp32 whatever the
+ * dtype. fp16 has no kernels: a clear error.
+ */
+export function rolePrecision(
+  dtype: string | null,
+  device: PipelineDevice["kind"],
+): { precision?: Precision } {
+  if (dtype === null) return {};
+  if (device === "cpu" && dtype !== "fp16") return { precision: "f32" };
+  if (dtype === "fp32") return { precision: "f32" };
+  if (dtype === "bf16") return { precision: "bf16" };
+  throw new Error(
+    `model_args.dtype: ${dtype} is not supported by the kernels; expected bf16 (mixed ` +
+      "precision: bf16 weights, fp32 master weights and accumulation) or fp32",
+  );
 }

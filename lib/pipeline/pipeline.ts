@@ -35,7 +35,7 @@ import type { TrajectorySample } from "../rollout/types.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
-import { openPipelineKernels, pipelineDevice } from "./device.ts";
+import { openPipelineKernels, pipelineDevice, rolePrecision } from "./device.ts";
 import { writeHtmlReport } from "../track/html_report.ts";
 import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
@@ -119,7 +119,10 @@ export async function runPipeline(
   const modelPath = from
     ? `${from.dir}/model`
     : await prepareModelPath(config.pretrain ?? null, log);
-  using actor: PolicyModel = await loadPolicyModel(kernels, modelPath, { seed: config.seed });
+  using actor: PolicyModel = await loadPolicyModel(kernels, modelPath, {
+    seed: config.seed,
+    ...rolePrecision(config.actor_train.model_args.dtype, device.kind),
+  });
   log(`actor: ${actor.source}${from ? ` (resuming at step ${from.step})` : ""}`);
   const model = actor.model;
   const tok = actor.tokenizer;
@@ -128,7 +131,10 @@ export async function runPipeline(
 
   // reference: only when a KL term reads it (needsRef, above)
   using reference = needsRef
-    ? await loadPolicyModel(kernels, config.pretrain ?? null, { seed: config.seed })
+    ? await loadPolicyModel(kernels, config.pretrain ?? null, {
+      seed: config.seed,
+      ...rolePrecision(config.reference.model_args.dtype, device.kind),
+    })
     : null;
 
   // critic: a value head on the same backbone (gae only)
@@ -136,7 +142,11 @@ export async function runPipeline(
     ? await loadPolicyModel(
       kernels,
       from ? `${from.dir}/critic` : config.pretrain ?? null,
-      { seed: config.seed, valueHead: true },
+      {
+        seed: config.seed,
+        valueHead: true,
+        ...rolePrecision(config.critic.model_args.dtype, device.kind),
+      },
     )
     : null;
   const criticArgs = config.critic.training_args;

@@ -10,6 +10,7 @@ import { parseQwen2Config } from "../model/hf_config.ts";
 import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
 import { loadPretrained, savePretrained } from "../model/pretrained.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
+import type { Precision } from "../model/_mixed_precision.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
 import { ModelLoadError } from "./errors.ts";
 
@@ -30,12 +31,15 @@ export interface PolicyModel extends Disposable {
 export async function loadPolicyModel(
   kernels: Kernels,
   path: string | null,
-  options: { valueHead?: boolean; seed?: number } = {},
+  options: { valueHead?: boolean; seed?: number; precision?: Precision } = {},
 ): Promise<PolicyModel> {
   if (path !== null) {
     let p;
     try {
-      p = await loadPretrained(kernels, path, { valueHead: options.valueHead ?? false });
+      p = await loadPretrained(kernels, path, {
+        valueHead: options.valueHead ?? false,
+        ...(options.precision ? { precision: options.precision } : {}),
+      });
     } catch (e) {
       throw new ModelLoadError(path, e);
     }
@@ -58,6 +62,7 @@ export async function loadPolicyModel(
   const model = new Qwen2Model(kernels, config, {
     seed: options.seed ?? 0,
     ...(options.valueHead ? { valueHead: true } : {}),
+    ...(options.precision ? { precision: options.precision } : {}),
   });
   return {
     model,

@@ -40,6 +40,8 @@ export interface Optimizable {
   readonly grads: Tensor<"f32">;
   /** Names of the regions of params (Qwen2Model.layout); without it, all is one region. */
   readonly layout?: BufferLayout;
+  /** Called after each step that wrote params (Qwen2Model: refreshes its bf16 copy). */
+  markParamsChanged?(): void;
 }
 
 /** Settings of {@linkcode AdamW} (defaults: PyTorch's and transformers'). */
@@ -231,6 +233,7 @@ export class AdamW implements Disposable {
         step,
       });
     }
+    this.#target.markParamsChanged?.();
     this.#step = step;
   }
 

@@ -231,6 +231,7 @@ export class SftTrainer implements Disposable {
       step: this.#step,
       gradScale,
     });
+    this.model.markParamsChanged();
     return { loss, count, tokens, gradNorm, lr };
   }
 

@@ -1,7 +1,8 @@
 // The pipeline on device "cuda" with the CPU library standing in for the CUDA
 // one (AGENTRL_KERNELS_CUDA): its tensors report device "cuda", so every
-// CPU-only shortcut (Tensor.view) would throw. The numbers must equal a CPU
-// run's, since the same kernels do the math. Subprocesses, because a process
+// CPU-only shortcut (Tensor.view) would throw. With model_args.dtype fp32 the
+// numbers must equal a CPU run's, since the same kernels do the math; with
+// bf16 (workers=cuda's default) the bf16-weight entry points run. Subprocesses, because a process
 // opens each device's library once.
 import assert from "node:assert/strict";
 import { CPU_LIBRARY } from "../../kernels/build.ts";
@@ -9,9 +10,12 @@ import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
 
 const MAIN = new URL("../../lib/cli/main.ts", import.meta.url).pathname;
 
-async function train(outputDir: string, workers: string): Promise<string> {
+async function train(outputDir: string, workers: string, dtype = "fp32"): Promise<string> {
   const overrides = [
     `workers=${workers}`,
+    ...["actor_train", "actor_infer", "reference", "critic"].map((r) =>
+      `${r}.model_args.dtype=${dtype}`
+    ),
     `output_dir=${outputDir}`,
     "pretrain=null",
     "max_steps=2",
@@ -64,6 +68,11 @@ Deno.test("pipeline: device cuda (CPU library standing in) runs every role and m
     }
     assert.ok(compared >= 6, `only ${compared} metrics compared`);
     assert.ok(Deno.statSync(`${root}/cuda/checkpoints/checkpoint-2`).isDirectory);
+    // workers=cuda's own dtype (bf16: mixed precision) trains too, with its own numbers
+    await train(`${root}/bf16`, "cuda", "bf16");
+    const c = await readJsonlMetrics(`${root}/bf16/metrics.jsonl`);
+    assert.equal(c.length, b.length);
+    assert.ok(c.every((row) => !("actor/pg_loss" in row) || Number.isFinite(row["actor/pg_loss"])));
   } finally {
     await Deno.remove(root, { recursive: true });
   }
