@@ -205,6 +205,7 @@ function benchOneModel(
         model.forward(batch, { entropy: false });
         model.backward({ dlogp });
         adamw(k, model.params, m, v, model.grads, { lr: 1e-6, step, weightDecay: 0.01 });
+        model.markParamsChanged();
         if (step > 1) times.push(performance.now() - t0);
       }
       model.releaseWorkspaces();

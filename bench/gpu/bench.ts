@@ -10,8 +10,12 @@
  *   forwardCached + sample per token; the decode steps timed);
  * - the same at batch 1, and as a fraction of the memory-bandwidth bound:
  *   copy bandwidth (bytes read + written, PyTorch's measurement when given,
- *   else ours) / (4 bytes x parameters read per token; a tied LM head counts
- *   once, an untied embedding table not at all).
+ *   else ours) / (bytes per weight x parameters read per token: 2 with bf16
+ *   weights, the CUDA default, 4 with `AGENTRL_PRECISION=f32`; a tied LM head
+ *   counts once, an untied embedding table not at all).
+ * With bf16 weights a training step includes refreshing the bf16 copy of the
+ * weights (as one after an optimizer step does; PyTorch's autocast casts them
+ * every step too).
  * Warm-up, then the median of the repetitions. Each part is measured on its
  * own: one that fails is reported (null in the JSON) and the others go on.
  * Prints ours / PyTorch for every rate (target >= 1) and the bandwidth
@@ -27,6 +31,7 @@
 import { Kernels, sample, Tensor } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "../../lib/model/config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import { resolvePrecision } from "../../lib/model/_mixed_precision.ts";
 import { QWEN2_5_0_5B_CONFIG } from "../qwen2_5_0_5b.ts";
 
 /** Rates measured on our side (null: the part failed). */
@@ -35,8 +40,10 @@ export interface OurRates {
   /** Training batch [sequences, length] and decode [batch, prompt, new tokens]. */
   shapes: { train: [number, number]; decode: [number, number, number] };
   params: number;
-  /** Parameters read per decoded token (the bandwidth bound's bytes / 4). */
+  /** Parameters read per decoded token (the bandwidth bound's bytes / bytesPerWeight). */
   paramsReadPerToken: number;
+  /** Bytes per weight the matrix kernels read: 2 (bf16 copy) or 4 (fp32). */
+  bytesPerWeight: number;
   copyBwGbs: number | null;
   trainTokensS: number | null;
   logprobTokensS: number | null;
@@ -170,6 +177,7 @@ export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
     "arl_fill_f32",
     k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
   );
+  model.markParamsChanged();
   const [b, len] = shape.train;
   const batch = packedBatch(b, len, shape.config.vocab_size);
   const t = b * len;
@@ -190,6 +198,7 @@ export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64
     "arl_fill_f32",
     k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
   );
+  model.markParamsChanged();
   const rate = decodeRate(model, 1, shape.decode[1], steps, 1);
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
 }
@@ -223,8 +232,11 @@ export function benchOurs(
   };
 
   using k = Kernels.open({ device });
-  const backend = `${k.backend}${
-    device === "cuda" ? `, matmul ${Deno.env.get("AGENTRL_CUDA_MATMUL") ?? "default"}` : ""
+  const precision = resolvePrecision(k);
+  const backend = `${k.backend}, ${precision} weights${
+    device === "cuda" && precision === "f32"
+      ? `, matmul ${Deno.env.get("AGENTRL_CUDA_MATMUL") ?? "default"}`
+      : ""
   }`;
   log(`backend ${backend}`);
 
@@ -244,6 +256,7 @@ export function benchOurs(
     shapes: { train: shape.train, decode: shape.decode },
     params: model?.numParams ?? 0,
     paramsReadPerToken: model ? paramsReadPerToken(model) : 0,
+    bytesPerWeight: precision === "bf16" ? 2 : 4,
     copyBwGbs,
     trainTokensS: null,
     logprobTokensS: null,
@@ -265,6 +278,7 @@ export function benchOurs(
     result.trainTokensS = part("train tokens/s", () =>
       t /
       timed(() => {
+        model.markParamsChanged(); // as after an optimizer step: the bf16 copy is refreshed
         model.zeroGrad();
         model.forward(batch, { entropy: false });
         model.backward({ dlogp });
@@ -288,7 +302,8 @@ export function benchOurs(
     result.boundBwGbs = torchBwGbs ?? copyBwGbs;
     result.boundBwSource = torchBwGbs ? "PyTorch's copy" : "our copy";
     if (result.decode1TokensS !== null && result.boundBwGbs) {
-      result.decode1BwFraction = (result.decode1TokensS * 4 * result.paramsReadPerToken) /
+      result.decode1BwFraction =
+        (result.decode1TokensS * result.bytesPerWeight * result.paramsReadPerToken) /
         (result.boundBwGbs * 1e9);
     }
   } finally {
@@ -402,7 +417,9 @@ if (import.meta.main) {
     `${"decode batch 1, fraction of bandwidth bound".padEnd(46)} ${
       fmt(ours?.decode1BwFraction, 3).padStart(10)
     } ${fmt(torch?.decode1_bf16_bw_fraction, 3).padStart(10)} ${"".padStart(7)}  >= 0.6 ` +
-      `(ours 4 B x ${fmt((ours?.paramsReadPerToken ?? 0) / 1e6, 1)}M params at ${
+      `(ours ${ours?.bytesPerWeight ?? 4} B x ${
+        fmt((ours?.paramsReadPerToken ?? 0) / 1e6, 1)
+      }M params at ${
         fmt(ours?.boundBwGbs)
       } GB/s, ${ours?.boundBwSource}; PyTorch's with bf16 weights)`,
   );

@@ -61,6 +61,9 @@ import { Qwen2Model } from "../../lib/model/qwen2.ts";
 export const TOL_GEMM = 2e-3;
 /** fp32 math in another order (reductions, atomics, FMA contraction, CUDA vs libm exp/log). */
 export const TOL_FP32 = 1e-4;
+/** bf16 weights: the CUDA library rounds the activations to bf16 too (8-bit mantissa)
+ * for its tensor-core GEMMs; the CPU library widens the weights and computes in fp32. */
+export const TOL_BF16 = 1e-2;
 /** Data movement or one correctly rounded operation per element (copy, a + b, a * s,
  * round-to-nearest-even): bitwise equal. */
 export const EXACT = 0;
@@ -150,6 +153,12 @@ const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 /** after - before, in float64: what an accumulating (+=) op added. */
 const delta = (after: Float32Array, before: Float32Array) =>
   Float64Array.from(after, (x, i) => x - before[i]!);
+/** float32 values rounded to bf16 bits (nearest even; finite inputs). */
+const bf16Bits = (x: Float32Array) =>
+  Uint16Array.from(
+    new Uint32Array(Float32Array.from(x).buffer),
+    (b) => ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff,
+  );
 /** bf16 bits as the float32 values they encode (NaN bits stay NaN). */
 const bf16Values = (bits: Uint16Array) =>
   new Float32Array(Uint32Array.from(bits, (b) => b << 16).buffer);
@@ -243,6 +252,35 @@ function matmulCases(seed: number): Case[] {
       });
     }
   }
+  // bf16 weights: batch rows (bf16 GEMM on CUDA) and few rows (the bf16 GEMV, fp32 x).
+  const w16 = bf16Bits(w);
+  for (const rows of [lm, 1, 8]) {
+    cases.push({
+      op: `linearForward bf16 weights, ${rows} rows, bias accumulate`,
+      tol: rows > 8 ? TOL_BF16 : TOL_FP32,
+      run: (s) => {
+        const y = s.f32(y0.subarray(0, rows * ln), [rows, ln]);
+        const xs = s.f32(x.subarray(0, rows * lk), [rows, lk]);
+        linearForward(s.k, y, xs, s.bf16(w16, [ln, lk]), s.f32(bias), true);
+        return { y: y.read() };
+      },
+    });
+  }
+  cases.push({
+    op: "linearBackward bf16 weights",
+    tol: { dx: TOL_BF16, "dw (+=)": TOL_BF16, "dbias (+=)": TOL_FP32 },
+    run: (s) => {
+      const dx = s.nan([lm, lk]);
+      const dw = s.f32(dw0, [ln, lk]), dbias = s.f32(db0);
+      const [xs, ws] = [s.f32(x, [lm, lk]), s.bf16(w16, [ln, lk])];
+      linearBackward(s.k, { dx, dw, dbias }, s.f32(dy, [lm, ln]), xs, ws);
+      return {
+        dx: dx.read(),
+        "dw (+=)": delta(dw.read(), dw0),
+        "dbias (+=)": delta(dbias.read(), db0),
+      };
+    },
+  });
   for (const acc of [false, true]) {
     cases.push({
       op: `linearBackward${acc ? " accumulateDx" : ""}`,
@@ -466,6 +504,25 @@ function attentionCases(seed: number, cpu: Kernels): Case[] {
         return { kCache: kc.read(), vCache: vc.read(), out: out.read() };
       },
     },
+    // One query over a long cache (split across blocks on CUDA) and 20 queries (one block each).
+    ...[[1, 600], [20, 600]].map(([nq, L2]) => {
+      const rl = new Rand(`decode ${nq}x${L2}`, seed);
+      const shape = [2, hkv, L2!, d];
+      const [kc2, vc2] = [rl.randn(2 * hkv * L2! * d), rl.randn(2 * hkv * L2! * d)];
+      const q2 = rl.randn(nq! * hq * d);
+      const slots2 = Int32Array.from({ length: nq! }, (_, i) => i % 2);
+      const lens2 = Int32Array.from({ length: nq! }, (_, i) => i === 0 ? L2! : 1 + (i * 37) % L2!);
+      return {
+        op: `attentionDecode ${nq} queries, cache of ${L2}`,
+        tol: TOL_FP32,
+        run: (s: Scope) => {
+          const out = s.nan([nq!, hq, d]);
+          const [kc, vc] = [s.f32(kc2, shape), s.f32(vc2, shape)];
+          attentionDecode(s.k, out, s.f32(q2, [nq!, hq, d]), kc, vc, s.i32(slots2), s.i32(lens2));
+          return { out: out.read() };
+        },
+      };
+    }),
   ];
 }
 
@@ -484,6 +541,7 @@ function logprobCases(seed: number, cpu: Kernels): Case[] {
   using s0 = new Scope(cpu);
   const saved = forward(s0); // the backward pass of both devices reads the CPU's lse and entropy
   const hl = r.randn(7 * c);
+  const w16 = bf16Bits(w);
   return [
     { op: `logprobForward T=${t} V=${v} C=${c} temp=${temp}`, tol: TOL_GEMM, run: forward },
     {
@@ -507,6 +565,39 @@ function logprobCases(seed: number, cpu: Kernels): Case[] {
         return { logits: logits.read() };
       },
     },
+    // bf16 weights
+    {
+      op: `logprobForward bf16 weights`,
+      tol: TOL_BF16,
+      run: (s) => {
+        const [logp, entropy, lse] = [s.nan([t]), s.nan([t]), s.nan([t])];
+        const [hs, ts] = [s.f32(h, [t, c]), s.i32(targets)];
+        logprobForward(s.k, { logp, entropy, lse }, hs, ts, s.bf16(w16, [v, c]), temp);
+        return { logp: logp.read(), entropy: entropy.read(), lse: lse.read() };
+      },
+    },
+    {
+      op: "logprobBackward bf16 weights (dlogp, dentropy)",
+      tol: TOL_BF16,
+      run: (s) => {
+        const [dh, dw] = [s.nan([t, c]), s.f32(dw0, [v, c])];
+        const up = { dlogp: s.f32(dlogp), dentropy: s.f32(dent) };
+        const lse = s.f32(saved.lse as Float32Array);
+        const entropy = s.f32(saved.entropy as Float32Array);
+        const [hs, ts] = [s.f32(h, [t, c]), s.i32(targets)];
+        logprobBackward(s.k, { dh, dw }, up, hs, ts, s.bf16(w16, [v, c]), { lse, entropy }, temp);
+        return { dh: dh.read(), "dw (+=)": delta(dw.read(), dw0) };
+      },
+    },
+    ...[1, 7, t].map((rows) => ({
+      op: `lmHead bf16 weights, ${rows} rows`,
+      tol: rows > 8 ? TOL_BF16 : TOL_FP32,
+      run: (s: Scope) => {
+        const logits = s.nan([rows, v]);
+        lmHead(s.k, logits, s.f32(h.subarray(0, rows * c), [rows, c]), s.bf16(w16, [v, c]));
+        return { logits: logits.read() };
+      },
+    })),
   ];
 }
 
@@ -734,13 +825,14 @@ function graphModel(k: Kernels): Qwen2Model {
     bos_token_id: null,
     eos_token_id: null,
   };
-  const model = new Qwen2Model(k, config, { seed: 3 });
+  const model = new Qwen2Model(k, config, { seed: 3, precision: "f32" }); // compared with the CPU
   const all = model.params.read() as Float32Array;
   const r = new Rand("graph model biases", 0);
   for (const g of model.layout.regions) {
     if (g.name.endsWith(".bias")) all.set(r.randn(g.size, 0.05), g.offset);
   }
   model.params.write(all);
+  model.markParamsChanged();
   return model;
 }
 

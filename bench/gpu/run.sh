@@ -15,15 +15,16 @@
 # Environment: DENO (default deno), OUT, AGENTRL_CUBLAS (libcublas path; found
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
-# hf_reference ref ref_cpu torch_bench bench).
+# hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32). The model runs with
+# bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those parts with fp32.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_cpu torch_bench bench; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
-rm -f "$OUT/reference_cuda.json" "$OUT/reference_cpu.json" "$OUT/torch.json" "$OUT/bench.json"
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
 
@@ -127,6 +128,8 @@ if part hf_reference 90 python3 bench/gpu/hf_reference.py "$REF"; then
   part ref 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REF" --device cuda \
     --json "$OUT/reference_cuda.json"
   [ -f "$OUT/ref.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref.log"
+  part ref_f32 60 env AGENTRL_PRECISION=f32 "$DENO" run -A bench/gpu/reference.ts --dir "$REF" \
+    --device cuda --json "$OUT/reference_cuda_f32.json"
   part ref_cpu 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REF" --device cpu \
     --json "$OUT/reference_cpu.json"
   [ -f "$OUT/ref_cpu.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_cpu.log"
@@ -136,6 +139,9 @@ fi
 part torch_bench 150 python3 bench/gpu/torch_bench.py "$OUT/torch.json"
 part bench 150 "$DENO" run -A bench/gpu/bench.ts --torch "$OUT/torch.json" --json "$OUT/bench.json" &&
   cat "$OUT/bench.log"
+# the same with fp32 weights (TF32 GEMMs), the previous default
+part bench_f32 120 env AGENTRL_PRECISION=f32 "$DENO" run -A bench/gpu/bench.ts \
+  --torch "$OUT/torch.json" --json "$OUT/bench_f32.json" && tail -12 "$OUT/bench_f32.log"
 
 echo
 echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $((SECONDS - T0)) s, logs in $OUT"

@@ -41,7 +41,8 @@ def main(out: str) -> int:
 
     # timings of every part
     timing = []
-    for name in ("build", "ops", "hf_reference", "ref", "ref_cpu", "torch_bench", "bench"):
+    for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
+                 "bench", "bench_f32"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -59,13 +60,14 @@ def main(out: str) -> int:
         row("ops", "CUDA vs CPU backend, every op output",
             "skipped: no CUDA device" if skipped else f"{st} (no result line)", "all", False)
 
-    for device, name in (("cuda", "ref"), ("cpu", "ref_cpu")):
-        part = f"ref {device}"
+    for part, name, file in (("ref cuda", "ref", "reference_cuda.json"),
+                             ("ref cuda f32", "ref_f32", "reference_cuda_f32.json"),
+                             ("ref cpu", "ref_cpu", "reference_cpu.json")):
         st_hf, _ = status("hf_reference")
         if st_hf != "ok":
             row(part, "hf_reference.py (transformers fp32)", st_hf, "ok", False)
             continue
-        ref = load(f"reference_{device}.json")
+        ref = load(file)
         st, secs = status(name)
         if ref is None:
             row(part, "reference.ts vs transformers", f"{st}, no JSON", "ok", False)
@@ -77,50 +79,55 @@ def main(out: str) -> int:
                 f"rel {num(rel, '.1e')}, max abs {num(r.get('maxAbs'), '.1e')}",
                 f"<= {r.get('tol', 0):.0e}", bool(r.get("ok")))
 
-    bench = load("bench.json")
     torch = load("torch.json") or {}
-    if bench is None or bench.get("ours") is None:
-        st, _ = status("bench")
-        err = (bench or {}).get("error", "")
-        row("bench", "bench.ts (ours)", f"{st}, no results {err[:60]}", "ok", False)
-        ours = {}
-    else:
-        ours = bench["ours"]
     t_st, _ = status("torch_bench")
     if t_st != "ok":
         row("bench", "torch_bench.py (PyTorch eager)", t_st, "ok", False)
-    errors = dict(torch.get("errors") or {})
-    errors.update({f"ours {k}": v for k, v in (ours.get("errors") or {}).items()})
-    for k, v in errors.items():
-        row("bench", f"error in {k}", str(v)[:60], "-", False)
-    shapes = ours.get("shapes") or torch.get("shapes") or {}
-    t_shapes = torch.get("shapes")
-    if ours.get("shapes") and t_shapes and (
-            list(ours["shapes"]["train"]) != list(t_shapes.get("train", []))
-            or list(ours["shapes"]["decode"]) != list(t_shapes.get("decode", []))):
-        row("bench", "shapes differ: ours vs PyTorch", f"{ours['shapes']} vs {t_shapes}", "same",
-            False)
-    tb, tl = (shapes.get("train") or [8, 512])[:2]
-    db = (shapes.get("decode") or [32])[0]
-    for name, o, t in [
-        (f"training tokens/s (fwd+bwd, {tb}x{tl})", ours.get("trainTokensS"),
-         torch.get("train_tokens_s")),
-        (f"log-prob forward tokens/s ({tb}x{tl})", ours.get("logprobTokensS"),
-         torch.get("logprob_tokens_s")),
-        (f"decode tokens/s, batch {db}", ours.get("decodeTokensS"), torch.get("decode_tokens_s")),
-        ("decode tokens/s, batch 1", ours.get("decode1TokensS"), torch.get("decode1_tokens_s")),
-    ]:
-        if o is None or not t:
-            row("bench", name + ", ours / PyTorch", f"ours {num(o, '.0f')} / {num(t, '.0f')}",
-                ">= 1.0x", False)
+    for e_k, e_v in (torch.get("errors") or {}).items():
+        row("bench", f"error in PyTorch {e_k}", str(e_v)[:60], "-", False)
+    for part, name, file in (("bench", "bench", "bench.json"),
+                             ("bench f32", "bench_f32", "bench_f32.json")):
+        bench = load(file)
+        if bench is None or bench.get("ours") is None:
+            st, _ = status(name)
+            err = (bench or {}).get("error", "")
+            row(part, "bench.ts (ours)", f"{st}, no results {err[:60]}", "ok", False)
             continue
-        r = o / t
-        row("bench", name + ", ours / PyTorch", f"{r:.2f}x ({o:.0f} / {t:.0f})", ">= 1.0x",
-            r >= 1)
-    f = ours.get("decode1BwFraction")
-    row("bench", "decode batch 1: ours, fraction of the 4-byte bandwidth bound",
-        f"{num(f, '.2f')} (bw {num(ours.get('boundBwGbs'), '.0f')} GB/s)", ">= 0.6",
-        f is not None and f >= 0.6)
+        ours = bench["ours"]
+        row(part, "our backend", ours.get("backend", "?"), "info", "info")
+        for e_k, e_v in (ours.get("errors") or {}).items():
+            row(part, f"error in ours {e_k}", str(e_v)[:60], "-", False)
+        shapes = ours.get("shapes") or torch.get("shapes") or {}
+        t_shapes = torch.get("shapes")
+        if ours.get("shapes") and t_shapes and (
+                list(ours["shapes"]["train"]) != list(t_shapes.get("train", []))
+                or list(ours["shapes"]["decode"]) != list(t_shapes.get("decode", []))):
+            row(part, "shapes differ: ours vs PyTorch", f"{ours['shapes']} vs {t_shapes}",
+                "same", False)
+        tb, tl = (shapes.get("train") or [8, 512])[:2]
+        db = (shapes.get("decode") or [32])[0]
+        for metric, o, t in [
+            (f"training tokens/s (fwd+bwd, {tb}x{tl})", ours.get("trainTokensS"),
+             torch.get("train_tokens_s")),
+            (f"log-prob forward tokens/s ({tb}x{tl})", ours.get("logprobTokensS"),
+             torch.get("logprob_tokens_s")),
+            (f"decode tokens/s, batch {db}", ours.get("decodeTokensS"),
+             torch.get("decode_tokens_s")),
+            ("decode tokens/s, batch 1", ours.get("decode1TokensS"),
+             torch.get("decode1_tokens_s")),
+        ]:
+            if o is None or not t:
+                row(part, metric + ", ours / PyTorch", f"ours {num(o, '.0f')} / {num(t, '.0f')}",
+                    ">= 1.0x", False)
+                continue
+            r = o / t
+            row(part, metric + ", ours / PyTorch", f"{r:.2f}x ({o:.0f} / {t:.0f})", ">= 1.0x",
+                r >= 1)
+        f = ours.get("decode1BwFraction")
+        nbytes = ours.get("bytesPerWeight", 4)
+        row(part, f"decode batch 1: ours, fraction of the {nbytes}-byte bandwidth bound",
+            f"{num(f, '.2f')} (bw {num(ours.get('boundBwGbs'), '.0f')} GB/s)", ">= 0.6",
+            f is not None and f >= 0.6)
     fb = torch.get("decode1_bf16_bw_fraction")
     row("bench", "decode batch 1: PyTorch bf16 weights, of its 2-byte bound",
         f"{num(fb, '.3f')} ({num(torch.get('decode1_bf16_tokens_s'), '.0f')} tokens/s)",
