@@ -138,7 +138,9 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
       env.env_manager_cls = kind;
     }
   }
-  if (config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce") {
+  // step_reinforce needs step-wise samples; gigpo runs on either kind (on trajectory-wise
+  // samples each turn gets its own advantage).
+  if (config.adv_estimator === "step_reinforce") {
     for (const tag of config.train_env_manager.tags) {
       if (kinds.get(tag) === "traj") {
         fail(

@@ -20,6 +20,7 @@ import {
   advantageSettingsFromConfig,
   type AlgoSample,
   computeBatchAdvantages,
+  computeTurnGigpoAdvantages,
   type KlController,
   klControllerFromConfig,
   klControllerFromJSON,
@@ -100,10 +101,22 @@ export async function runPipeline(
 ): Promise<PipelineSummary> {
   const log = options.log ?? ((l: string) => console.error(l));
   const outputDir = config.output_dir ?? "./output";
-  if (config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce") {
+  if (config.adv_estimator === "step_reinforce") {
     throw new Error(
-      `adv_estimator ${config.adv_estimator} trains step-wise, which the pipeline does not run ` +
-        "yet: use grpo, reinforce, reinforce_plus_plus or gae",
+      "adv_estimator step_reinforce trains on step-wise samples, which the pipeline does not " +
+        "build yet: use gigpo (turn-level credit on trajectory samples), grpo, reinforce, " +
+        "reinforce_plus_plus or gae",
+    );
+  }
+  const stepWise = config.train_env_manager.tags.filter((t) =>
+    config.custom_envs[t]?.env_manager_cls === "step"
+  );
+  if (stepWise.length > 0) {
+    throw new Error(
+      `${stepWise.join(", ")} use${stepWise.length === 1 ? "s" : ""} the step-wise env manager ` +
+        "(env_manager_cls: step), whose samples the pipeline does not build yet (`agentrl rollout` " +
+        "shows its prompts): train with the trajectory-wise one (envs=traj); adv_estimator=gigpo " +
+        "then gives each turn its own advantage",
     );
   }
   const needsRef = config.use_kl_loss ||
@@ -316,11 +329,24 @@ export async function runPipeline(
       const old = sequenceLogprobs(model, seqs, batching.plan);
       const ref = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
       const values = critic ? sequenceValues(critic.model, seqs, criticBatching!.plan) : null;
-      const adv = computeBatchAdvantages(
-        batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i])),
-        advSettings,
-        klController,
-      );
+      const algoSamples = batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i]));
+      const adv = config.adv_estimator === "gigpo"
+        ? computeTurnGigpoAdvantages(
+          algoSamples.map((a, i) => ({
+            ...a,
+            stepRewards: batch.samples[i]!.stepRewards,
+            stepStates: batch.samples[i]!.stepStates,
+          })),
+          {
+            episodeNormalization: advSettings.rewardNormalization,
+            stepGamma: config.step_reward_gamma,
+            episodeWeight: config.episode_reward_weight,
+            stepWeight: config.step_reward_weight,
+            whitenAdvantages: config.whiten_advantages,
+            advantageClip: config.advantage_clip ?? null,
+          },
+        )
+        : computeBatchAdvantages(algoSamples, advSettings, klController);
       if (criticTrainer && values) {
         Object.assign(metrics, valueMetrics(values, batch.samples.map((s) => s.responseMask)));
         const rng = new Rng(config.seed, 0xc41c + step);

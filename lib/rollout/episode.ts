@@ -77,6 +77,7 @@ export async function runEpisode(
   const mask: number[] = [];
   const logprobs: number[] = [];
   const stepRewards: number[] = [];
+  const stepStates: string[] = [];
   const stepMetrics: StepMetrics[] = [];
   let promptLength = 0;
   let responseLength = 0;
@@ -141,10 +142,12 @@ export async function runEpisode(
     if (v) versions = versions ? [Math.min(versions[0], v[0]), Math.max(versions[1], v[1])] : v;
     messages.push(o.encoder.assistantMessage(response.tokenIds));
 
+    const actedFrom = observation;
     const step = await env.step(o.decodeForEnv(response.tokenIds));
     const m = step.info.metrics;
     const penalty = !m.action_is_valid && !m.format_penalty ? o.formatPenalty : 0;
     stepRewards.push(step.reward + penalty);
+    stepStates.push(actedFrom);
     stepMetrics.push(penalty ? { ...m, format_penalty: penalty } : m);
     if (o.render) frames.push(await env.renderRgb());
     observation = step.observation;
@@ -176,6 +179,7 @@ export async function runEpisode(
     responseMask: Uint8Array.from(mask),
     logprobs: Float32Array.from(logprobs),
     stepRewards,
+    stepStates,
     score,
     metrics: aggregateEpisodeMetrics(stepMetrics),
     endReason,

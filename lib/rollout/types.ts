@@ -75,6 +75,8 @@ export interface TrajectorySample {
   logprobs: Float32Array;
   /** Reward of every step (env reward plus the manager's format penalty). */
   stepRewards: number[];
+  /** The observation each step acted from (GiGPO's anchor-state key). */
+  stepStates: string[];
   /** The episode score: the sum of the step rewards (placed on the last token). */
   score: number;
   /** Per-episode env metrics (ROLL's aggregation: mean, success last). */

@@ -190,11 +190,13 @@ Deno.test("Python class paths map to our managers, or fail clearly", async () =>
   match(worker.message, /worker class 'my.Worker' is not available/);
 });
 
-Deno.test("gigpo needs the step-wise env manager", async () => {
-  const e = await configError(() => loadConfig({ overrides: ["adv_estimator=gigpo"] }));
+Deno.test("step_reinforce needs the step-wise env manager; gigpo takes either", async () => {
+  const e = await configError(() => loadConfig({ overrides: ["adv_estimator=step_reinforce"] }));
   match(e.message, /trains step-wise/);
-  const { config } = await loadConfig({ overrides: ["adv_estimator=gigpo", "envs=step"] });
-  equal(config.adv_estimator, "gigpo");
+  for (const envs of ["envs=traj", "envs=step"]) {
+    const { config } = await loadConfig({ overrides: ["adv_estimator=gigpo", envs] });
+    equal(config.adv_estimator, "gigpo");
+  }
 });
 
 Deno.test("derived values: model paths, reward-normalization scopes, reference role", async () => {
