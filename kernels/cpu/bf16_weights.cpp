@@ -20,6 +20,15 @@ std::vector<float> widen(const uint16_t* w, int64_t rows, int64_t cols) {
   return out;
 }
 
+// Widens w (rows, cols) and runs call(widened weights) (a status), or fails when out of memory.
+template <class F>
+arl_status with_widened(arl_ctx* ctx, const char* fn, const uint16_t* w, int64_t rows,
+                        int64_t cols, F&& call) {
+  std::vector<float> w32;
+  if (arl_status s = arl::guarded(ctx, fn, [&] { w32 = widen(w, rows, cols); })) return s;
+  return call(w32.data());
+}
+
 }  // namespace
 
 // Checks the weights before widening them (the fp32 entry point checks the rest).
@@ -38,9 +47,9 @@ arl_status arl_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x, const
                                    int32_t accumulate) {
   ARL_CTX(ctx);
   ARL_BF16_WEIGHTS(ctx, w, n, k);
-  std::vector<float> w32;
-  if (arl_status s = arl::guarded(ctx, __func__, [&] { w32 = widen(w, n, k); })) return s;
-  return arl_linear_forward(ctx, y, x, w32.data(), bias, m, n, k, accumulate);
+  return with_widened(ctx, __func__, w, n, k, [&](const float* w32) {
+    return arl_linear_forward(ctx, y, x, w32, bias, m, n, k, accumulate);
+  });
 }
 
 arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* dbias,
@@ -50,9 +59,9 @@ arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* d
   if (dx == nullptr)  // w is only read for dx
     return arl_linear_backward(ctx, dx, dw, dbias, dy, x, nullptr, m, n, k, accumulate_dx);
   ARL_BF16_WEIGHTS(ctx, w, n, k);
-  std::vector<float> w32;
-  if (arl_status s = arl::guarded(ctx, __func__, [&] { w32 = widen(w, n, k); })) return s;
-  return arl_linear_backward(ctx, dx, dw, dbias, dy, x, w32.data(), m, n, k, accumulate_dx);
+  return with_widened(ctx, __func__, w, n, k, [&](const float* w32) {
+    return arl_linear_backward(ctx, dx, dw, dbias, dy, x, w32, m, n, k, accumulate_dx);
+  });
 }
 
 arl_status arl_logprob_forward_bf16(arl_ctx* ctx, float* logp, float* entropy, float* lse,
@@ -60,10 +69,9 @@ arl_status arl_logprob_forward_bf16(arl_ctx* ctx, float* logp, float* entropy, f
                                     int32_t t, int32_t v, int32_t c, float temperature) {
   ARL_CTX(ctx);
   ARL_BF16_WEIGHTS(ctx, w, v, c);
-  std::vector<float> w32;
-  if (arl_status s = arl::guarded(ctx, __func__, [&] { w32 = widen(w, v, c); })) return s;
-  return arl_logprob_forward(ctx, logp, entropy, lse, h, targets, w32.data(), t, v, c,
-                             temperature);
+  return with_widened(ctx, __func__, w, v, c, [&](const float* w32) {
+    return arl_logprob_forward(ctx, logp, entropy, lse, h, targets, w32, t, v, c, temperature);
+  });
 }
 
 arl_status arl_logprob_backward_bf16(arl_ctx* ctx, float* dh, float* dw, const float* dlogp,
@@ -73,19 +81,19 @@ arl_status arl_logprob_backward_bf16(arl_ctx* ctx, float* dh, float* dw, const f
                                      float temperature) {
   ARL_CTX(ctx);
   ARL_BF16_WEIGHTS(ctx, w, v, c);
-  std::vector<float> w32;
-  if (arl_status s = arl::guarded(ctx, __func__, [&] { w32 = widen(w, v, c); })) return s;
-  return arl_logprob_backward(ctx, dh, dw, dlogp, dentropy, h, targets, w32.data(), lse, entropy,
-                              t, v, c, temperature);
+  return with_widened(ctx, __func__, w, v, c, [&](const float* w32) {
+    return arl_logprob_backward(ctx, dh, dw, dlogp, dentropy, h, targets, w32, lse, entropy, t,
+                                v, c, temperature);
+  });
 }
 
 arl_status arl_lm_head_bf16(arl_ctx* ctx, float* logits, const float* h, const uint16_t* w,
                             int32_t t, int32_t v, int32_t c) {
   ARL_CTX(ctx);
   ARL_BF16_WEIGHTS(ctx, w, v, c);
-  std::vector<float> w32;
-  if (arl_status s = arl::guarded(ctx, __func__, [&] { w32 = widen(w, v, c); })) return s;
-  return arl_lm_head(ctx, logits, h, w32.data(), t, v, c);
+  return with_widened(ctx, __func__, w, v, c, [&](const float* w32) {
+    return arl_lm_head(ctx, logits, h, w32, t, v, c);
+  });
 }
 
 }  // extern "C"

@@ -336,6 +336,13 @@ arl_status logprob_backward(arl_ctx* ctx, const char* fn, Head head, float* dh, 
 }  // namespace
 
 // The argument checks of the forward and backward entry points (fp32 and bf16 weights).
+#define ARL_HEAD_SIZES()    \
+  ARL_POSITIVE(ctx, t);     \
+  ARL_POSITIVE(ctx, v);     \
+  ARL_POSITIVE(ctx, c);     \
+  ARL_PRODUCT(ctx, t, c);   \
+  ARL_PRODUCT(ctx, v, c)
+
 #define ARL_LOGPROB_FORWARD_CHECKS()  \
   do {                                \
     ARL_CTX(ctx);                     \
@@ -344,11 +351,7 @@ arl_status logprob_backward(arl_ctx* ctx, const char* fn, Head head, float* dh, 
     ARL_NOT_NULL(ctx, h);             \
     ARL_NOT_NULL(ctx, targets);       \
     ARL_NOT_NULL(ctx, w);             \
-    ARL_POSITIVE(ctx, t);             \
-    ARL_POSITIVE(ctx, v);             \
-    ARL_POSITIVE(ctx, c);             \
-    ARL_PRODUCT(ctx, t, c);           \
-    ARL_PRODUCT(ctx, v, c);           \
+    ARL_HEAD_SIZES();                 \
   } while (0)
 
 #define ARL_LOGPROB_BACKWARD_CHECKS()                  \
@@ -361,11 +364,7 @@ arl_status logprob_backward(arl_ctx* ctx, const char* fn, Head head, float* dh, 
     ARL_NOT_NULL(ctx, w);                              \
     ARL_NOT_NULL(ctx, lse);                            \
     if (dentropy != nullptr) ARL_NOT_NULL(ctx, entropy); \
-    ARL_POSITIVE(ctx, t);                              \
-    ARL_POSITIVE(ctx, v);                              \
-    ARL_POSITIVE(ctx, c);                              \
-    ARL_PRODUCT(ctx, t, c);                            \
-    ARL_PRODUCT(ctx, v, c);                            \
+    ARL_HEAD_SIZES();                                  \
   } while (0)
 
 #define ARL_LM_HEAD_CHECKS()   \
@@ -374,11 +373,7 @@ arl_status logprob_backward(arl_ctx* ctx, const char* fn, Head head, float* dh, 
     ARL_NOT_NULL(ctx, logits); \
     ARL_NOT_NULL(ctx, h);      \
     ARL_NOT_NULL(ctx, w);      \
-    ARL_POSITIVE(ctx, t);      \
-    ARL_POSITIVE(ctx, v);      \
-    ARL_POSITIVE(ctx, c);      \
-    ARL_PRODUCT(ctx, t, c);    \
-    ARL_PRODUCT(ctx, v, c);    \
+    ARL_HEAD_SIZES();          \
     ARL_PRODUCT(ctx, t, v);    \
   } while (0)
 

@@ -38,7 +38,31 @@ __global__ void bias_grad_kernel(float* dbias, const float* dy, int32_t m, int32
   }
 }
 
+// y (M, N) += bias (N) on every row.
+arl_status add_bias(arl_ctx* ctx, const char* fn, float* y, const float* bias, int32_t m,
+                    int32_t n) {
+  add_bias_kernel<<<arl::grid_for(int64_t(m) * n), arl::kBlock, 0, ctx->stream>>>(y, bias, m, n);
+  return arl::check_launch(ctx, fn);
+}
+
+// dbias (N) += the column sums of dy (M, N).
+arl_status bias_grad(arl_ctx* ctx, const char* fn, float* dbias, const float* dy, int32_t m,
+                     int32_t n) {
+  const dim3 grid((n + 31) / 32, (m + kBiasRows - 1) / kBiasRows);
+  bias_grad_kernel<<<grid, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
+  return arl::check_launch(ctx, fn);
+}
+
 }  // namespace
+
+// m, n, k positive and their products within range (every linear entry point).
+#define ARL_LINEAR_SIZES()  \
+  ARL_POSITIVE(ctx, m);     \
+  ARL_POSITIVE(ctx, n);     \
+  ARL_POSITIVE(ctx, k);     \
+  ARL_PRODUCT(ctx, m, n);   \
+  ARL_PRODUCT(ctx, m, k);   \
+  ARL_PRODUCT(ctx, n, k)
 
 extern "C" {
 
@@ -67,12 +91,7 @@ arl_status arl_linear_forward(arl_ctx* ctx, float* y, const float* x, const floa
   ARL_NOT_NULL(ctx, y);
   ARL_NOT_NULL(ctx, x);
   ARL_NOT_NULL(ctx, w);
-  ARL_POSITIVE(ctx, m);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, k);
-  ARL_PRODUCT(ctx, m, n);
-  ARL_PRODUCT(ctx, m, k);
-  ARL_PRODUCT(ctx, n, k);
+  ARL_LINEAR_SIZES();
   if (m <= arl::kGemvRows) {
     arl::gemv_rows(ctx, y, x, w, bias, m, n, k, accumulate != 0);
     ARL_LAUNCHED(ctx);
@@ -81,12 +100,7 @@ arl_status arl_linear_forward(arl_ctx* ctx, float* y, const float* x, const floa
   if (arl_status s = arl::gemm(ctx, __func__, false, true, m, n, k, 1.0f, x, k, w, k,
                                accumulate ? 1.0f : 0.0f, y, n))
     return s;
-  if (bias != nullptr) {
-    add_bias_kernel<<<arl::grid_for(int64_t(m) * n), arl::kBlock, 0, ctx->stream>>>(y, bias, m,
-                                                                                    n);
-    ARL_LAUNCHED(ctx);
-  }
-  return ARL_OK;
+  return bias != nullptr ? add_bias(ctx, __func__, y, bias, m, n) : ARL_OK;
 }
 
 arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias, const float* dy,
@@ -94,12 +108,7 @@ arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias,
                                int32_t accumulate_dx) {
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, dy);
-  ARL_POSITIVE(ctx, m);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, k);
-  ARL_PRODUCT(ctx, m, n);
-  ARL_PRODUCT(ctx, m, k);
-  ARL_PRODUCT(ctx, n, k);
+  ARL_LINEAR_SIZES();
   if (dx != nullptr) ARL_NOT_NULL(ctx, w);
   if (dw != nullptr) ARL_NOT_NULL(ctx, x);
   if (dx != nullptr) {
@@ -112,12 +121,7 @@ arl_status arl_linear_backward(arl_ctx* ctx, float* dx, float* dw, float* dbias,
                                  k))
       return s;
   }
-  if (dbias != nullptr) {
-    const dim3 grid((n + 31) / 32, (m + kBiasRows - 1) / kBiasRows);
-    bias_grad_kernel<<<grid, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
-    ARL_LAUNCHED(ctx);
-  }
-  return ARL_OK;
+  return dbias != nullptr ? bias_grad(ctx, __func__, dbias, dy, m, n) : ARL_OK;
 }
 
 arl_status arl_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x, const uint16_t* w,
@@ -127,12 +131,7 @@ arl_status arl_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x, const
   ARL_NOT_NULL(ctx, y);
   ARL_NOT_NULL(ctx, x);
   ARL_NOT_NULL(ctx, w);
-  ARL_POSITIVE(ctx, m);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, k);
-  ARL_PRODUCT(ctx, m, n);
-  ARL_PRODUCT(ctx, m, k);
-  ARL_PRODUCT(ctx, n, k);
+  ARL_LINEAR_SIZES();
   if (m <= arl::kGemvRows) {  // decode: fp32 x against the bf16 rows, no rounding of x
     arl::gemv_rows(ctx, y, x, w, bias, m, n, k, accumulate != 0);
     ARL_LAUNCHED(ctx);
@@ -143,12 +142,7 @@ arl_status arl_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x, const
   if (arl_status s = arl::gemm_bf16(ctx, __func__, false, true, m, n, k, 1.0f, x16, k, w, k,
                                     accumulate ? 1.0f : 0.0f, y, n))
     return s;
-  if (bias != nullptr) {
-    add_bias_kernel<<<arl::grid_for(int64_t(m) * n), arl::kBlock, 0, ctx->stream>>>(y, bias, m,
-                                                                                    n);
-    ARL_LAUNCHED(ctx);
-  }
-  return ARL_OK;
+  return bias != nullptr ? add_bias(ctx, __func__, y, bias, m, n) : ARL_OK;
 }
 
 arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* dbias,
@@ -156,12 +150,7 @@ arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* d
                                     int32_t m, int32_t n, int32_t k, int32_t accumulate_dx) {
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, dy);
-  ARL_POSITIVE(ctx, m);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, k);
-  ARL_PRODUCT(ctx, m, n);
-  ARL_PRODUCT(ctx, m, k);
-  ARL_PRODUCT(ctx, n, k);
+  ARL_LINEAR_SIZES();
   if (dx != nullptr) ARL_NOT_NULL(ctx, w);
   if (dw != nullptr) ARL_NOT_NULL(ctx, x);
   if (dx == nullptr && dw == nullptr)  // dbias alone
@@ -180,12 +169,7 @@ arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, float* d
                                       1.0f, dw, k))
       return s;
   }
-  if (dbias != nullptr) {
-    const dim3 grid((n + 31) / 32, (m + kBiasRows - 1) / kBiasRows);
-    bias_grad_kernel<<<grid, dim3(32, 8), 0, ctx->stream>>>(dbias, dy, m, n);
-    ARL_LAUNCHED(ctx);
-  }
-  return ARL_OK;
+  return dbias != nullptr ? bias_grad(ctx, __func__, dbias, dy, m, n) : ARL_OK;
 }
 
 }  // extern "C"
