@@ -77,6 +77,32 @@ interface TrainerState {
 
 const STATE_FILE = "trainer_state.json";
 
+/** A training sequence: tokens [begin, end) of episode `episode`. */
+interface Piece {
+  episode: number;
+  begin: number;
+  end: number;
+}
+
+/** One piece per trajectory-wise episode; one per turn of a step-wise one. */
+function trainingPieces(samples: readonly TrajectorySample[]): Piece[] {
+  return samples.flatMap((s, episode) => {
+    const starts = s.stepStarts ?? [0];
+    return starts.map((begin, t) => ({ episode, begin, end: starts[t + 1] ?? s.tokens.length }));
+  });
+}
+
+/** Per-piece arrays laid back end to end, one per episode. */
+function joinPieces(
+  samples: readonly TrajectorySample[],
+  pieces: readonly Piece[],
+  values: readonly Float32Array[],
+): Float32Array[] {
+  const out = samples.map((s) => new Float32Array(s.tokens.length));
+  pieces.forEach((p, j) => out[p.episode]!.set(values[j]!, p.begin));
+  return out;
+}
+
 function toAlgo(
   s: TrajectorySample,
   oldLogprobs: Float32Array,
@@ -111,12 +137,11 @@ export async function runPipeline(
   const stepWise = config.train_env_manager.tags.filter((t) =>
     config.custom_envs[t]?.env_manager_cls === "step"
   );
-  if (stepWise.length > 0) {
+  if (stepWise.length > 0 && config.adv_estimator === "gae") {
     throw new Error(
       `${stepWise.join(", ")} use${stepWise.length === 1 ? "s" : ""} the step-wise env manager ` +
-        "(env_manager_cls: step), whose samples the pipeline does not build yet (`agentrl rollout` " +
-        "shows its prompts): train with the trajectory-wise one (envs=traj); adv_estimator=gigpo " +
-        "then gives each turn its own advantage",
+        "(env_manager_cls: step), whose turns are separate sequences; the critic (gae) needs " +
+        "trajectory-wise conversations here: use envs=traj, or gigpo / grpo with envs=step",
     );
   }
   const needsRef = config.use_kl_loss ||
@@ -323,12 +348,19 @@ export async function runPipeline(
       metrics["time/step_rollout"] = (performance.now() - tr) / 1000;
       const generated = trainPolicy.generatedTokens - tokensBefore;
 
-      // old and reference log-probs, advantages
+      // old and reference log-probs, advantages; the training sequences are the episodes'
+      // conversations, or the turns of step-wise episodes (advantages are computed per
+      // episode, over its pieces laid end to end, then cut back into the pieces)
       const tt = performance.now();
-      const seqs = batch.samples.map((s) => s.tokens);
-      const old = sequenceLogprobs(model, seqs, batching.plan);
-      const ref = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
-      const values = critic ? sequenceValues(critic.model, seqs, criticBatching!.plan) : null;
+      const pieces = trainingPieces(batch.samples);
+      const seqs = pieces.map((p) => batch.samples[p.episode]!.tokens.subarray(p.begin, p.end));
+      const oldPieces = sequenceLogprobs(model, seqs, batching.plan);
+      const refPieces = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
+      const old = joinPieces(batch.samples, pieces, oldPieces);
+      const ref = refPieces ? joinPieces(batch.samples, pieces, refPieces) : null;
+      const values = critic
+        ? sequenceValues(critic.model, batch.samples.map((s) => s.tokens), criticBatching!.plan)
+        : null;
       const algoSamples = batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i]));
       const adv = config.adv_estimator === "gigpo"
         ? computeTurnGigpoAdvantages(
@@ -378,13 +410,16 @@ export async function runPipeline(
         Object.assign(
           metrics,
           trainer.train(
-            batch.samples.map((s, i) => ({
-              tokens: s.tokens,
-              responseMask: s.responseMask,
-              advantages: adv.advantages[i]!,
-              oldLogprobs: old[i]!,
-              ...(ref ? { refLogprobs: ref[i]! } : {}),
-            })),
+            pieces.map((p, j) => {
+              const s = batch.samples[p.episode]!;
+              return {
+                tokens: seqs[j]!,
+                responseMask: s.responseMask.subarray(p.begin, p.end),
+                advantages: adv.advantages[p.episode]!.subarray(p.begin, p.end),
+                oldLogprobs: oldPieces[j]!,
+                ...(refPieces ? { refLogprobs: refPieces[j]! } : {}),
+              };
+            }),
             lr,
             (n) => permutation(rng, n),
           ),

@@ -1,11 +1,13 @@
 /**
- * One trajectory-wise episode, as ROLL's TrajEnvManager plays it: reset with
- * the episode seed; each turn, the turn's messages are appended to the
- * conversation token by token (no re-tokenization of earlier turns), the
- * policy answers within the turn budget, and the decoded response goes to
+ * One episode, as ROLL's TrajEnvManager plays it: reset with the episode seed;
+ * each turn, the turn's messages are appended to the conversation token by
+ * token (no re-tokenization of earlier turns), the policy answers within the
+ * turn budget, and the decoded response goes to
  * `env.step`. The episode ends when the env terminates or truncates, after
  * `max_steps` actions, or when the next prompt would not fit in
- * `sequence_length`.
+ * `sequence_length`. With `env_manager_cls: step` (ROLL's StepEnvManager)
+ * each turn is a fresh prompt recalling the last steps instead; the pieces
+ * are laid end to end and `stepStarts` says where each begins.
  *
  * @module
  */
@@ -15,7 +17,7 @@ import type { CustomEnv } from "../config/schema/env_manager.ts";
 import type { ChatEncoder, ChatMessage } from "../model/chat_template.ts";
 import type { EnvHandle } from "./env_host.ts";
 import { RolloutConfigError } from "./errors.ts";
-import { entryTurnMessages } from "./prompt.ts";
+import { entryTurnMessages, stepHistoryLine, stepTurnMessages } from "./prompt.ts";
 import { turnSeed } from "./seeding.ts";
 import type { EndReason, RolloutPolicy, TrajectorySample } from "./types.ts";
 
@@ -85,12 +87,21 @@ export async function runEpisode(
   let endReason: EndReason = "max_actions";
   const trajGroupId = `${spec.tag}_${spec.groupId}_${spec.episodeId}_${spec.groupSeed}`;
   const trajId = `${trajGroupId}_${spec.envId}`;
+  // Step-wise (ROLL's StepEnvManager): a fresh prompt every turn, recalling the last steps;
+  // the turns' [prompt, response] pieces are laid end to end, starting at stepStarts.
+  const stepWise = entry.env_manager_cls === "step";
+  const history: string[] = [];
+  const stepStarts: number[] = [];
 
   for (let turn = 0;; turn++) {
     if (!o.isWanted()) return null;
-    const added = entryTurnMessages(entry, env.instruction, observation, turn);
-    const promptIds = o.encoder.turnIds(messages, tokens, added);
-    const context = tokens.length + promptIds.length;
+    const added = stepWise
+      ? stepTurnMessages(entry, env.instruction, observation, turn, history)
+      : entryTurnMessages(entry, env.instruction, observation, turn);
+    const promptIds = stepWise
+      ? o.encoder.turnIds([], [], added)
+      : o.encoder.turnIds(messages, tokens, added);
+    const context = (stepWise ? 0 : tokens.length) + promptIds.length;
     if (context >= o.sequenceLength) {
       if (turn === 0) {
         throw new RolloutConfigError(
@@ -101,8 +112,9 @@ export async function runEpisode(
       endReason = "sequence_length";
       break;
     }
-    messages.push(...added);
+    messages.push(...(stepWise && turn > 0 ? added.slice(1) : added));
     if (turn === 0) promptLength = promptIds.length;
+    if (stepWise) stepStarts.push(tokens.length);
     for (const id of promptIds) {
       tokens.push(id);
       mask.push(0);
@@ -114,7 +126,7 @@ export async function runEpisode(
     try {
       response = await o.policy.generate({
         requestId: `${trajId}/${turn}`,
-        promptIds: tokens.slice(),
+        promptIds: stepWise ? promptIds : tokens.slice(),
         maxNewTokens: budget,
         seed,
         sampleAction: () => env.sampleAction(seed),
@@ -148,6 +160,12 @@ export async function runEpisode(
     const penalty = !m.action_is_valid && !m.format_penalty ? o.formatPenalty : 0;
     stepRewards.push(step.reward + penalty);
     stepStates.push(actedFrom);
+    if (stepWise) {
+      const said = typeof step.info.action_content === "string"
+        ? step.info.action_content
+        : o.decodeForEnv(response.tokenIds);
+      history.push(stepHistoryLine(turn + 1, actedFrom, said, m.action_is_valid, step.reward));
+    }
     stepMetrics.push(penalty ? { ...m, format_penalty: penalty } : m);
     if (o.render) frames.push(await env.renderRgb());
     observation = step.observation;
@@ -180,6 +198,7 @@ export async function runEpisode(
     logprobs: Float32Array.from(logprobs),
     stepRewards,
     stepStates,
+    ...(stepWise ? { stepStarts } : {}),
     score,
     metrics: aggregateEpisodeMetrics(stepMetrics),
     endReason,

@@ -98,3 +98,55 @@ export function entryTurnMessages(
     maxResponseLength: entry.max_tokens_per_step,
   });
 }
+
+/** The fields of a step-wise `custom_envs` entry (ROLL's StepEnvManager) that shape its prompts. */
+export interface StepPromptEntry extends TurnPromptEntry {
+  /** How many earlier steps the prompt recalls (ROLL's default 5). */
+  history_length?: number | null;
+}
+
+/** One earlier step as the step-wise history recalls it. */
+export function stepHistoryLine(
+  step: number,
+  observation: string,
+  action: string,
+  valid: boolean,
+  reward: number,
+): string {
+  return `(step: ${step}, observation: ${observation}, action: ${action}` +
+    `${valid ? "" : " (not a valid action)"}, reward: ${Number(reward.toFixed(4))})`;
+}
+
+/**
+ * A step-wise turn's fresh prompt: [system, user], the user message filled
+ * from `agent_template` with `{env_instruction}`, `{history}` (the last
+ * `history_length` lines of `history`), `{current_observation}` and the rest.
+ * Every step enters the history (ROLL's step manager keeps only invalid ones:
+ * a known bug).
+ */
+export function stepTurnMessages(
+  entry: StepPromptEntry,
+  instruction: string,
+  observation: string,
+  turn: number,
+  history: readonly string[],
+): ChatMessage[] {
+  const keep = entry.history_length ?? 5;
+  const recent = keep > 0 ? history.slice(Math.max(0, history.length - keep)) : [];
+  const user = fillTemplate(entry.agent_template ?? DEFAULT_AGENT_TEMPLATE, {
+    turn_idx: turn + 1,
+    observation,
+    actions_left: entry.max_steps - turn,
+    max_response_length: entry.max_tokens_per_step,
+    env_instruction: instruction,
+    step_count: turn,
+    history_length: recent.length,
+    history: recent.join(", "),
+    current_step: turn + 1,
+    current_observation: observation,
+  });
+  return [
+    { role: "system", content: entry.agent_system_template ?? DEFAULT_AGENT_SYSTEM_TEMPLATE },
+    { role: "user", content: user },
+  ];
+}

@@ -77,6 +77,12 @@ export interface TrajectorySample {
   stepRewards: number[];
   /** The observation each step acted from (GiGPO's anchor-state key). */
   stepStates: string[];
+  /**
+   * Step-wise episodes (env_manager_cls step): where each turn's [fresh prompt, response]
+   * piece starts in `tokens` (each piece is its own training sequence). Absent for
+   * trajectory-wise episodes, whose `tokens` are one conversation.
+   */
+  stepStarts?: number[];
   /** The episode score: the sum of the step rewards (placed on the last token). */
   score: number;
   /** Per-episode env metrics (ROLL's aggregation: mean, success last). */

@@ -102,30 +102,33 @@ Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSO
   }
 });
 
-Deno.test("pipeline: adv_estimator=gigpo trains on trajectory samples with turn-level advantages; step-wise env managers are a clear error", async () => {
+Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-wise turns; gae with step-wise turns is a clear error", async () => {
   const root = await Deno.makeTempDir();
   const quiet = () => {};
   try {
-    const config = await tinyConfig(`${root}/gigpo`, [
-      "adv_estimator=gigpo",
-      "max_steps=2",
-      "eval_steps=100",
-    ]);
-    const run = await runPipeline(config, { log: quiet });
-    assert.equal(run.steps, 2);
-    const rows = await readJsonlMetrics(`${root}/gigpo/metrics.jsonl`);
-    assert.deepEqual(rows.map((r) => r.step), [0, 1, 2]); // the last: final validation
-    for (const r of rows.slice(0, 2)) {
-      for (const key of ["actor/total_loss", "critic/anchor_state_frac"]) {
-        assert.ok(Number.isFinite(r[key]), `${key} at step ${r.step}: ${r[key]}`);
+    for (const envs of ["traj", "step"]) {
+      const config = await tinyConfig(`${root}/${envs}`, [
+        `envs=${envs}`,
+        "adv_estimator=gigpo",
+        "max_steps=2",
+        "eval_steps=100",
+      ]);
+      const run = await runPipeline(config, { log: quiet });
+      assert.equal(run.steps, 2);
+      const rows = await readJsonlMetrics(`${root}/${envs}/metrics.jsonl`);
+      assert.deepEqual(rows.map((r) => r.step), [0, 1, 2]); // the last: final validation
+      for (const r of rows.slice(0, 2)) {
+        for (const key of ["actor/total_loss", "actor/grad_norm", "critic/anchor_state_frac"]) {
+          assert.ok(Number.isFinite(r[key]), `${envs}: ${key} at step ${r.step}: ${r[key]}`);
+        }
+        // every group starts its episodes from one seed: the first turns share a state
+        assert.ok(r["critic/anchor_state_frac"]! > 0);
       }
-      // every group starts its episodes from one seed: the first turns share a state
-      assert.ok(r["critic/anchor_state_frac"]! > 0);
     }
-    const stepWise = await tinyConfig(`${root}/step`, ["adv_estimator=gigpo", "envs=step"]);
+    const gae = await tinyConfig(`${root}/gae`, ["adv_estimator=gae", "envs=step"]);
     await assert.rejects(
-      () => runPipeline(stepWise, { log: quiet }),
-      /step-wise env manager \(env_manager_cls: step\), whose samples the pipeline does not build yet/,
+      () => runPipeline(gae, { log: quiet }),
+      /the critic \(gae\) needs trajectory-wise conversations here/,
     );
   } finally {
     await Deno.remove(root, { recursive: true });

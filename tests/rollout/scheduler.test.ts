@@ -145,3 +145,43 @@ Deno.test("rollout: getBatch returns only complete groups, in completion order, 
   for (const members of byGroup(second.samples).values()) assert.equal(members.length, 4);
   await assert.rejects(() => scheduler.getBatch(6, 1), /multiple of group_size 4/);
 });
+
+Deno.test("rollout: step-wise episodes (envs=step) prompt afresh each turn, recall the last steps, and mark where each piece starts", async () => {
+  const config = await smallConfig(["envs=step", "max_actions_per_traj=4"]);
+  const policy = new TextPolicy((r) => randomMove(r.seed));
+  await using scheduler = new RolloutScheduler({
+    config,
+    mode: "train",
+    policy,
+    encoder,
+    decodeForEnv,
+  });
+  const batch = await scheduler.getBatch(8, 0);
+  let multiTurn = 0;
+  for (const s of batch.samples) {
+    const starts = s.stepStarts!;
+    assert.equal(starts.length, s.stepRewards.length);
+    assert.equal(starts[0], 0);
+    const mine = policy.requests.filter((r) => r.requestId.startsWith(`${s.trajId}/`));
+    assert.equal(mine.length, starts.length);
+    mine.forEach((r, t) => {
+      // each piece is [the fresh prompt the policy saw, its answer]
+      const end = starts[t + 1] ?? s.tokens.length;
+      assert.deepEqual(
+        [...s.tokens.slice(starts[t], starts[t]! + r.promptIds.length)],
+        r.promptIds,
+      );
+      assert.ok(
+        s.responseMask.slice(starts[t], starts[t]! + r.promptIds.length).every((m) => m === 0),
+      );
+      assert.ok(s.responseMask.slice(starts[t]! + r.promptIds.length, end).every((m) => m === 1));
+      const text = tokenizer.decode(r.promptIds);
+      assert.match(text, /^<\|im_start\|>system\n/); // a fresh conversation every turn
+      if (t > 0) {
+        multiTurn++;
+        assert.match(text, /\(step: 1, observation: /); // the history recalls step 1
+      }
+    });
+  }
+  assert.ok(multiTurn > 0, "no episode lasted two turns");
+});
