@@ -1,7 +1,7 @@
 /**
  * Models the project makes itself, built on first use: a config whose
  * `pretrain` names `build/models/frozen_lake_base` (the embedded default)
- * gets the FrozenLake base model built there (about two minutes on 2 cores, once;
+ * gets the FrozenLake base model built there (about three minutes on 2 cores, once;
  * again only when its recipe changes).
  *
  * @module
@@ -22,7 +22,7 @@ export async function prepareModelPath(
   const result = await ensureFrozenLakeBaseModel(path, {
     log: (line) => {
       if (!announced) {
-        log(`building the FrozenLake base model in ${path} (once; about two minutes on 2 cores)`);
+        log(`building the FrozenLake base model in ${path} (once; about three minutes on 2 cores)`);
         announced = true;
       }
       log(`  ${line}`);

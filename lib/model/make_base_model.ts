@@ -12,7 +12,9 @@
  * FrozenLake entry, the first prompt tokenized with {@linkcode ChatEncoder.encode},
  * each response as `tokenizer.encode(action) + <|im_end|>`, and every later
  * turn appended with {@linkcode ChatEncoder.nextTurnIds}. Only the response
- * tokens are trained.
+ * tokens are trained. Each turn is also trained as the step-wise env manager
+ * of {@linkcode FROZEN_LAKE_STEP_CONFIG} prompts it (a fresh one-decision
+ * prompt, {@linkcode stepTurnMessages}), so both kinds of run start from it.
  *
  * Validation samples at temperature 0.2, which turns any systematic gap
  * between the actions' logits into a five times larger one. So the model must
@@ -41,7 +43,7 @@ import { Rng } from "../../envs/random.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { loadConfig } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
-import { entryTurnMessages } from "../rollout/prompt.ts";
+import { entryTurnMessages, stepHistoryLine, stepTurnMessages } from "../rollout/prompt.ts";
 import { type SftExample, SftTrainer } from "../train/sft.ts";
 import { ChatEncoder, type ChatMessage } from "./chat_template.ts";
 import { parseQwen2Config } from "./hf_config.ts";
@@ -92,7 +94,7 @@ export interface FrozenLakeBaseRecipe {
 }
 
 /**
- * The default recipe (about two minutes on 2 cores). The next states weigh as
+ * The default recipe (about three minutes on 2 cores). The next states weigh as
  * much as the moves, for 192 steps: with 0.2 and 96 steps the model learned to
  * play uniformly but barely to read the grid, and supervised moves from it
  * stayed at the majority action for 150 steps (see
@@ -134,6 +136,12 @@ export interface FrozenLakeConversation {
   decisions: number[];
   /** Whether the episode reached the goal. */
   success: boolean;
+  /**
+   * With a step-wise entry: each turn again as the step-wise env manager
+   * prompts it (a fresh [system, user] prompt and the same response), one
+   * single-turn example per turn.
+   */
+  steps?: FrozenLakeConversation[];
 }
 
 /** The default config's `custom_envs.FrozenLake` entry. */
@@ -141,6 +149,17 @@ export async function defaultFrozenLakeEntry(): Promise<CustomEnvEntry> {
   const { config } = await loadConfig();
   const entry = config.custom_envs.FrozenLake;
   if (!entry) throw new Error("The default config has no custom_envs.FrozenLake entry");
+  return entry;
+}
+
+/** The config whose FrozenLake entry gives the step-wise prompts the base model also learns. */
+export const FROZEN_LAKE_STEP_CONFIG = "agent_val_frozen_lake_step";
+
+/** The step-wise config's `custom_envs.FrozenLake` entry. */
+export async function defaultFrozenLakeStepEntry(): Promise<CustomEnvEntry> {
+  const { config } = await loadConfig({ configName: FROZEN_LAKE_STEP_CONFIG });
+  const entry = config.custom_envs.FrozenLake;
+  if (!entry) throw new Error(`${FROZEN_LAKE_STEP_CONFIG} has no custom_envs.FrozenLake entry`);
   return entry;
 }
 
@@ -187,9 +206,10 @@ export function actionDecisionOffset(tokenizer: Tokenizer, entry: CustomEnvEntry
  * optimum, leaving a random global bias between the actions.
  */
 export function balancedBatch(
-  batch: readonly FrozenLakeConversation[],
+  conversations: readonly FrozenLakeConversation[],
   observationWeight = 0,
 ): SftExample[] {
+  const batch = conversations.flatMap((c) => [c, ...(c.steps ?? [])]);
   const counts = new Map<string, number>();
   let n = 0;
   for (const c of batch) {
@@ -229,6 +249,7 @@ export function frozenLakeConversations(
   tokenizer: Tokenizer,
   entry: CustomEnvEntry,
   options: { episodes: number; seedStart: number; dataSeed: number },
+  stepEntry?: CustomEnvEntry,
 ): FrozenLakeConversation[] {
   const chat = new ChatEncoder(tokenizer);
   const imEnd = endOfTurnId(tokenizer);
@@ -252,6 +273,8 @@ export function frozenLakeConversations(
       },
       mask: [] as number[],
       obs: [] as number[],
+      history: [] as string[],
+      steps: [] as FrozenLakeConversation[],
     };
   });
   for (let turn = 0; turn < entry.max_steps; turn++) {
@@ -286,7 +309,27 @@ export function frozenLakeConversations(
       }
       conv.messages.push(chat.assistantMessage(response));
       conv.actions.push(action);
+      if (stepEntry) {
+        const messages = stepTurnMessages(
+          stepEntry,
+          env.instruction,
+          g.observation,
+          turn,
+          g.history,
+        );
+        g.steps.push(stepPiece(chat, messages, g.conv.seed, action, response, decisionOffset));
+      }
+      const actedFrom = g.observation;
       const step = env.step(action);
+      g.history.push(
+        stepHistoryLine(
+          turn + 1,
+          actedFrom,
+          action,
+          step.info.metrics.action_is_valid,
+          step.reward,
+        ),
+      );
       g.observation = step.observation;
       if (step.terminated || step.truncated) {
         conv.success = step.info.metrics.success;
@@ -298,13 +341,44 @@ export function frozenLakeConversations(
     ...g.conv,
     lossMask: Uint8Array.from(g.mask),
     observationMask: Uint8Array.from(g.obs),
+    ...(stepEntry ? { steps: g.steps } : {}),
   }));
+}
+
+/** One turn as the step-wise env manager prompts it, with the same response. */
+function stepPiece(
+  chat: ChatEncoder,
+  messages: ChatMessage[],
+  seed: number,
+  action: string,
+  response: number[],
+  decisionOffset: number,
+): FrozenLakeConversation {
+  const prompt = chat.turnIds([], [], messages);
+  const tokens = [...prompt, ...response];
+  const lossMask = new Uint8Array(tokens.length);
+  lossMask.fill(1, prompt.length);
+  return {
+    seed,
+    messages: [...messages, chat.assistantMessage(response)],
+    tokens,
+    lossMask,
+    observationMask: new Uint8Array(tokens.length),
+    actions: [action],
+    decisions: [prompt.length + decisionOffset],
+    success: false,
+  };
 }
 
 /** Options of {@linkcode buildFrozenLakeBaseModel}. */
 export interface BuildFrozenLakeBaseOptions extends Partial<FrozenLakeBaseRecipe> {
   /** The FrozenLake entry whose prompts are used (default: the default config's). */
   entry?: CustomEnvEntry;
+  /**
+   * The step-wise entry whose per-turn prompts are learnt too (default: that of
+   * {@linkcode FROZEN_LAKE_STEP_CONFIG}; null: none).
+   */
+  stepEntry?: CustomEnvEntry | null;
   /** Kernel threads (default: all cores). */
   threads?: number;
   /** Progress lines (default: none). */
@@ -350,18 +424,23 @@ export async function frozenLakeBaseHash(
   recipe: FrozenLakeBaseRecipe,
   entry: CustomEnvEntry,
   files: TinyModelFiles,
+  stepEntry: CustomEnvEntry | null = null,
 ): Promise<string> {
   const keys = Object.keys(recipe).sort() as (keyof FrozenLakeBaseRecipe)[];
+  const prompts = (e: CustomEnvEntry) => ({
+    env_config: e.env_config,
+    max_steps: e.max_steps,
+    max_tokens_per_step: e.max_tokens_per_step,
+    agent_system_template: e.agent_system_template ?? null,
+    agent_template: e.agent_template ?? null,
+  });
   return await sha256(JSON.stringify({
     version: FROZEN_LAKE_BASE_VERSION,
     recipe: keys.map((k) => [k, recipe[k]]),
-    entry: {
-      env_config: entry.env_config,
-      max_steps: entry.max_steps,
-      max_tokens_per_step: entry.max_tokens_per_step,
-      agent_system_template: entry.agent_system_template ?? null,
-      agent_template: entry.agent_template ?? null,
-    },
+    entry: prompts(entry),
+    ...(stepEntry
+      ? { step_entry: { ...prompts(stepEntry), history_length: stepEntry.history_length ?? null } }
+      : {}),
     files,
   }));
 }
@@ -398,16 +477,21 @@ export async function buildFrozenLakeBaseModel(
   const recipe = resolveRecipe(options);
   const log = options.log ?? (() => {});
   const entry = options.entry ?? await defaultFrozenLakeEntry();
+  const stepEntry = options.stepEntry === undefined
+    ? await defaultFrozenLakeStepEntry()
+    : options.stepEntry;
   const files = await buildTinyModelFiles();
-  const hash = await frozenLakeBaseHash(recipe, entry, files);
+  const hash = await frozenLakeBaseHash(recipe, entry, files, stepEntry);
   const tokenizer = tinyTokenizer(files);
-  const data = frozenLakeConversations(tokenizer, entry, recipe);
-  const trainedTokens = data.reduce((a, c) => a + c.lossMask.reduce((x, y) => x + y, 0), 0);
-  const totalTokens = data.reduce((a, c) => a + c.tokens.length, 0);
-  const turns = data.reduce((a, c) => a + c.actions.length, 0);
+  const data = frozenLakeConversations(tokenizer, entry, recipe, stepEntry ?? undefined);
+  const units = data.flatMap((c) => [c, ...(c.steps ?? [])]);
+  const trainedTokens = units.reduce((a, c) => a + c.lossMask.reduce((x, y) => x + y, 0), 0);
+  const totalTokens = units.reduce((a, c) => a + c.tokens.length, 0);
+  const turns = units.reduce((a, c) => a + c.actions.length, 0);
   const entropyFloor = (turns * Math.log(4)) / trainedTokens;
   log(
-    `${data.length} conversations, ${turns} turns, ${totalTokens} tokens ` +
+    `${data.length} conversations and ${units.length - data.length} step-wise prompts, ` +
+      `${turns} turns, ${totalTokens} tokens ` +
       `(${trainedTokens} trained); loss floor ${entropyFloor.toFixed(4)}`,
   );
 
@@ -492,7 +576,10 @@ export async function ensureFrozenLakeBaseModel(
 ): Promise<{ dir: string; built: boolean; hash: string }> {
   const recipe = resolveRecipe(options);
   const entry = options.entry ?? await defaultFrozenLakeEntry();
-  const hash = await frozenLakeBaseHash(recipe, entry, await buildTinyModelFiles());
+  const stepEntry = options.stepEntry === undefined
+    ? await defaultFrozenLakeStepEntry()
+    : options.stepEntry;
+  const hash = await frozenLakeBaseHash(recipe, entry, await buildTinyModelFiles(), stepEntry);
   if (!options.force) {
     try {
       const manifest = JSON.parse(
@@ -505,7 +592,7 @@ export async function ensureFrozenLakeBaseModel(
       if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
     }
   }
-  const built = await buildFrozenLakeBaseModel(outDir, { ...options, entry });
+  const built = await buildFrozenLakeBaseModel(outDir, { ...options, entry, stepEntry });
   return { dir: outDir, built: true, hash: built.hash };
 }
 

@@ -44,7 +44,7 @@ import { CriticTrainer, sequenceValues, valueMetrics } from "../train/critic.ts"
 import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/checkpoint_dir.ts";
 import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
-import { AdamW } from "../train/optimizer.ts";
+import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
 
 /** Options of {@linkcode runPipeline}. */
 export interface PipelineOptions {
@@ -101,6 +101,31 @@ function joinPieces(
   const out = samples.map((s) => new Float32Array(s.tokens.length));
   pieces.forEach((p, j) => out[p.episode]!.set(values[j]!, p.begin));
   return out;
+}
+
+/**
+ * How far the sampler's log-probs are from the trainer's recomputed ones on the
+ * generated tokens (verl's rollout_probs_diff): near zero unless sampling
+ * settings (temperature, top-p/k) or a numeric mismatch separate the two.
+ */
+function rolloutProbsDiff(
+  samples: readonly TrajectorySample[],
+  old: readonly Float32Array[],
+): Record<string, number> {
+  let sum = 0, max = 0, n = 0;
+  samples.forEach((s, i) => {
+    const o = old[i]!;
+    for (let t = 0; t < s.tokens.length; t++) {
+      if (!s.responseMask[t]) continue;
+      const d = Math.abs(Math.exp(s.logprobs[t]!) - Math.exp(o[t]!));
+      sum += d, n++;
+      if (d > max) max = d;
+    }
+  });
+  return {
+    "training/rollout_probs_diff_mean": n ? sum / n : 0,
+    "training/rollout_probs_diff_max": max,
+  };
 }
 
 function toAlgo(
@@ -188,9 +213,7 @@ export async function runPipeline(
     )
     : null;
   const criticArgs = config.critic.training_args;
-  const criticOptimizer = critic
-    ? new AdamW(critic.model, { weightDecay: criticArgs.weight_decay ?? 0 })
-    : null;
+  const criticOptimizer = critic ? new AdamW(critic.model, adamwOptionsOf(criticArgs)) : null;
   const criticBatching = critic ? trainBatching(config.critic) : null;
   const criticTrainer = critic && criticOptimizer && criticBatching
     ? new CriticTrainer(critic.model, criticOptimizer, {
@@ -211,7 +234,7 @@ export async function runPipeline(
 
   const train = config.actor_train;
   const ta = train.training_args;
-  const optimizer = new AdamW(model, { weightDecay: ta.weight_decay ?? 0 });
+  const optimizer = new AdamW(model, adamwOptionsOf(ta));
   const batching = trainBatching(train);
   const trainer = new ActorTrainer(model, optimizer, {
     clipLow: config.use_pg_clip_range ? config.pg_clip_low ?? 0.2 : config.pg_clip ?? 0.2,
@@ -361,6 +384,7 @@ export async function runPipeline(
       const values = critic
         ? sequenceValues(critic.model, batch.samples.map((s) => s.tokens), criticBatching!.plan)
         : null;
+      Object.assign(metrics, rolloutProbsDiff(batch.samples, old));
       const algoSamples = batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i]));
       const adv = config.adv_estimator === "gigpo"
         ? computeTurnGigpoAdvantages(

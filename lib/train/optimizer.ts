@@ -44,6 +44,24 @@ export interface Optimizable {
   markParamsChanged?(): void;
 }
 
+/** The optimizer fields of a role's `training_args` (ROLL / transformers names). */
+export interface AdamWTrainingArgs {
+  weight_decay?: number | null;
+  adam_beta1?: number | null;
+  adam_beta2?: number | null;
+  adam_epsilon?: number | null;
+}
+
+/** {@linkcode AdamWOptions} from a role's `training_args` (unset fields keep the defaults). */
+export function adamwOptionsOf(args: AdamWTrainingArgs): AdamWOptions {
+  return {
+    weightDecay: args.weight_decay ?? 0,
+    ...(args.adam_beta1 != null ? { beta1: args.adam_beta1 } : {}),
+    ...(args.adam_beta2 != null ? { beta2: args.adam_beta2 } : {}),
+    ...(args.adam_epsilon != null ? { eps: args.adam_epsilon } : {}),
+  };
+}
+
 /** Settings of {@linkcode AdamW} (defaults: PyTorch's and transformers'). */
 export interface AdamWOptions {
   /** Default 0.9 (`adam_beta1`). */

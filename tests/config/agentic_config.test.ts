@@ -11,6 +11,7 @@ Deno.test("every shipped experiment config composes and validates", async () => 
       "agent_val_frozen_lake",
       "agent_val_frozen_lake_async",
       "agent_val_frozen_lake_gigpo",
+      "agent_val_frozen_lake_step",
       "agent_val_sokoban",
       "agent_val_webshop",
     ]

@@ -6,7 +6,8 @@ import { Kernels, Tensor } from "../../ffi/mod.ts";
 import { BufferLayout } from "../../lib/model/param_layout.ts";
 import { SafetensorsFile } from "../../lib/model/safetensors.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
-import { AdamW, OPTIMIZER_FILES } from "../../lib/train/optimizer.ts";
+import { AdamW, adamwOptionsOf, OPTIMIZER_FILES } from "../../lib/train/optimizer.ts";
+import { loadConfig } from "../../lib/config/load_config.ts";
 import { assertClose, Rng } from "../kernels/_helpers.ts";
 import { randomizeParams, tinyConfig } from "../model/_qwen2_reference.ts";
 
@@ -226,4 +227,27 @@ Deno.test("AdamW refuses mismatched buffers and bad settings", () => {
     () => ok.loadState({ step: 1, m: new Float32Array(3), v: new Float32Array(4) }),
     /m must be a Float32Array of 4 values/,
   );
+});
+
+Deno.test("adamwOptionsOf: a config's training_args reach the optimizer", async () => {
+  const { config } = await loadConfig({
+    overrides: [
+      "actor_train.training_args.adam_epsilon=1.0e-6",
+      "actor_train.training_args.adam_beta2=0.99",
+      "actor_train.training_args.weight_decay=0.01",
+    ],
+  });
+  assert.deepStrictEqual(adamwOptionsOf(config.actor_train.training_args), {
+    weightDecay: 0.01,
+    beta1: 0.9,
+    beta2: 0.99,
+    eps: 1e-6,
+  });
+  using k = Kernels.open({ threads: 1 });
+  using params = Tensor.from(k, new Float32Array([1]));
+  using grads = Tensor.from(k, new Float32Array([1]));
+  const opt = new AdamW({ params, grads }, adamwOptionsOf(config.actor_train.training_args));
+  assert.equal(opt.eps, 1e-6);
+  assert.equal(opt.beta2, 0.99);
+  assert.deepStrictEqual(adamwOptionsOf({}), { weightDecay: 0 });
 });

@@ -11,6 +11,7 @@ import {
   balancedBatch,
   buildFrozenLakeBaseModel,
   defaultFrozenLakeEntry,
+  defaultFrozenLakeStepEntry,
   ensureFrozenLakeBaseModel,
   FROZEN_LAKE_BASE_MANIFEST,
   frozenLakeConversations,
@@ -19,10 +20,13 @@ import {
 import { buildTinyModelFiles } from "../../lib/model/make_tiny_tokenizer.ts";
 import { ChatEncoder } from "../../lib/model/chat_template.ts";
 import { packSftBatch } from "../../lib/train/sft.ts";
+import { stepHistoryLine, stepTurnMessages } from "../../lib/rollout/prompt.ts";
+import { createFrozenLakeEnv } from "../../envs/frozen_lake/mod.ts";
 
 const files = await buildTinyModelFiles();
 const tokenizer = tinyTokenizer(files);
 const entry = await defaultFrozenLakeEntry();
+const stepEntry = await defaultFrozenLakeStepEntry();
 const conversations = frozenLakeConversations(tokenizer, entry, {
   episodes: 24,
   seedStart: 10_000_000,
@@ -56,6 +60,40 @@ Deno.test("conversation ids are the rollout's: each turn's prompt is encode() of
     deepStrictEqual(whole.slice(0, c.tokens.length), c.tokens);
     equal(tokenizer.decode(whole.slice(c.tokens.length)), "\n");
   }
+});
+
+Deno.test("step-wise pieces are the step manager's prompts with the conversation's responses", () => {
+  const chat = new ChatEncoder(tokenizer);
+  const pieces = frozenLakeConversations(tokenizer, entry, {
+    episodes: 8,
+    seedStart: 10_000_000,
+    dataSeed: 0,
+  }, stepEntry);
+  const offset = actionDecisionOffset(tokenizer, entry);
+  for (const [i, c] of pieces.entries()) {
+    // the same episode as without the step-wise entry
+    deepStrictEqual(c.tokens, conversations[i]!.tokens);
+    equal(c.steps!.length, c.actions.length);
+    const history: string[] = [];
+    const env = createFrozenLakeEnv(stepEntry.env_config ?? {});
+    let observation = env.reset(c.seed).observation;
+    c.steps!.forEach((p, turn) => {
+      const messages = stepTurnMessages(stepEntry, env.instruction, observation, turn, history);
+      const prompt = chat.encode(messages);
+      deepStrictEqual(p.tokens.slice(0, prompt.length), prompt);
+      deepStrictEqual(p.actions, [c.actions[turn]]);
+      equal(p.decisions[0], prompt.length + offset);
+      deepStrictEqual(spans(p.lossMask), [[prompt.length, p.tokens.length]]);
+      const r = env.step(c.actions[turn]!);
+      history.push(
+        stepHistoryLine(turn + 1, observation, c.actions[turn]!, true, r.reward),
+      );
+      observation = r.observation;
+    });
+  }
+  // the batch weighs every action equally over conversations and pieces together
+  const batch = balancedBatch(pieces);
+  equal(batch.length, pieces.length + pieces.reduce((a, c) => a + c.steps!.length, 0));
 });
 
 Deno.test("the loss mask covers exactly the responses: action text + <|im_end|>", () => {
