@@ -12,9 +12,9 @@
  * FrozenLake entry, the first prompt tokenized with {@linkcode ChatEncoder.encode},
  * each response as `tokenizer.encode(action) + <|im_end|>`, and every later
  * turn appended with {@linkcode ChatEncoder.nextTurnIds}. Only the response
- * tokens are trained. Each turn is also trained as the step-wise env manager
- * of {@linkcode FROZEN_LAKE_STEP_CONFIG} prompts it (a fresh one-decision
- * prompt, {@linkcode stepTurnMessages}), so both kinds of run start from it.
+ * tokens are trained. With a step-wise entry (the step-wise base model,
+ * {@linkcode FROZEN_LAKE_STEP_BASE_DIR}), each turn is also trained as that
+ * env manager prompts it (a fresh one-decision prompt, {@linkcode stepTurnMessages}).
  *
  * Validation samples at temperature 0.2, which turns any systematic gap
  * between the actions' logits into a five times larger one. So the model must
@@ -55,6 +55,9 @@ import { Tokenizer } from "./tokenizer.ts";
 /** The default output folder, relative to the working directory. */
 export const FROZEN_LAKE_BASE_DIR = "build/models/frozen_lake_base";
 
+/** The step-wise config's base model: the same recipe, plus its one-decision prompts. */
+export const FROZEN_LAKE_STEP_BASE_DIR = "build/models/frozen_lake_step_base";
+
 /** The manifest written next to the weights (recipe, its hash, training metrics). */
 export const FROZEN_LAKE_BASE_MANIFEST = "agentrl_base_manifest.json";
 
@@ -94,7 +97,7 @@ export interface FrozenLakeBaseRecipe {
 }
 
 /**
- * The default recipe (about three minutes on 2 cores). The next states weigh as
+ * The default recipe (about two minutes on 2 cores; three with step-wise prompts). The next states weigh as
  * much as the moves, for 192 steps: with 0.2 and 96 steps the model learned to
  * play uniformly but barely to read the grid, and supervised moves from it
  * stayed at the majority action for 150 steps (see
@@ -375,8 +378,9 @@ export interface BuildFrozenLakeBaseOptions extends Partial<FrozenLakeBaseRecipe
   /** The FrozenLake entry whose prompts are used (default: the default config's). */
   entry?: CustomEnvEntry;
   /**
-   * The step-wise entry whose per-turn prompts are learnt too (default: that of
-   * {@linkcode FROZEN_LAKE_STEP_CONFIG}; null: none).
+   * A step-wise entry whose one-decision prompts are learnt too (default: none;
+   * {@linkcode FROZEN_LAKE_STEP_BASE_DIR} is built with that of
+   * {@linkcode FROZEN_LAKE_STEP_CONFIG}).
    */
   stepEntry?: CustomEnvEntry | null;
   /** Kernel threads (default: all cores). */
@@ -477,9 +481,7 @@ export async function buildFrozenLakeBaseModel(
   const recipe = resolveRecipe(options);
   const log = options.log ?? (() => {});
   const entry = options.entry ?? await defaultFrozenLakeEntry();
-  const stepEntry = options.stepEntry === undefined
-    ? await defaultFrozenLakeStepEntry()
-    : options.stepEntry;
+  const stepEntry = options.stepEntry ?? null;
   const files = await buildTinyModelFiles();
   const hash = await frozenLakeBaseHash(recipe, entry, files, stepEntry);
   const tokenizer = tinyTokenizer(files);
@@ -576,9 +578,7 @@ export async function ensureFrozenLakeBaseModel(
 ): Promise<{ dir: string; built: boolean; hash: string }> {
   const recipe = resolveRecipe(options);
   const entry = options.entry ?? await defaultFrozenLakeEntry();
-  const stepEntry = options.stepEntry === undefined
-    ? await defaultFrozenLakeStepEntry()
-    : options.stepEntry;
+  const stepEntry = options.stepEntry ?? null;
   const hash = await frozenLakeBaseHash(recipe, entry, await buildTinyModelFiles(), stepEntry);
   if (!options.force) {
     try {

@@ -219,6 +219,10 @@ Deno.test("ensureFrozenLakeBaseModel builds once and rebuilds a changed recipe",
     const changed = await ensureFrozenLakeBaseModel(dir, { ...tiny, lr: 1e-4 });
     equal(changed.built, true);
     ok(changed.hash !== first.hash);
+    // The step-wise base model is another recipe.
+    const step = await ensureFrozenLakeBaseModel(dir, { ...tiny, stepEntry });
+    equal(step.built, true);
+    ok(step.hash !== first.hash && step.hash !== changed.hash);
     // Rebuilding the first recipe gives the same bytes.
     await ensureFrozenLakeBaseModel(dir, tiny);
     deepStrictEqual(await Deno.readFile(`${dir}/model.safetensors`), weights);
