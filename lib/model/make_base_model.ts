@@ -97,9 +97,10 @@ export interface FrozenLakeBaseRecipe {
 }
 
 /**
- * The default recipe (about two minutes on 2 cores; three with step-wise prompts). The next states weigh as
- * much as the moves, for 192 steps: with 0.2 and 96 steps the model learned to
- * play uniformly but barely to read the grid, and supervised moves from it
+ * The default recipe (about two minutes on 2 cores; three with step-wise
+ * prompts). The next states weigh as much as the moves, for 192 steps: with
+ * 0.2 and 96 steps the model learned to play uniformly but barely to read the
+ * grid, and supervised moves from it
  * stayed at the majority action for 150 steps (see
  * `examples/diagnostics/supervised_moves.ts`); from this recipe they reach 0.80.
  */
@@ -147,11 +148,13 @@ export interface FrozenLakeConversation {
   steps?: FrozenLakeConversation[];
 }
 
-/** The default config's `custom_envs.FrozenLake` entry. */
-export async function defaultFrozenLakeEntry(): Promise<CustomEnvEntry> {
-  const { config } = await loadConfig();
+/** The `custom_envs.FrozenLake` entry of a built-in config (default: the embedded default's). */
+export async function defaultFrozenLakeEntry(configName?: string): Promise<CustomEnvEntry> {
+  const { config } = await loadConfig(configName ? { configName } : {});
   const entry = config.custom_envs.FrozenLake;
-  if (!entry) throw new Error("The default config has no custom_envs.FrozenLake entry");
+  if (!entry) {
+    throw new Error(`${configName ?? "The default config"} has no custom_envs.FrozenLake entry`);
+  }
   return entry;
 }
 
@@ -159,11 +162,15 @@ export async function defaultFrozenLakeEntry(): Promise<CustomEnvEntry> {
 export const FROZEN_LAKE_STEP_CONFIG = "agent_val_frozen_lake_step";
 
 /** The step-wise config's `custom_envs.FrozenLake` entry. */
-export async function defaultFrozenLakeStepEntry(): Promise<CustomEnvEntry> {
-  const { config } = await loadConfig({ configName: FROZEN_LAKE_STEP_CONFIG });
-  const entry = config.custom_envs.FrozenLake;
-  if (!entry) throw new Error(`${FROZEN_LAKE_STEP_CONFIG} has no custom_envs.FrozenLake entry`);
-  return entry;
+export function defaultFrozenLakeStepEntry(): Promise<CustomEnvEntry> {
+  return defaultFrozenLakeEntry(FROZEN_LAKE_STEP_CONFIG);
+}
+
+/** Conversations followed by their step-wise pieces: every example that is trained. */
+function trainingUnits(
+  conversations: readonly FrozenLakeConversation[],
+): FrozenLakeConversation[] {
+  return conversations.flatMap((c) => [c, ...(c.steps ?? [])]);
 }
 
 /** The tiny tokenizer of these files. */
@@ -212,7 +219,7 @@ export function balancedBatch(
   conversations: readonly FrozenLakeConversation[],
   observationWeight = 0,
 ): SftExample[] {
-  const batch = conversations.flatMap((c) => [c, ...(c.steps ?? [])]);
+  const batch = trainingUnits(conversations);
   const counts = new Map<string, number>();
   let n = 0;
   for (const c of batch) {
@@ -252,7 +259,7 @@ export function frozenLakeConversations(
   tokenizer: Tokenizer,
   entry: CustomEnvEntry,
   options: { episodes: number; seedStart: number; dataSeed: number },
-  stepEntry?: CustomEnvEntry,
+  stepEntry: CustomEnvEntry | null = null,
 ): FrozenLakeConversation[] {
   const chat = new ChatEncoder(tokenizer);
   const imEnd = endOfTurnId(tokenizer);
@@ -324,15 +331,10 @@ export function frozenLakeConversations(
       }
       const actedFrom = g.observation;
       const step = env.step(action);
-      g.history.push(
-        stepHistoryLine(
-          turn + 1,
-          actedFrom,
-          action,
-          step.info.metrics.action_is_valid,
-          step.reward,
-        ),
-      );
+      if (stepEntry) {
+        const valid = step.info.metrics.action_is_valid;
+        g.history.push(stepHistoryLine(turn + 1, actedFrom, action, valid, step.reward));
+      }
       g.observation = step.observation;
       if (step.terminated || step.truncated) {
         conv.success = step.info.metrics.success;
@@ -485,8 +487,8 @@ export async function buildFrozenLakeBaseModel(
   const files = await buildTinyModelFiles();
   const hash = await frozenLakeBaseHash(recipe, entry, files, stepEntry);
   const tokenizer = tinyTokenizer(files);
-  const data = frozenLakeConversations(tokenizer, entry, recipe, stepEntry ?? undefined);
-  const units = data.flatMap((c) => [c, ...(c.steps ?? [])]);
+  const data = frozenLakeConversations(tokenizer, entry, recipe, stepEntry);
+  const units = trainingUnits(data);
   const trainedTokens = units.reduce((a, c) => a + c.lossMask.reduce((x, y) => x + y, 0), 0);
   const totalTokens = units.reduce((a, c) => a + c.tokens.length, 0);
   const turns = units.reduce((a, c) => a + c.actions.length, 0);
