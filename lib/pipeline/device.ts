@@ -9,6 +9,7 @@
 import type { AgenticConfig } from "../config/mod.ts";
 import { Kernels } from "../../ffi/mod.ts";
 import type { Precision } from "../model/_mixed_precision.ts";
+import { RolloutConfigError } from "../rollout/errors.ts";
 
 /** Where the pipeline runs. */
 export interface PipelineDevice {
@@ -42,7 +43,7 @@ export function pipelineDevice(
   if (onGpu.length === 0) return { kind: "cpu", index: 0, notice: null };
   const onCpu = maps.filter((m) => m.map === null || m.map.length === 0);
   if (onCpu.length > 0) {
-    throw new Error(
+    throw new RolloutConfigError(
       `device_mapping: ${onGpu.map((m) => m.role).join(", ")} map to GPUs but ` +
         `${onCpu.map((m) => m.role).join(", ")} to the CPU (~). The roles share one device ` +
         "here: give every running role a GPU list (e.g. workers=cuda) or none (workers=cpu).",
@@ -78,7 +79,7 @@ export function rolePrecision(
   if (device === "cpu" && dtype !== "fp16") return { precision: "f32" };
   if (dtype === "fp32") return { precision: "f32" };
   if (dtype === "bf16") return { precision: "bf16" };
-  throw new Error(
+  throw new RolloutConfigError(
     `model_args.dtype: ${dtype} is not supported by the kernels; expected bf16 (mixed ` +
       "precision: bf16 weights, fp32 master weights and accumulation) or fp32",
   );

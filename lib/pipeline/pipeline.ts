@@ -45,6 +45,7 @@ import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/che
 import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
 import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
+import { RolloutConfigError } from "../rollout/errors.ts";
 
 /** Options of {@linkcode runPipeline}. */
 export interface PipelineOptions {
@@ -153,7 +154,7 @@ export async function runPipeline(
   const log = options.log ?? ((l: string) => console.error(l));
   const outputDir = config.output_dir ?? "./output";
   if (config.adv_estimator === "step_reinforce") {
-    throw new Error(
+    throw new RolloutConfigError(
       "adv_estimator step_reinforce trains on step-wise samples, which the pipeline does not " +
         "build yet: use gigpo (turn-level credit on trajectory samples), grpo, reinforce, " +
         "reinforce_plus_plus or gae",
@@ -163,7 +164,7 @@ export async function runPipeline(
     config.custom_envs[t]?.env_manager_cls === "step"
   );
   if (stepWise.length > 0 && config.adv_estimator === "gae") {
-    throw new Error(
+    throw new RolloutConfigError(
       `${stepWise.join(", ")} use${stepWise.length === 1 ? "s" : ""} the step-wise env manager ` +
         "(env_manager_cls: step), whose turns are separate sequences; the critic (gae) needs " +
         "trajectory-wise conversations here: use envs=traj, or gigpo / grpo with envs=step",

@@ -3,6 +3,7 @@ import { loadConfig } from "../../lib/config/load_config.ts";
 import { runPipeline } from "../../lib/pipeline/pipeline.ts";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
 import { latestCheckpoint } from "../../lib/train/checkpoint_dir.ts";
+import { RolloutConfigError } from "../../lib/rollout/errors.ts";
 
 /** A few-step run of the tiny default model (random weights) on FrozenLake. */
 async function tinyConfig(outputDir: string, extra: string[] = []) {
@@ -128,7 +129,9 @@ Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-w
     const gae = await tinyConfig(`${root}/gae`, ["adv_estimator=gae", "envs=step"]);
     await assert.rejects(
       () => runPipeline(gae, { log: quiet }),
-      /the critic \(gae\) needs trajectory-wise conversations here/,
+      (e) =>
+        e instanceof RolloutConfigError &&
+        /the critic \(gae\) needs trajectory-wise conversations here/.test(e.message),
     );
   } finally {
     await Deno.remove(root, { recursive: true });
