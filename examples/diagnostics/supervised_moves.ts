@@ -14,6 +14,9 @@
  * # a model folder, states after 0-3 random moves
  * npx -y deno@2.9.6 run -A examples/diagnostics/supervised_moves.ts \
  *   --model build/models/frozen_lake_base --walk 4 --steps 150
+ * # the step-wise config's one-decision prompts, from its base model
+ * npx -y deno@2.9.6 run -A examples/diagnostics/supervised_moves.ts \
+ *   --model build/models/frozen_lake_step_base --step --steps 150 --every 25
  * ```
  *
  * Measured on 2 cores with the first command above (tiny 4x128 model from
@@ -31,13 +34,14 @@ import {
   actionDecisionOffset,
   type CustomEnvEntry,
   defaultFrozenLakeEntry,
+  defaultFrozenLakeStepEntry,
   FROZEN_LAKE_BASE_DIR,
 } from "../../lib/model/make_base_model.ts";
 import { loadPretrained } from "../../lib/model/pretrained.ts";
 import { CheckpointError } from "../../lib/model/safetensors.ts";
 import type { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { type Tokenizer, TokenizerLoadError } from "../../lib/model/tokenizer.ts";
-import { entryTurnMessages } from "../../lib/rollout/prompt.ts";
+import { entryTurnMessages, stepHistoryLine, stepTurnMessages } from "../../lib/rollout/prompt.ts";
 import { SftTrainer } from "../../lib/train/sft.ts";
 
 const ACTIONS = ["Left", "Down", "Right", "Up"];
@@ -54,6 +58,8 @@ export interface SupervisedMovesOptions {
   lr: number;
   /** States come after 0..walk-1 random moves (1: first turns only). */
   walk: number;
+  /** Prompt as the step-wise config does (`agent_val_frozen_lake_step`): a fresh prompt a turn. */
+  step?: boolean;
   /** Held-out states. */
   testSize: number;
   /** Evaluate every this many steps (and at the end). */
@@ -110,6 +116,7 @@ export function labelledState(
   rng: Rng,
   walk: number,
   enc: Encoding = encoding(tokenizer, entry),
+  step = false,
 ): LabelledState {
   for (;;) {
     const env = createFrozenLakeEnv(entry.env_config ?? {});
@@ -117,6 +124,7 @@ export function labelledState(
     const messages: ChatMessage[] = [];
     const ids: number[] = [];
     const moves = rng.int(Math.max(1, walk));
+    const history: string[] = [];
     for (let turn = 0;; turn++) {
       const next = entryTurnMessages(entry, env.instruction, observation, turn);
       ids.push(...enc.chat.turnIds(messages, ids, next));
@@ -124,7 +132,14 @@ export function labelledState(
       if (turn === moves) {
         const oracle = /<answer>(\w+)<\/answer>/.exec(env.oracleAction() ?? "");
         if (!oracle) break;
-        return { prompt: [...ids, ...enc.before], action: ACTIONS.indexOf(oracle[1]!) };
+        const prompt = step
+          ? enc.chat.turnIds(
+            [],
+            [],
+            stepTurnMessages(entry, env.instruction, observation, turn, history),
+          )
+          : ids;
+        return { prompt: [...prompt, ...enc.before], action: ACTIONS.indexOf(oracle[1]!) };
       }
       const response = [
         ...tokenizer.encode(env.sampleAction(() => rng.float()), { addSpecialTokens: false }),
@@ -132,9 +147,11 @@ export function labelledState(
       ];
       ids.push(...response);
       messages.push(enc.chat.assistantMessage(response));
-      const step = env.step(messages[messages.length - 1]!.content);
-      observation = step.observation;
-      if (step.terminated || step.truncated) break;
+      const action = messages[messages.length - 1]!.content;
+      const result = env.step(action);
+      history.push(stepHistoryLine(turn + 1, observation, action, true, result.reward));
+      observation = result.observation;
+      if (result.terminated || result.truncated) break;
     }
   }
 }
@@ -177,12 +194,12 @@ export async function supervisedMoves(
   using pretrained = await loadPretrained(kernels, options.model);
   const { model, tokenizer } = pretrained;
   if (options.scratch) model.initRandom(1);
-  const entry = await defaultFrozenLakeEntry();
+  const entry = options.step ? await defaultFrozenLakeStepEntry() : await defaultFrozenLakeEntry();
   const enc = encoding(tokenizer, entry);
   const testRng = new Rng(99), trainRng = new Rng(7);
   const test = Array.from(
     { length: options.testSize },
-    () => labelledState(tokenizer, entry, testRng, options.walk, enc),
+    () => labelledState(tokenizer, entry, testRng, options.walk, enc, options.step),
   );
   const promptTokens = test.reduce((a, s) => a + s.prompt.length, 0) / test.length;
   using sft = new SftTrainer(model, { lr: options.lr });
@@ -193,7 +210,7 @@ export async function supervisedMoves(
   const curve: [number, number, number][] = [];
   for (let step = 1; step <= options.steps; step++) {
     const examples = Array.from({ length: options.batch }, () => {
-      const s = labelledState(tokenizer, entry, trainRng, options.walk, enc);
+      const s = labelledState(tokenizer, entry, trainRng, options.walk, enc, options.step);
       const tokens = [...s.prompt, enc.choices[s.action]!];
       const lossMask = new Uint8Array(tokens.length);
       lossMask[tokens.length - 1] = 1;
@@ -247,6 +264,7 @@ if (import.meta.main) {
       batch: number("--batch", 64),
       lr: number("--lr", 1e-3, false),
       walk: number("--walk", 1),
+      step: args.includes("--step"),
       testSize: number("--test", 128),
       every: number("--every", 50),
       log: (line) => console.log(line),

@@ -134,11 +134,12 @@ arl_status arl_ppo_loss(arl_ctx* ctx, arl_ppo_metrics* metrics, float* dlogp, fl
       dlogp[i] = float(w * (dpg + p.kl_coef * dkl + p.sft_coef * dsft));
       if (dentropy != nullptr) dentropy[i] = float(-w * p.entropy_coef);
       if (mask[i] > 0) {
-        n += 1;
-        clipped += was_clipped ? 1 : 0;
-        dual += dual_clipped ? 1 : 0;
-        approx += 0.5 * lr * lr;
-        ratio_sum += ratio;
+        const double m = mask[i];  // a weight: a merged duplicate counts as its copies
+        n += m;
+        clipped += was_clipped ? m : 0;
+        dual += dual_clipped ? m : 0;
+        approx += m * 0.5 * lr * lr;
+        ratio_sum += m * ratio;
         ratio_min = std::min(ratio_min, float(ratio));
         ratio_max = std::max(ratio_max, float(ratio));
       }

@@ -187,11 +187,12 @@ __global__ void ppo_token_kernel(PpoArgs args) {
     args.dlogp[i] = float(w * (dpg + p.kl_coef * dkl + p.sft_coef * dsft));
     if (args.dentropy != nullptr) args.dentropy[i] = float(-w * p.entropy_coef);
     if (mask_i > 0) {
-      n += 1;
-      clipped += was_clipped ? 1 : 0;
-      dual += dual_clipped ? 1 : 0;
-      approx += 0.5 * lr * lr;
-      ratio_sum += ratio;
+      const double m = mask_i;  // a weight: a merged duplicate counts as its copies
+      n += m;
+      clipped += was_clipped ? m : 0;
+      dual += dual_clipped ? m : 0;
+      approx += m * 0.5 * lr * lr;
+      ratio_sum += m * ratio;
       ratio_min = fminf(ratio_min, float(ratio));  // NaN ratios are skipped, as by std::min
       ratio_max = fmaxf(ratio_max, float(ratio));
     }

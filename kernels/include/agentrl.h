@@ -310,7 +310,8 @@ typedef struct arl_ppo_metrics {
 
 /*
  * PPO token loss over T tokens in B sequences (cu_seqlens (B+1)); mask (T) is 1
- * on tokens that count. ratio = exp(logp - old_logp); pg = -A * ratio clipped to
+ * on tokens that count (a weight: k counts a token as k copies, in the loss and
+ * the metrics). ratio = exp(logp - old_logp); pg = -A * ratio clipped to
  * [1 - clip_low, 1 + clip_high] (pessimistic max of the two losses), dual-clipped
  * for A < 0 at dual_clip * -A. Outputs the aggregated loss and its gradient
  * dlogp (T), dentropy (T) (dentropy may be NULL if entropy_coef is 0).

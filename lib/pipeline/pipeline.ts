@@ -41,6 +41,7 @@ import { writeHtmlReport } from "../track/html_report.ts";
 import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
 import { CriticTrainer, sequenceValues, valueMetrics } from "../train/critic.ts";
+import { distinctSequences, mergeDuplicateSamples, mergesExactly } from "../train/dedup.ts";
 import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/checkpoint_dir.ts";
 import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
@@ -378,8 +379,14 @@ export async function runPipeline(
       const tt = performance.now();
       const pieces = trainingPieces(batch.samples);
       const seqs = pieces.map((p) => batch.samples[p.episode]!.tokens.subarray(p.begin, p.end));
-      const oldPieces = sequenceLogprobs(model, seqs, batching.plan);
-      const refPieces = reference ? sequenceLogprobs(reference.model, seqs, batching.plan) : null;
+      // step-wise groups repeat (state, response) pairs: each distinct sequence runs once
+      const { distinct, index } = distinctSequences(seqs);
+      metrics["actor/distinct_sequences"] = distinct.length / Math.max(1, seqs.length);
+      const perPiece = (lp: Float32Array[]) => index.map((i) => lp[i]!);
+      const oldPieces = perPiece(sequenceLogprobs(model, distinct, batching.plan));
+      const refPieces = reference
+        ? perPiece(sequenceLogprobs(reference.model, distinct, batching.plan))
+        : null;
       const old = joinPieces(batch.samples, pieces, oldPieces);
       const ref = refPieces ? joinPieces(batch.samples, pieces, refPieces) : null;
       const values = critic
@@ -432,23 +439,22 @@ export async function runPipeline(
       if (step >= config.critic_warmup) {
         const rng = new Rng(config.seed, 0x7a11 + step);
         const lr = lrAt(step, schedule);
-        Object.assign(
-          metrics,
-          trainer.train(
-            pieces.map((p, j) => {
-              const s = batch.samples[p.episode]!;
-              return {
-                tokens: seqs[j]!,
-                responseMask: s.responseMask.subarray(p.begin, p.end),
-                advantages: adv.advantages[p.episode]!.subarray(p.begin, p.end),
-                oldLogprobs: oldPieces[j]!,
-                ...(refPieces ? { refLogprobs: refPieces[j]! } : {}),
-              };
-            }),
-            lr,
-            (n) => permutation(rng, n),
-          ),
-        );
+        const actorSamples = pieces.map((p, j) => {
+          const s = batch.samples[p.episode]!;
+          return {
+            tokens: seqs[j]!,
+            responseMask: s.responseMask.subarray(p.begin, p.end),
+            advantages: adv.advantages[p.episode]!.subarray(p.begin, p.end),
+            oldLogprobs: oldPieces[j]!,
+            ...(refPieces ? { refLogprobs: refPieces[j]! } : {}),
+          };
+        });
+        // identical sequences train once, weighted (exact for these aggregations)
+        const merged = mergesExactly(config.loss_agg_mode)
+          ? mergeDuplicateSamples(actorSamples).samples
+          : actorSamples;
+        metrics["actor/merged_fraction"] = merged.length / Math.max(1, actorSamples.length);
+        Object.assign(metrics, trainer.train(merged, lr, (n) => permutation(rng, n)));
         await engine.updateWeights(model);
       }
       metrics["time/step_train"] = (performance.now() - tt) / 1000;

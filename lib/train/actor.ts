@@ -36,6 +36,8 @@ export interface ActorSample {
   oldLogprobs: Float32Array;
   /** Token-aligned reference log-probs (KL loss only). */
   refLogprobs?: Float32Array;
+  /** How many identical samples this one stands for (default 1; see `dedup.ts`). */
+  weight?: number;
 }
 
 /** PPO settings (ROLL's names in the comments). */
@@ -77,10 +79,12 @@ export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fie
     };
     shiftToPositions(s.tokens, f.targets);
     shiftToPositions(s.responseMask, f.mask);
+    const w = s.weight ?? 1;
+    if (w !== 1) { for (let i = 0; i < n; i++) f.mask[i] = f.mask[i]! * w; }
     shiftToPositions(s.advantages, f.adv);
     shiftToPositions(s.oldLogprobs, f.old);
     if (s.refLogprobs) shiftToPositions(s.refLogprobs, f.ref);
-    return { tokens: s.tokens, fields: f };
+    return { tokens: s.tokens, fields: f, ...(s.weight !== undefined && { weight: s.weight }) };
   });
 }
 

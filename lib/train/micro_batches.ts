@@ -51,6 +51,12 @@ export interface TrainSample<F extends PerTokenFields = PerTokenFields> {
   tokens: Int32Array;
   /** Arrays of the tokens' length, concatenated into the micro-batch like the tokens. */
   fields?: F;
+  /**
+   * How many samples this one stands for (default 1): a merged duplicate
+   * ({@linkcode mergeDuplicateSamples} in `dedup.ts`). Mini-batches are cut by
+   * these weights, so merging does not change the number of updates.
+   */
+  weight?: number;
 }
 
 /** How micro-batches are formed: a token budget (dynamic batching) or a sample count. */
@@ -264,8 +270,9 @@ export function buildMicroBatches<F extends PerTokenFields>(
 
 /**
  * Cuts the samples (in `order`, default input order; shuffle it for PPO
- * epochs) into mini-batches of `miniBatchSize` samples, one optimizer update
- * each, the last possibly smaller, and each into micro-batches by `plan`.
+ * epochs) into mini-batches of `miniBatchSize` samples (counted by their
+ * `weight`), one optimizer update each, the last possibly smaller, and each
+ * into micro-batches by `plan`.
  *
  * @example
  * ```ts
@@ -287,11 +294,24 @@ export function splitMiniBatches<F extends PerTokenFields>(
   if (all.length !== samples.length) {
     throw new RangeError(`order has ${all.length} entries for ${samples.length} samples`);
   }
+  samples.forEach((s, i) => {
+    if (s.weight !== undefined && !(Number.isFinite(s.weight) && s.weight > 0)) {
+      throw new RangeError(`Sample ${i}'s weight must be a positive number, got ${s.weight}`);
+    }
+  });
   const minis: MiniBatch<F>[] = [];
-  for (let i = 0; i < all.length; i += miniBatchSize) {
-    const indices = all.slice(i, i + miniBatchSize);
-    minis.push({ indices, ...buildMicroBatches(samples, plan, indices) });
+  // cut where the running weight crosses a multiple of miniBatchSize (all weights 1: every n)
+  let indices: number[] = [], weight = 0, bound = miniBatchSize;
+  for (const i of all) {
+    indices.push(i);
+    weight += samples[i]?.weight ?? 1;
+    if (weight >= bound) {
+      minis.push({ indices, ...buildMicroBatches(samples, plan, indices) });
+      indices = [];
+      while (bound <= weight) bound += miniBatchSize;
+    }
   }
+  if (indices.length) minis.push({ indices, ...buildMicroBatches(samples, plan, indices) });
   return minis;
 }
 

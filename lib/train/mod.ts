@@ -46,6 +46,12 @@ export {
   type TrainSample,
 } from "./micro_batches.ts";
 export {
+  distinctSequences,
+  type MergedSamples,
+  mergeDuplicateSamples,
+  mergesExactly,
+} from "./dedup.ts";
+export {
   type CheckpointInfo,
   type CheckpointManifest,
   CHECKPOINTS_DIR,
