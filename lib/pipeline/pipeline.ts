@@ -451,7 +451,7 @@ export async function runPipeline(
         });
         // identical sequences train once, weighted (exact for these aggregations)
         const merged = mergesExactly(config.loss_agg_mode)
-          ? mergeDuplicateSamples(actorSamples).samples
+          ? mergeDuplicateSamples(actorSamples, index).samples
           : actorSamples;
         metrics["actor/merged_fraction"] = merged.length / Math.max(1, actorSamples.length);
         Object.assign(metrics, trainer.train(merged, lr, (n) => permutation(rng, n)));

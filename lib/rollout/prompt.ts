@@ -49,14 +49,27 @@ export interface TurnPromptInput {
   maxResponseLength: number;
 }
 
+/** The placeholders every turn prompt fills (trajectory-wise and step-wise). */
+function turnValues(
+  turn: number,
+  observation: string,
+  maxActions: number,
+  maxResponseLength: number,
+): Record<string, string | number> {
+  return {
+    turn_idx: turn + 1,
+    observation,
+    actions_left: maxActions - turn,
+    max_response_length: maxResponseLength,
+  };
+}
+
 /** The messages a turn adds to the conversation: [system, user] first, then [user]. */
 export function turnMessages(input: TurnPromptInput): ChatMessage[] {
-  const body = fillTemplate(input.agentTemplate ?? DEFAULT_AGENT_TEMPLATE, {
-    turn_idx: input.turn + 1,
-    observation: input.observation,
-    actions_left: input.maxActions - input.turn,
-    max_response_length: input.maxResponseLength,
-  });
+  const body = fillTemplate(
+    input.agentTemplate ?? DEFAULT_AGENT_TEMPLATE,
+    turnValues(input.turn, input.observation, input.maxActions, input.maxResponseLength),
+  );
   if (input.turn > 0) return [{ role: "user", content: body }];
   return [
     { role: "system", content: input.systemTemplate ?? DEFAULT_AGENT_SYSTEM_TEMPLATE },
@@ -134,10 +147,7 @@ export function stepTurnMessages(
   const keep = entry.history_length ?? 5;
   const recent = keep > 0 ? history.slice(Math.max(0, history.length - keep)) : [];
   const user = fillTemplate(entry.agent_template ?? DEFAULT_AGENT_TEMPLATE, {
-    turn_idx: turn + 1,
-    observation,
-    actions_left: entry.max_steps - turn,
-    max_response_length: entry.max_tokens_per_step,
+    ...turnValues(turn, observation, entry.max_steps, entry.max_tokens_per_step),
     env_instruction: instruction,
     step_count: turn,
     history_length: recent.length,

@@ -37,22 +37,28 @@ export interface MergedSamples {
   groups: number[][];
 }
 
-function key(s: ActorSample): string {
+function key(s: ActorSample, sequenceId: number | undefined): string {
   const signs = Array.from(s.advantages, (a, i) => (s.responseMask[i] ? Math.sign(a) + 1 : 3));
-  return `${s.tokens.join(",")}|${s.responseMask.join("")}|${signs.join("")}`;
+  const tokens = sequenceId ?? s.tokens.join(",");
+  return `${tokens}|${s.responseMask.join("")}|${signs.join("")}`;
 }
 
 /**
  * Merges samples with the same tokens, response mask and advantage signs into
  * one of weight = their total weight and advantages = their weighted mean
  * (old and reference log-probs are the first copy's: one model gives one
- * sequence one set). Order follows each group's first sample.
+ * sequence one set). Order follows each group's first sample. `sequenceIds`
+ * ({@linkcode distinctSequences}' index, when already at hand) names each
+ * sample's tokens, so they are not compared again.
  */
-export function mergeDuplicateSamples(samples: readonly ActorSample[]): MergedSamples {
+export function mergeDuplicateSamples(
+  samples: readonly ActorSample[],
+  sequenceIds?: readonly number[],
+): MergedSamples {
   const byKey = new Map<string, number>();
   const groups: number[][] = [];
   samples.forEach((s, i) => {
-    const k = key(s);
+    const k = key(s, sequenceIds?.[i]);
     const g = byKey.get(k);
     if (g === undefined) {
       byKey.set(k, groups.length);

@@ -5,6 +5,7 @@ import type { AgenticConfig } from "../../lib/config/agentic_config.ts";
 import { ChatEncoder } from "../../lib/model/chat_template.ts";
 import { buildTinyModelFiles } from "../../lib/model/make_tiny_tokenizer.ts";
 import { Tokenizer } from "../../lib/model/tokenizer.ts";
+import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import type { PolicyRequest, PolicyResponse, RolloutPolicy } from "../../lib/rollout/types.ts";
 
 const files = await buildTinyModelFiles();
@@ -35,6 +36,11 @@ export async function smallConfig(overrides: string[] = []): Promise<AgenticConf
     ],
   });
   return config;
+}
+
+/** A train-mode scheduler over `config` with the tiny encoder (dispose it: `await using`). */
+export function trainScheduler(config: AgenticConfig, policy: RolloutPolicy): RolloutScheduler {
+  return new RolloutScheduler({ config, mode: "train", policy, encoder, decodeForEnv });
 }
 
 /** A policy that answers every turn with `answer(request)` + `<|im_end|>`. */

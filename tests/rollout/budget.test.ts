@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
-import { decodeForEnv, encoder, smallConfig, TextPolicy } from "./_setup.ts";
+import { smallConfig, TextPolicy, trainScheduler } from "./_setup.ts";
 
 Deno.test("rollout: each turn's budget is min(max_tokens_per_step, max_new_tokens, sequence_length - context)", async () => {
   // a long-winded policy: answers never parse, so episodes run to max_steps or the cap
@@ -12,13 +11,7 @@ Deno.test("rollout: each turn's budget is min(max_tokens_per_step, max_new_token
       "train_env_manager.generating_args.max_new_tokens=20",
     ]);
     const policy = new TextPolicy(talk);
-    await using scheduler = new RolloutScheduler({
-      config,
-      mode: "train",
-      policy,
-      encoder,
-      decodeForEnv,
-    });
+    await using scheduler = trainScheduler(config, policy);
     return { batch: await scheduler.getBatch(8, 0), requests: policy.requests };
   };
   // where the second turn's context ends without a cap
@@ -44,13 +37,7 @@ Deno.test("rollout: max_steps ends a trajectory after that many actions", async 
   // the manager's max_steps (3) below the env's own step limit (max_actions_per_traj = 10)
   const config = await smallConfig(["custom_env.FrozenLake.max_steps=3", "sequence_length=4096"]);
   const policy = new TextPolicy(() => "<answer>Up</answer>");
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
+  await using scheduler = trainScheduler(config, policy);
   const batch = await scheduler.getBatch(8, 0);
   for (const s of batch.samples) {
     assert.ok(s.stepRewards.length <= 3);

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import { groupSeed } from "../../lib/rollout/seeding.ts";
-import { decodeForEnv, encoder, smallConfig, TextPolicy } from "./_setup.ts";
+import { smallConfig, TextPolicy, trainScheduler } from "./_setup.ts";
 
 const FLAKY = new URL("../fixtures/envs/flaky_env.ts", import.meta.url).pathname;
 
@@ -20,13 +19,7 @@ async function runFlaky(mode: "throw" | "hang" | "block", runner: "main" | "work
       `env_config: {bad_seed: ${badSeed}, mode: ${mode}, marker_dir: '${markers}'}}`,
     ]);
     const policy = new TextPolicy(() => "ok");
-    await using scheduler = new RolloutScheduler({
-      config,
-      mode: "train",
-      policy,
-      encoder,
-      decodeForEnv,
-    });
+    await using scheduler = trainScheduler(config, policy);
     const batch = await scheduler.getBatch(8, 0);
     return { batch, badSeed };
   } finally {

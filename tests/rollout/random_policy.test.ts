@@ -1,20 +1,13 @@
 import assert from "node:assert/strict";
 import { RandomPolicy } from "../../lib/rollout/random_policy.ts";
-import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
-import { decodeForEnv, encoder, IM_END, smallConfig, tokenizer } from "./_setup.ts";
+import { IM_END, smallConfig, tokenizer, trainScheduler } from "./_setup.ts";
 
 Deno.test("random policy (llm_proxy random): the env's random legal actions, seeded per turn, on the rollout's seeds", async () => {
   const config = await smallConfig();
   const play = async (runner: "main" | "worker") => {
     const c = structuredClone(config);
     c.train_env_manager.env_runner = runner;
-    await using scheduler = new RolloutScheduler({
-      config: c,
-      mode: "train",
-      policy: new RandomPolicy(tokenizer, IM_END),
-      encoder,
-      decodeForEnv,
-    });
+    await using scheduler = trainScheduler(c, new RandomPolicy(tokenizer, IM_END));
     return (await scheduler.getBatch(8, 0)).samples;
   };
   const samples = await play("main");

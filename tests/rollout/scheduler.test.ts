@@ -1,15 +1,14 @@
 import assert from "node:assert/strict";
-import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import { groupSeed } from "../../lib/rollout/seeding.ts";
 import type { TrajectorySample } from "../../lib/rollout/types.ts";
 import {
-  decodeForEnv,
   encoder,
   IM_END,
   randomMove,
   smallConfig,
   TextPolicy,
   tokenizer,
+  trainScheduler,
 } from "./_setup.ts";
 
 function byGroup(samples: TrajectorySample[]): Map<string, TrajectorySample[]> {
@@ -28,13 +27,7 @@ Deno.test("rollout: group members start from identical states, groups and steps 
     "rollout_batch_size=16",
   ]);
   const policy = new TextPolicy((r) => randomMove(r.seed));
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
+  await using scheduler = trainScheduler(config, policy);
   const seen = new Map<string, number>(); // seed -> step
   const starts = new Set<string>();
   for (let step = 0; step < 2; step++) {
@@ -74,13 +67,7 @@ Deno.test("rollout: group members start from identical states, groups and steps 
 Deno.test("rollout: samples hold [p1 r1 p2 r2 ...] exactly; the mask covers exactly the generated tokens", async () => {
   const config = await smallConfig();
   const policy = new TextPolicy((r) => randomMove(r.seed));
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
+  await using scheduler = trainScheduler(config, policy);
   const batch = await scheduler.getBatch(8, 0);
   const responses = new Map<string, number[][]>();
   for (const r of policy.requests) {
@@ -128,13 +115,7 @@ Deno.test("rollout: getBatch returns only complete groups, in completion order, 
     if (r.requestId.startsWith("FrozenLake_0_")) await new Promise((res) => setTimeout(res, 15));
     return randomMove(r.seed);
   });
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
+  await using scheduler = trainScheduler(config, policy);
   const first = await scheduler.getBatch(4, 0);
   assert.equal(first.samples.length, 4);
   assert.equal(new Set(first.samples.map((s) => s.trajGroupId)).size, 1);
@@ -149,13 +130,7 @@ Deno.test("rollout: getBatch returns only complete groups, in completion order, 
 Deno.test("rollout: step-wise episodes (envs=step) prompt afresh each turn, recall the last steps, and mark where each piece starts", async () => {
   const config = await smallConfig(["envs=step", "max_actions_per_traj=4"]);
   const policy = new TextPolicy((r) => randomMove(r.seed));
-  await using scheduler = new RolloutScheduler({
-    config,
-    mode: "train",
-    policy,
-    encoder,
-    decodeForEnv,
-  });
+  await using scheduler = trainScheduler(config, policy);
   const batch = await scheduler.getBatch(8, 0);
   let multiTurn = 0;
   for (const s of batch.samples) {

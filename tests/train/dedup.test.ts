@@ -37,6 +37,12 @@ Deno.test("mergeDuplicateSamples: same tokens and advantage signs merge, weighte
   assert.equal(samples[1]!.weight, undefined); // a singleton is passed through
   assert.equal(samples[2]!.weight, 2);
   assert.equal(samples[2]!.advantages[2], -2);
+  // with the distinct-sequence index at hand, the same groups
+  const again = mergeDuplicateSamples(
+    [sample([1, 2, 3], 1), sample([1, 2, 4], 1), sample([1, 2, 3], 0.5, 2)],
+    [0, 1, 0],
+  );
+  assert.deepEqual(again.groups, [[0, 2], [1]]);
   assert.ok(mergesExactly("token-mean") && mergesExactly("seq-mean-token-sum-norm"));
   assert.ok(!mergesExactly("seq-mean-token-mean") && !mergesExactly("seq-mean-token-sum"));
 });
