@@ -205,7 +205,8 @@ async function groupOf(o: Override, roots: URL[], reader: ConfigReader): Promise
   for (const root of roots) {
     const dir = new URL(`${o.key}/`, root);
     if (names.length > 0) {
-      if (await reader.read(new URL(`${names[0]}.yaml`, dir)) !== undefined) return true;
+      // "./": a value such as "State: ..." must not read as a URL scheme
+      if (await reader.read(new URL(`./${names[0]}.yaml`, dir)) !== undefined) return true;
     }
     if (await reader.isDir(dir)) return true;
   }
