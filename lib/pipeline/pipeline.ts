@@ -161,16 +161,6 @@ export async function runPipeline(
         "reinforce_plus_plus or gae",
     );
   }
-  const stepWise = config.train_env_manager.tags.filter((t) =>
-    config.custom_envs[t]?.env_manager_cls === "step"
-  );
-  if (stepWise.length > 0 && config.adv_estimator === "gae") {
-    throw new RolloutConfigError(
-      `${stepWise.join(", ")} use${stepWise.length === 1 ? "s" : ""} the step-wise env manager ` +
-        "(env_manager_cls: step), whose turns are separate sequences; the critic (gae) needs " +
-        "trajectory-wise conversations here: use envs=traj, or gigpo / grpo with envs=step",
-    );
-  }
   const needsRef = config.use_kl_loss ||
     (config.add_token_level_kl && (config.init_kl_coef > 0 || config.target_kl !== null));
   const useCritic = config.adv_estimator === "gae";
@@ -389,9 +379,12 @@ export async function runPipeline(
         : null;
       const old = joinPieces(batch.samples, pieces, oldPieces);
       const ref = refPieces ? joinPieces(batch.samples, pieces, refPieces) : null;
-      const values = critic
-        ? sequenceValues(critic.model, batch.samples.map((s) => s.tokens), criticBatching!.plan)
+      // critic values per training sequence; GAE then runs over each episode's pieces laid end
+      // to end (a step-wise turn's value comes from its own prompt)
+      const valuePieces = critic
+        ? perPiece(sequenceValues(critic.model, distinct, criticBatching!.plan))
         : null;
+      const values = valuePieces ? joinPieces(batch.samples, pieces, valuePieces) : null;
       Object.assign(metrics, rolloutProbsDiff(batch.samples, old));
       const algoSamples = batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i]));
       const adv = config.adv_estimator === "gigpo"
@@ -411,17 +404,17 @@ export async function runPipeline(
           },
         )
         : computeBatchAdvantages(algoSamples, advSettings, klController);
-      if (criticTrainer && values) {
+      if (criticTrainer && values && valuePieces) {
         Object.assign(metrics, valueMetrics(values, batch.samples.map((s) => s.responseMask)));
         const rng = new Rng(config.seed, 0xc41c + step);
         Object.assign(
           metrics,
           criticTrainer.train(
-            batch.samples.map((s, i) => ({
-              tokens: s.tokens,
-              responseMask: s.responseMask,
-              returns: adv.returns[i]!,
-              oldValues: values[i]!,
+            pieces.map((p, j) => ({
+              tokens: seqs[j]!,
+              responseMask: batch.samples[p.episode]!.responseMask.subarray(p.begin, p.end),
+              returns: adv.returns[p.episode]!.subarray(p.begin, p.end),
+              oldValues: valuePieces[j]!,
             })),
             lrAt(step, criticSchedule),
             (n) => permutation(rng, n),

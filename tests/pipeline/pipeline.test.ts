@@ -3,7 +3,6 @@ import { loadConfig } from "../../lib/config/load_config.ts";
 import { runPipeline } from "../../lib/pipeline/pipeline.ts";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
 import { latestCheckpoint } from "../../lib/train/checkpoint_dir.ts";
-import { RolloutConfigError } from "../../lib/rollout/errors.ts";
 
 /** A few-step run of the tiny default model (random weights) on FrozenLake. */
 async function tinyConfig(outputDir: string, extra: string[] = []) {
@@ -103,7 +102,7 @@ Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSO
   }
 });
 
-Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-wise turns; gae with step-wise turns is a clear error", async () => {
+Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-wise turns; and so does gae, its critic valuing each turn", async () => {
   const root = await Deno.makeTempDir();
   const quiet = () => {};
   try {
@@ -126,13 +125,20 @@ Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-w
         assert.ok(r["critic/anchor_state_frac"]! > 0);
       }
     }
-    const gae = await tinyConfig(`${root}/gae`, ["adv_estimator=gae", "envs=step"]);
-    await assert.rejects(
-      () => runPipeline(gae, { log: quiet }),
-      (e) =>
-        e instanceof RolloutConfigError &&
-        /the critic \(gae\) needs trajectory-wise conversations here/.test(e.message),
-    );
+    // gae with step-wise turns: the critic values each turn from its own prompt
+    const gae = await tinyConfig(`${root}/gae`, [
+      "adv_estimator=gae",
+      "envs=step",
+      "max_steps=2",
+      "eval_steps=100",
+    ]);
+    assert.equal((await runPipeline(gae, { log: quiet })).steps, 2);
+    const gaeRows = await readJsonlMetrics(`${root}/gae/metrics.jsonl`);
+    for (const r of gaeRows.slice(0, 2)) {
+      for (const key of ["critic/vf_loss", "critic/values/mean", "actor/total_loss"]) {
+        assert.ok(Number.isFinite(r[key]), `gae step-wise: ${key} at step ${r.step}: ${r[key]}`);
+      }
+    }
   } finally {
     await Deno.remove(root, { recursive: true });
   }
