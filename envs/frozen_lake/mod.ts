@@ -14,6 +14,7 @@ export {
   FrozenLakeConfig,
 } from "./config.ts";
 export { FrozenLakeEnv } from "./env.ts";
+export { describeFrozenLakeBoard } from "./describe.ts";
 export { type FrozenLakeMap, generateRandomMap, isValidMap, shortestPath } from "./map.ts";
 export { FROZEN_LAKE_COLORS, FROZEN_LAKE_TILE, renderFrozenLake } from "./render_rgb.ts";
 

@@ -7,6 +7,7 @@
 import { deepStrictEqual, equal, notDeepStrictEqual, ok, throws } from "node:assert/strict";
 import {
   createFrozenLakeEnv,
+  describeFrozenLakeBoard,
   FROZEN_LAKE_COLORS,
   FROZEN_LAKE_TILE,
   generateRandomMap,
@@ -253,4 +254,31 @@ Deno.test("rgb frames: one tile per cell, distinct colors per tile kind", () => 
   deepStrictEqual(getPixel(f, 3 * t + 3, 3 * t + t - 4), FROZEN_LAKE_COLORS.goal);
   const colors = new Set(Object.values(FROZEN_LAKE_COLORS).map((c) => c.join(",")));
   equal(colors.size, Object.keys(FROZEN_LAKE_COLORS).length);
+});
+
+Deno.test("describeFrozenLakeBoard: the four sides and the goal's direction, seen from the player", () => {
+  equal(
+    describeFrozenLakeBoard("_P__\nO__G\n__O_\n____"),
+    "left ice, down ice, right ice, up edge; goal down right",
+  );
+  equal(
+    describeFrozenLakeBoard("G___\n__O_\n_OP_\n____"),
+    "left hole, down ice, right ice, up hole; goal up left",
+  );
+  // level with the goal on one axis: that direction is left out
+  equal(
+    describeFrozenLakeBoard("____\n__GP\n____\n___O"),
+    "left goal, down ice, right edge, up ice; goal left",
+  );
+  equal(describeFrozenLakeBoard("P\nG"), "left edge, down goal, right edge, up edge; goal down");
+  // an ended episode (X in a hole, √ on the goal), no goal, or a ragged or foreign board: null
+  for (const board of ["X___\n___G", "√___\n____", "P___\n____", "P__\nG___", "P#_G", ""]) {
+    equal(describeFrozenLakeBoard(board), null, JSON.stringify(board));
+  }
+  // the env's own renders always describe while the episode runs
+  const env = createFrozenLakeEnv({ size: 4, is_slippery: false });
+  for (let seed = 0; seed < 50; seed++) {
+    const obs = env.reset(seed).observation;
+    ok(describeFrozenLakeBoard(obs)?.includes("; goal "), obs);
+  }
 });
