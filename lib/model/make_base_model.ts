@@ -148,12 +148,20 @@ export interface FrozenLakeConversation {
   steps?: FrozenLakeConversation[];
 }
 
-/** The `custom_envs.FrozenLake` entry of a built-in config (default: the embedded default's). */
-export async function defaultFrozenLakeEntry(configName?: string): Promise<CustomEnvEntry> {
-  const { config } = await loadConfig(configName ? { configName } : {});
+/** The config (the embedded default) whose prompts {@linkcode FROZEN_LAKE_BASE_DIR} learns. */
+export const FROZEN_LAKE_TRAJ_CONFIG = "agent_val_frozen_lake";
+
+/**
+ * The `custom_envs.FrozenLake` entry of a built-in config (default:
+ * {@linkcode FROZEN_LAKE_TRAJ_CONFIG}'s, whose prompts this recipe learns).
+ */
+export async function defaultFrozenLakeEntry(
+  configName: string = FROZEN_LAKE_TRAJ_CONFIG,
+): Promise<CustomEnvEntry> {
+  const { config } = await loadConfig({ configName });
   const entry = config.custom_envs.FrozenLake;
   if (!entry) {
-    throw new Error(`${configName ?? "The default config"} has no custom_envs.FrozenLake entry`);
+    throw new Error(`${configName} has no custom_envs.FrozenLake entry`);
   }
   return entry;
 }
@@ -183,7 +191,7 @@ export function tinyTokenizer(files: TinyModelFiles): Tokenizer {
 }
 
 /** The end-of-turn token: it closes every response and must stop generation. */
-function endOfTurnId(tokenizer: Tokenizer): number {
+export function endOfTurnId(tokenizer: Tokenizer): number {
   const id = tokenizer.requireTokenId("<|im_end|>");
   if (!tokenizer.eosTokenIds.includes(id)) {
     throw new Error(
@@ -420,7 +428,8 @@ function resolveRecipe(options: Partial<FrozenLakeBaseRecipe>): FrozenLakeBaseRe
   return r;
 }
 
-async function sha256(text: string): Promise<string> {
+/** Hex SHA-256 of a text (the manifests' recipe hashes). */
+export async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -452,7 +461,10 @@ export async function frozenLakeBaseHash(
 }
 
 /** Learning rate of step s (0-based): linear warmup, then cosine to minLr. */
-function lrAt(r: FrozenLakeBaseRecipe, s: number): number {
+export function lrAt(
+  r: Pick<FrozenLakeBaseRecipe, "lr" | "minLr" | "warmupSteps" | "steps">,
+  s: number,
+): number {
   if (s < r.warmupSteps) return (r.lr * (s + 1)) / r.warmupSteps;
   const span = Math.max(1, r.steps - r.warmupSteps);
   const t = Math.min(1, (s - r.warmupSteps) / span);
@@ -460,7 +472,7 @@ function lrAt(r: FrozenLakeBaseRecipe, s: number): number {
 }
 
 /** A seeded Fisher-Yates permutation of 0..n-1. */
-function shuffled(n: number, rng: Rng): number[] {
+export function shuffled(n: number, rng: Rng): number[] {
   const a = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = rng.int(i + 1);
@@ -732,7 +744,7 @@ if (import.meta.main) {
   };
   const force = args.includes("--force");
   const dir = flag("--out") ?? FROZEN_LAKE_BASE_DIR;
-  const { config } = await loadConfig();
+  const { config } = await loadConfig({ configName: FROZEN_LAKE_TRAJ_CONFIG });
   const entry = config.custom_envs.FrozenLake!;
   const ensured = await ensureFrozenLakeBaseModel(dir, {
     force,

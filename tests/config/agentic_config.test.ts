@@ -12,6 +12,7 @@ Deno.test("every shipped experiment config composes and validates", async () => 
       "agent_val_frozen_lake_async",
       "agent_val_frozen_lake_gigpo",
       "agent_val_frozen_lake_step",
+      "agent_val_frozen_lake_think",
       "agent_val_sokoban",
       "agent_val_webshop",
     ]
@@ -281,4 +282,24 @@ Deno.test("environments written under ROLL's custom_env (without custom_envs) ar
   const { config } = await loadConfig({ configPath: dir, configName: "run" });
   equal(config.custom_envs.Lake!.env_type, "frozen_lake");
   equal(config.custom_envs.Lake!.max_steps, 5);
+});
+
+Deno.test("a value override may start like a URL scheme (a prompt template with a colon)", async () => {
+  const template = "State: {current_observation} Reply with <answer>ACTION</answer>.";
+  const { config } = await loadConfig({
+    configName: "agent_val_frozen_lake_step",
+    overrides: [`agent_template='${template}'`],
+  });
+  equal(config.custom_envs.FrozenLake!.agent_template, template);
+});
+
+Deno.test("the think config: step-wise, the current board alone, a think then the answer", async () => {
+  const { config } = await loadConfig({ configName: "agent_val_frozen_lake_think" });
+  const lake = config.custom_envs.FrozenLake!;
+  equal(config.adv_estimator, "grpo");
+  equal(lake.env_manager_cls, "step");
+  equal(lake.history_length, 0);
+  match(lake.agent_template ?? "", /<think>\.\.\.<\/think>.*<answer>ACTION<\/answer>/);
+  equal(lake.env_config?.action_pattern, "<answer>(.*?)</answer>");
+  equal(config.pretrain, "build/models/frozen_lake_think_base");
 });
