@@ -47,10 +47,12 @@ export default async function create(_config: Record<string, unknown>): Promise<
       const rows = observation.split("\n");
       const [pr, pc] = find(rows, "P");
       const [gr, gc] = find(rows, "G");
-      const m = /<answer>\s*(Left|Down|Right|Up)\s*<\/answer>/.exec(action);
+      // action names match case-insensitively, as ROLL's lookup does
+      const m = /<answer>\s*(Left|Down|Right|Up)\s*<\/answer>/i.exec(action);
       let closer = false;
       if (m) {
-        const [dr, dc] = MOVES[m[1]!]!;
+        const name = m[1]![0]!.toUpperCase() + m[1]!.slice(1).toLowerCase();
+        const [dr, dc] = MOVES[name]!;
         const [nr, nc] = [pr + dr, pc + dc];
         const safe = nr >= 0 && nr < rows.length && nc >= 0 && nc < rows[0]!.length &&
           rows[nr]![nc] !== "O";
