@@ -13,20 +13,11 @@ import { parse as parseYaml } from "npm:yaml@2.9.1";
 import { createEnv } from "../../envs/registry.ts";
 import { Rng } from "../../envs/random.ts";
 import type { Env } from "../../envs/types.ts";
-import { describeFrozenLakeBoard } from "../../envs/frozen_lake/describe.ts";
 import { type ChatMessage, ChatTemplate, QWEN2_5_CHAT_TEMPLATE } from "./chat_template.ts";
 import { fillTemplate } from "../rollout/prompt.ts";
 
-/**
- * The agent template files read, relative to the repository's `configs/`: the
- * env groups' and the think config's (step-wise through its `envs: step`
- * default).
- */
-export const TINY_CORPUS_TEMPLATE_FILES: readonly string[] = [
-  "envs/traj.yaml",
-  "envs/step.yaml",
-  "agent_val_frozen_lake_think.yaml",
-];
+/** The agent template files read, relative to the repository's `configs/`. */
+export const TINY_CORPUS_TEMPLATE_FILES: readonly string[] = ["envs/traj.yaml", "envs/step.yaml"];
 
 /** One environment of the corpus (mirrors `configs/library/env_definitions.yaml`). */
 interface CorpusEnv {
@@ -125,9 +116,7 @@ export async function tinyTokenizerCorpus(
           "expected the shipped agent templates",
       );
     }
-    const stepWise = doc?.env_manager_cls === "step" ||
-      (Array.isArray(doc?.defaults) && doc.defaults.some((d) => isRecord(d) && d.envs === "step"));
-    templates.push({ system, template, stepWise });
+    templates.push({ system, template, stepWise: doc?.env_manager_cls === "step" });
   }
   for (const [index, spec] of CORPUS_ENVS.entries()) {
     const pattern = spec.think ? THINK : ANSWER;
@@ -210,15 +199,9 @@ function respond(env: Env, rng: Rng, think: boolean): string {
   if (think) {
     const name = /<answer>(.*?)<\/answer>/.exec(response)?.[1] ?? "Left";
     const reason = REASONS[Math.floor(rng.float() * REASONS.length)]!.replaceAll("{a}", name);
-    const look = describeFrozenLakeBoard(env.render("text") as string);
-    if (look !== null) return `<think>${look}</think><answer>${name}</answer>`;
     return `<think>${reason}</think>\n<answer>${name}</answer>`;
   }
   return response;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function fmt(x: number): string {
