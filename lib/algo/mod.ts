@@ -16,6 +16,7 @@ export * from "./returns.ts";
 export * from "./advantage.ts";
 export * from "./batch_advantages.ts";
 export * from "./turn_gigpo.ts";
+export * from "./answer_advantages.ts";
 export * from "./kl_controller.ts";
 export * from "./loss_agg.ts";
 export * from "./from_config.ts";

@@ -8,6 +8,13 @@ const OVERRIDES_HELP =
 const CONFIG_PATH_HELP = "folder of the primary config (default: agentrl's configs/)";
 const CONFIG_NAME_HELP = `primary config name without .yaml (default: ${DEFAULT_CONFIG_NAME})`;
 
+/**
+ * What `agentrl train` (and `deno task train`) runs without `--config-name`:
+ * FrozenLake as ROLL configures it, step-wise, each decision describing the
+ * board in `<think>` before its answer; the one that learns on 2 cores.
+ */
+export const TRAIN_DEFAULT_CONFIG_NAME = "agent_val_frozen_lake_think";
+
 interface ConfigFlags {
   configPath?: string;
   configName?: string;
@@ -60,10 +67,16 @@ export function trainCommand() {
       "train an agent with the AgenticPipeline (default: the embedded FrozenLake config)",
     )
     .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
-    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .option(
+      "-n, --config-name <name>",
+      `primary config name without .yaml (default: ${TRAIN_DEFAULT_CONFIG_NAME})`,
+    )
     .argument("[overrides...]", OVERRIDES_HELP)
     .action(async (overrides, flags) => {
-      const { config, notices, files } = await loadConfig(loadOptions(flags, overrides));
+      const named = flags.configName ?? (flags.configPath ? undefined : TRAIN_DEFAULT_CONFIG_NAME);
+      const { config, notices, files } = await loadConfig(
+        loadOptions({ ...flags, ...(named !== undefined ? { configName: named } : {}) }, overrides),
+      );
       printNotices(notices);
       const train = config.train_env_manager;
       console.error(`config: ${files[files.length - 1]} (${files.length} files composed)`);

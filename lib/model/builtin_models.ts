@@ -9,7 +9,8 @@
  *   (about three minutes);
  * - `build/models/frozen_lake_think_base` (`agent_val_frozen_lake_think`):
  *   describes a FrozenLake board in `<think>` and answers at random
- *   (`make_think_base_model.ts`, about seven minutes).
+ *   (`make_think_base_model.ts`, about eight minutes; shipped in
+ *   `lib/model/weights/`, copied when the recipe is unchanged).
  *
  * @module
  */
@@ -58,5 +59,6 @@ export async function prepareModelPath(
       log: progress,
     });
   if (result.built) log(`built ${result.dir}`);
+  if ("copied" in result && result.copied) log(`copied the shipped base model to ${result.dir}`);
   return path;
 }

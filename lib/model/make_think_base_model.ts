@@ -449,25 +449,71 @@ export async function buildThinkBaseModel(
  */
 export async function ensureThinkBaseModel(
   outDir: string = FROZEN_LAKE_THINK_BASE_DIR,
-  options: BuildThinkBaseOptions & { force?: boolean } = {},
-): Promise<{ dir: string; built: boolean; hash: string }> {
+  options: BuildThinkBaseOptions & { force?: boolean; shipped?: URL | null } = {},
+): Promise<{ dir: string; built: boolean; copied: boolean; hash: string }> {
   const recipe = resolveRecipe(options);
   const entry = options.entry ?? await thinkBaseEntry();
   const hash = await thinkBaseHash(recipe, entry, await buildTinyModelFiles());
   if (!options.force) {
-    try {
-      const manifest = JSON.parse(
-        await Deno.readTextFile(`${outDir}/${FROZEN_LAKE_BASE_MANIFEST}`),
-      );
-      await Deno.stat(`${outDir}/model.safetensors`);
-      await Deno.stat(`${outDir}/config.json`);
-      if (manifest?.hash === hash) return { dir: outDir, built: false, hash };
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
+    if (await manifestHash(outDir) === hash) {
+      return { dir: outDir, built: false, copied: false, hash };
+    }
+    const shipped = options.shipped === undefined ? SHIPPED_THINK_BASE : options.shipped;
+    if (shipped && await copyShipped(shipped, outDir, hash)) {
+      return { dir: outDir, built: false, copied: true, hash };
     }
   }
   const built = await buildThinkBaseModel(outDir, { ...options, entry });
-  return { dir: outDir, built: true, hash: built.hash };
+  return { dir: outDir, built: true, copied: false, hash: built.hash };
+}
+
+/**
+ * The think base as this checkout's recipe builds it, shipped in the repo
+ * (2.7 MB) so a fresh clone starts training at once; used only while its
+ * manifest's recipe hash is the current one (otherwise the model is rebuilt).
+ */
+export const SHIPPED_THINK_BASE: URL = new URL(
+  "./weights/frozen_lake_think_base/",
+  import.meta.url,
+);
+
+/** The files of a model folder that {@linkcode copyShipped} copies. */
+const MODEL_FILES = [
+  "config.json",
+  "generation_config.json",
+  "model.safetensors",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  FROZEN_LAKE_BASE_MANIFEST,
+];
+
+/** The recipe hash of the model folder at `dir`, or null when it has no complete model. */
+async function manifestHash(dir: string | URL): Promise<string | null> {
+  const at = (name: string) => typeof dir === "string" ? `${dir}/${name}` : new URL(name, dir);
+  try {
+    const manifest = JSON.parse(await Deno.readTextFile(at(FROZEN_LAKE_BASE_MANIFEST)));
+    await Deno.stat(at("model.safetensors"));
+    await Deno.stat(at("config.json"));
+    return typeof manifest?.hash === "string" ? manifest.hash : null;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof SyntaxError) return null;
+    throw e;
+  }
+}
+
+/**
+ * Copies the shipped model to `outDir` when it is local and built from the
+ * recipe `hash` (a temporary folder renamed into place); false otherwise.
+ */
+async function copyShipped(shipped: URL, outDir: string, hash: string): Promise<boolean> {
+  if (shipped.protocol !== "file:" || await manifestHash(shipped) !== hash) return false;
+  const tmp = `${outDir}.tmp-${Deno.pid}`;
+  await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  await Deno.mkdir(tmp, { recursive: true });
+  for (const name of MODEL_FILES) await Deno.copyFile(new URL(name, shipped), `${tmp}/${name}`);
+  await Deno.remove(outDir, { recursive: true }).catch(() => {});
+  await Deno.rename(tmp, outDir);
+  return true;
 }
 
 if (import.meta.main) {

@@ -19,6 +19,7 @@ import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import {
   advantageSettingsFromConfig,
   type AlgoSample,
+  answerOnlyAdvantages,
   computeBatchAdvantages,
   computeTurnGigpoAdvantages,
   type KlController,
@@ -404,6 +405,9 @@ export async function runPipeline(
           },
         )
         : computeBatchAdvantages(algoSamples, advSettings, klController);
+      const advantages = config.policy_gradient_tokens === "answer"
+        ? answerOnlyAdvantages(batch.samples, adv.advantages)
+        : adv.advantages;
       if (criticTrainer && values && valuePieces) {
         Object.assign(metrics, valueMetrics(values, batch.samples.map((s) => s.responseMask)));
         const rng = new Rng(config.seed, 0xc41c + step);
@@ -423,7 +427,7 @@ export async function runPipeline(
       }
       Object.assign(metrics, adv.metrics);
       let advSum = 0, advCount = 0;
-      for (const a of adv.advantages) for (const v of a) if (v !== 0) (advSum += v, advCount++);
+      for (const a of advantages) for (const v of a) if (v !== 0) (advSum += v, advCount++);
       metrics["critic/advantages/mean"] = advCount ? advSum / advCount : 0;
       metrics["critic/score/mean"] = batch.samples.reduce((a, s) => a + s.score, 0) /
         Math.max(1, batch.samples.length);
@@ -437,7 +441,7 @@ export async function runPipeline(
           return {
             tokens: seqs[j]!,
             responseMask: s.responseMask.subarray(p.begin, p.end),
-            advantages: adv.advantages[p.episode]!.subarray(p.begin, p.end),
+            advantages: advantages[p.episode]!.subarray(p.begin, p.end),
             oldLogprobs: oldPieces[j]!,
             ...(refPieces ? { refLogprobs: refPieces[j]! } : {}),
           };

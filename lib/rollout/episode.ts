@@ -17,6 +17,7 @@ import type { CustomEnv } from "../config/schema/env_manager.ts";
 import type { ChatEncoder, ChatMessage } from "../model/chat_template.ts";
 import type { EnvHandle } from "./env_host.ts";
 import { RolloutConfigError } from "./errors.ts";
+import { answerStart } from "./answer_span.ts";
 import { entryTurnMessages, stepHistoryLine, stepTurnMessages } from "./prompt.ts";
 import { turnSeed } from "./seeding.ts";
 import type { EndReason, RolloutPolicy, TrajectorySample } from "./types.ts";
@@ -77,6 +78,7 @@ export async function runEpisode(
   const messages: ChatMessage[] = [];
   const tokens: number[] = [];
   const mask: number[] = [];
+  const answer: number[] = [];
   const logprobs: number[] = [];
   const stepRewards: number[] = [];
   const stepStates: string[] = [];
@@ -118,6 +120,7 @@ export async function runEpisode(
     for (const id of promptIds) {
       tokens.push(id);
       mask.push(0);
+      answer.push(0);
       logprobs.push(0);
     }
     const budget = Math.min(entry.max_tokens_per_step, o.maxNewTokens, o.sequenceLength - context);
@@ -144,9 +147,11 @@ export async function runEpisode(
           `${response.logprobs.length} log-probs for ${trajId}: expected one per token`,
       );
     }
+    const answerFrom = answerStart(response.tokenIds, o.decodeForEnv);
     response.tokenIds.forEach((id, i) => {
       tokens.push(id);
       mask.push(1);
+      answer.push(i >= answerFrom ? 1 : 0);
       logprobs.push(response.logprobs[i]!);
     });
     responseLength += response.tokenIds.length;
@@ -195,6 +200,7 @@ export async function runEpisode(
     createStep: spec.createStep,
     tokens: Int32Array.from(tokens),
     responseMask: Uint8Array.from(mask),
+    answerMask: Uint8Array.from(answer),
     logprobs: Float32Array.from(logprobs),
     stepRewards,
     stepStates,

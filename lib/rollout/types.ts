@@ -71,6 +71,12 @@ export interface TrajectorySample {
   tokens: Int32Array;
   /** 1 on tokens the model generated, 0 on prompt and template tokens. */
   responseMask: Uint8Array;
+  /**
+   * 1 on the generated tokens from each response's last `<answer>` tag to its
+   * end (the whole response when it has none): what `policy_gradient_tokens:
+   * answer` trains with the advantage.
+   */
+  answerMask: Uint8Array;
   /** Generation log-probs on generated tokens, 0 elsewhere. */
   logprobs: Float32Array;
   /** Reward of every step (env reward plus the manager's format penalty). */

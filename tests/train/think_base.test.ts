@@ -13,9 +13,11 @@ import {
   buildThinkBaseModel,
   ensureThinkBaseModel,
   FROZEN_LAKE_THINK_BASE_RECIPE,
+  SHIPPED_THINK_BASE,
   thinkAnswer,
   thinkBaseBatch,
   thinkBaseEntry,
+  thinkBaseHash,
 } from "../../lib/model/make_think_base_model.ts";
 import { buildTinyModelFiles } from "../../lib/model/make_tiny_tokenizer.ts";
 import { stepTurnMessages } from "../../lib/rollout/prompt.ts";
@@ -115,6 +117,37 @@ Deno.test("think base: ensure builds once, rebuilds a changed recipe, and the sa
     ok(changed.hash !== first.hash);
     await ensureThinkBaseModel(dir, tiny);
     deepStrictEqual(await Deno.readFile(`${dir}/model.safetensors`), weights);
+  } finally {
+    await Deno.remove(dir.slice(0, dir.lastIndexOf("/")), { recursive: true });
+  }
+});
+
+Deno.test("think base: the shipped model is this recipe's, and ensure copies it instead of building", async () => {
+  const files = await buildTinyModelFiles();
+  const hash = await thinkBaseHash(FROZEN_LAKE_THINK_BASE_RECIPE, entry, files);
+  const shipped = JSON.parse(
+    await Deno.readTextFile(new URL(FROZEN_LAKE_BASE_MANIFEST, SHIPPED_THINK_BASE)),
+  );
+  // a changed recipe, prompt or tokenizer needs the shipped weights rebuilt:
+  // `deno run -A lib/model/make_think_base_model.ts --force --out lib/model/weights/frozen_lake_think_base`
+  equal(shipped.hash, hash, "lib/model/weights/frozen_lake_think_base is stale");
+  const dir = `${await Deno.makeTempDir({ prefix: "agentrl_think_ship_" })}/model`;
+  try {
+    const r = await ensureThinkBaseModel(dir, { entry });
+    deepStrictEqual([r.built, r.copied, r.hash], [false, true, hash]);
+    deepStrictEqual(
+      await Deno.readFile(`${dir}/model.safetensors`),
+      await Deno.readFile(new URL("model.safetensors", SHIPPED_THINK_BASE)),
+    );
+    equal((await ensureThinkBaseModel(dir, { entry })).copied, false, "up to date: nothing to do");
+    // a shipped folder with another recipe is not used
+    const other = await ensureThinkBaseModel(`${dir}2`, {
+      entry,
+      steps: 1,
+      batch: 4,
+      evalBoards: 4,
+    });
+    deepStrictEqual([other.built, other.copied], [true, false]);
   } finally {
     await Deno.remove(dir.slice(0, dir.lastIndexOf("/")), { recursive: true });
   }

@@ -130,6 +130,9 @@ export const agenticShape = {
   use_topr_loss: z.boolean().default(false),
   rl_loss_coef: num.default(1),
   loss_agg_mode: z.enum(LOSS_AGG_MODES).default("seq-mean-token-mean"),
+  // "answer": only each response's answer (from its last <answer> tag) carries the advantage;
+  // the reasoning before it gets the KL and entropy terms only (agentrl's own field)
+  policy_gradient_tokens: z.enum(["response", "answer"]).default("response"),
   enable_reference: z.boolean().default(false),
   enable_old_logprobs_recompute: z.boolean().default(false),
   force_disable_old_logprobs_recompute: z.boolean().default(false),
