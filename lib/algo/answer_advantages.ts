@@ -48,3 +48,24 @@ export function answerOnlyAdvantages(
     return a.map((v, t) => (s.responseMask[t] && !s.answerMask[t] ? 0 : v));
   });
 }
+
+/**
+ * The reference log-probs the KL loss sees under `policy_gradient_tokens:
+ * answer`: the reference model's on the reasoning, and on the answer's tokens
+ * the log-probs of the policy that sampled them (`old`), so that the KL loss
+ * anchors the reasoning to the base model while the answer may move away from
+ * the base model's choice. A new array; the inputs are not changed.
+ */
+export function answerAnchoredReference(
+  ref: Float32Array,
+  old: Float32Array,
+  answerMask: ArrayLike<number>,
+): Float32Array {
+  if (ref.length !== old.length || answerMask.length !== ref.length) {
+    throw new RangeError(
+      `answerAnchoredReference: ${ref.length} reference and ${old.length} old log-probs ` +
+        `for a mask of ${answerMask.length} tokens`,
+    );
+  }
+  return ref.map((r, t) => (answerMask[t] ? old[t]! : r));
+}
