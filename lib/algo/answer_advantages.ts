@@ -4,7 +4,8 @@
  * gradient trains the decision alone and the reasoning is shaped by the KL and
  * entropy terms only. Useful when the reasoning is a skill the base model
  * already has (describing the state) that a noisy episode reward would
- * otherwise push around at random.
+ * otherwise push around at random. The KL loss still covers every token: it
+ * holds the reasoning (and the answer's format) to the reference model.
  *
  * @example
  * ```ts
@@ -47,25 +48,4 @@ export function answerOnlyAdvantages(
     }
     return a.map((v, t) => (s.responseMask[t] && !s.answerMask[t] ? 0 : v));
   });
-}
-
-/**
- * The reference log-probs the KL loss sees under `policy_gradient_tokens:
- * answer`: the reference model's on the reasoning, and on the answer's tokens
- * the log-probs of the policy that sampled them (`old`), so that the KL loss
- * anchors the reasoning to the base model while the answer may move away from
- * the base model's choice. A new array; the inputs are not changed.
- */
-export function answerAnchoredReference(
-  ref: Float32Array,
-  old: Float32Array,
-  answerMask: ArrayLike<number>,
-): Float32Array {
-  if (ref.length !== old.length || answerMask.length !== ref.length) {
-    throw new RangeError(
-      `answerAnchoredReference: ${ref.length} reference and ${old.length} old log-probs ` +
-        `for a mask of ${answerMask.length} tokens`,
-    );
-  }
-  return ref.map((r, t) => (answerMask[t] ? old[t]! : r));
 }

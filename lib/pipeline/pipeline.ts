@@ -19,7 +19,6 @@ import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import {
   advantageSettingsFromConfig,
   type AlgoSample,
-  answerAnchoredReference,
   answerOnlyAdvantages,
   computeBatchAdvantages,
   computeTurnGigpoAdvantages,
@@ -444,17 +443,7 @@ export async function runPipeline(
             responseMask: s.responseMask.subarray(p.begin, p.end),
             advantages: advantages[p.episode]!.subarray(p.begin, p.end),
             oldLogprobs: oldPieces[j]!,
-            ...(refPieces
-              ? {
-                refLogprobs: config.policy_gradient_tokens === "answer"
-                  ? answerAnchoredReference(
-                    refPieces[j]!,
-                    oldPieces[j]!,
-                    s.answerMask.subarray(p.begin, p.end),
-                  )
-                  : refPieces[j]!,
-              }
-              : {}),
+            ...(refPieces ? { refLogprobs: refPieces[j]! } : {}),
           };
         });
         // identical sequences train once, weighted (exact for these aggregations)

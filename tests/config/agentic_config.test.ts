@@ -142,6 +142,11 @@ Deno.test("enum and range errors list what is allowed", async () => {
   deepStrictEqual(bad.details.origin, { source: "command line", override: "adv_estimator=ppo" });
   const range = await configError(() => loadConfig({ overrides: ["lambd=1.5"] }));
   match(range.details.expected ?? "", /<= 1/);
+  const tokens = await configError(() =>
+    loadConfig({ overrides: ["policy_gradient_tokens=think"] })
+  );
+  equal(tokens.details.key, "policy_gradient_tokens");
+  match(tokens.details.expected ?? "", /"response", "answer"/);
 });
 
 Deno.test("cross-field rules: batch multiples, partitions, tags, lengths", async () => {

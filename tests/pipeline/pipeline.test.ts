@@ -143,3 +143,27 @@ Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-w
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("pipeline: policy_gradient_tokens=answer with a KL loss runs (the advantage on the answers only)", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const config = await tinyConfig(root, [
+      "envs=step",
+      "policy_gradient_tokens=answer",
+      "use_kl_loss=true",
+      "kl_loss_coef=0.1",
+      "max_steps=2",
+      "eval_steps=100",
+    ]);
+    assert.equal(config.policy_gradient_tokens, "answer");
+    assert.equal((await runPipeline(config, { log: () => {} })).steps, 2);
+    const rows = await readJsonlMetrics(`${root}/metrics.jsonl`);
+    for (const r of rows.slice(0, 2)) {
+      for (const key of ["actor/total_loss", "actor/kl_loss", "critic/advantages/mean"]) {
+        assert.ok(Number.isFinite(r[key]), `${key} at step ${r.step}: ${r[key]}`);
+      }
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
