@@ -42,7 +42,7 @@ export async function prepareModelPath(
     if (!announced) {
       log(
         `building the FrozenLake base model in ${path} (once; ${
-          which === FROZEN_LAKE_THINK_BASE_DIR ? "about seven" : "two to three"
+          which === FROZEN_LAKE_THINK_BASE_DIR ? "about eight" : "two to three"
         } minutes on 2 cores)`,
       );
       announced = true;

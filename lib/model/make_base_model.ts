@@ -420,12 +420,31 @@ export interface BuildFrozenLakeBaseResult {
 }
 
 function resolveRecipe(options: Partial<FrozenLakeBaseRecipe>): FrozenLakeBaseRecipe {
-  const r = { ...FROZEN_LAKE_BASE_RECIPE };
-  for (const key of Object.keys(r) as (keyof FrozenLakeBaseRecipe)[]) {
+  return withRecipeDefaults(FROZEN_LAKE_BASE_RECIPE, options);
+}
+
+/** `defaults` with the fields `options` sets (undefined leaves a default). */
+export function withRecipeDefaults<R extends object>(defaults: R, options: Partial<R>): R {
+  const r = { ...defaults };
+  for (const key of Object.keys(r) as (keyof R)[]) {
     const v = options[key];
-    if (v !== undefined) r[key] = v;
+    if (v !== undefined) r[key] = v as R[keyof R];
   }
   return r;
+}
+
+/** The recipe hash of the model folder at `dir`, or null when it has no complete model. */
+export async function builtModelHash(dir: string | URL): Promise<string | null> {
+  const at = (name: string) => typeof dir === "string" ? `${dir}/${name}` : new URL(name, dir);
+  try {
+    const manifest = JSON.parse(await Deno.readTextFile(at(FROZEN_LAKE_BASE_MANIFEST)));
+    await Deno.stat(at("model.safetensors"));
+    await Deno.stat(at("config.json"));
+    return typeof manifest?.hash === "string" ? manifest.hash : null;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof SyntaxError) return null;
+    throw e;
+  }
 }
 
 /** Hex SHA-256 of a text (the manifests' recipe hashes). */
@@ -595,16 +614,7 @@ export async function ensureFrozenLakeBaseModel(
   const stepEntry = options.stepEntry ?? null;
   const hash = await frozenLakeBaseHash(recipe, entry, await buildTinyModelFiles(), stepEntry);
   if (!options.force) {
-    try {
-      const manifest = JSON.parse(
-        await Deno.readTextFile(`${outDir}/${FROZEN_LAKE_BASE_MANIFEST}`),
-      );
-      await Deno.stat(`${outDir}/model.safetensors`);
-      await Deno.stat(`${outDir}/config.json`);
-      if (manifest?.hash === hash) return { dir: outDir, built: false, hash };
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
-    }
+    if (await builtModelHash(outDir) === hash) return { dir: outDir, built: false, hash };
   }
   const built = await buildFrozenLakeBaseModel(outDir, { ...options, entry, stepEntry });
   return { dir: outDir, built: true, hash: built.hash };

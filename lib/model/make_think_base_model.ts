@@ -40,6 +40,7 @@ import { type SftExample, SftTrainer } from "../train/sft.ts";
 import { ChatEncoder } from "./chat_template.ts";
 import { parseQwen2Config } from "./hf_config.ts";
 import {
+  builtModelHash,
   type CustomEnvEntry,
   defaultFrozenLakeEntry,
   endOfTurnId,
@@ -48,6 +49,7 @@ import {
   sha256,
   shuffled,
   tinyTokenizer,
+  withRecipeDefaults,
 } from "./make_base_model.ts";
 import { buildTinyModelFiles, type TinyModelFiles } from "./make_tiny_tokenizer.ts";
 import { loadPretrained, savePretrained } from "./pretrained.ts";
@@ -321,12 +323,7 @@ export interface BuildThinkBaseResult {
 }
 
 function resolveRecipe(options: Partial<ThinkBaseRecipe>): ThinkBaseRecipe {
-  const r = { ...FROZEN_LAKE_THINK_BASE_RECIPE };
-  for (const key of Object.keys(r) as (keyof ThinkBaseRecipe)[]) {
-    const v = options[key];
-    if (v !== undefined) r[key] = v;
-  }
-  return r;
+  return withRecipeDefaults(FROZEN_LAKE_THINK_BASE_RECIPE, options);
 }
 
 /** The hash a manifest stores: recipe, version, the entry's prompts and the tokenizer files. */
@@ -455,7 +452,7 @@ export async function ensureThinkBaseModel(
   const entry = options.entry ?? await thinkBaseEntry();
   const hash = await thinkBaseHash(recipe, entry, await buildTinyModelFiles());
   if (!options.force) {
-    if (await manifestHash(outDir) === hash) {
+    if (await builtModelHash(outDir) === hash) {
       return { dir: outDir, built: false, copied: false, hash };
     }
     const shipped = options.shipped === undefined ? SHIPPED_THINK_BASE : options.shipped;
@@ -487,26 +484,12 @@ const MODEL_FILES = [
   FROZEN_LAKE_BASE_MANIFEST,
 ];
 
-/** The recipe hash of the model folder at `dir`, or null when it has no complete model. */
-async function manifestHash(dir: string | URL): Promise<string | null> {
-  const at = (name: string) => typeof dir === "string" ? `${dir}/${name}` : new URL(name, dir);
-  try {
-    const manifest = JSON.parse(await Deno.readTextFile(at(FROZEN_LAKE_BASE_MANIFEST)));
-    await Deno.stat(at("model.safetensors"));
-    await Deno.stat(at("config.json"));
-    return typeof manifest?.hash === "string" ? manifest.hash : null;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound || e instanceof SyntaxError) return null;
-    throw e;
-  }
-}
-
 /**
  * Copies the shipped model to `outDir` when it is local and built from the
  * recipe `hash` (a temporary folder renamed into place); false otherwise.
  */
 async function copyShipped(shipped: URL, outDir: string, hash: string): Promise<boolean> {
-  if (shipped.protocol !== "file:" || await manifestHash(shipped) !== hash) return false;
+  if (shipped.protocol !== "file:" || await builtModelHash(shipped) !== hash) return false;
   const tmp = `${outDir}.tmp-${Deno.pid}`;
   await Deno.remove(tmp, { recursive: true }).catch(() => {});
   await Deno.mkdir(tmp, { recursive: true });
