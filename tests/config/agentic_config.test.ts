@@ -301,7 +301,9 @@ Deno.test("a value override may start like a URL scheme (a prompt template with 
 Deno.test("the think config: step-wise, the current board alone, a think then the answer", async () => {
   const { config } = await loadConfig({ configName: "agent_val_frozen_lake_think" });
   const lake = config.custom_envs.FrozenLake!;
-  equal(config.adv_estimator, "grpo");
+  equal(config.adv_estimator, "gigpo");
+  equal(config.policy_gradient_tokens, "answer");
+  equal(config.actor_train.training_args.lr_scheduler_type, "cosine");
   equal(lake.env_manager_cls, "step");
   equal(lake.history_length, 0);
   match(lake.agent_template ?? "", /<think>\.\.\.<\/think>.*<answer>ACTION<\/answer>/);
