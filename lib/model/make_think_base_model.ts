@@ -441,8 +441,10 @@ export async function buildThinkBaseModel(
 }
 
 /**
- * The think base model folder, built when it is missing or its manifest names
- * another recipe (hash of the recipe, version, prompts and tokenizer).
+ * The think base model folder, when it is missing or its manifest names
+ * another recipe (hash of the recipe, version, prompts and tokenizer): copied
+ * from {@linkcode SHIPPED_THINK_BASE} when that is the current recipe's, else
+ * built.
  */
 export async function ensureThinkBaseModel(
   outDir: string = FROZEN_LAKE_THINK_BASE_DIR,
