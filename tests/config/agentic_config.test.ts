@@ -301,7 +301,8 @@ Deno.test("a value override may start like a URL scheme (a prompt template with 
 Deno.test("the think config: step-wise, the current board alone, a think then the answer", async () => {
   const { config } = await loadConfig({ configName: "agent_val_frozen_lake_think" });
   const lake = config.custom_envs.FrozenLake!;
-  equal(config.adv_estimator, "gigpo");
+  equal(config.adv_estimator, "grpo");
+  equal(config.kl_loss_coef, 0.025);
   equal(config.policy_gradient_tokens, "answer");
   equal(config.actor_train.training_args.lr_scheduler_type, "cosine");
   equal(lake.env_manager_cls, "step");
