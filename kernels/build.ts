@@ -6,7 +6,12 @@
  * source, a header or the flags changed, and a library is relinked only when
  * an object changed.
  *
- * Usage: `deno task build [--force] [--verbose] [--cpu-only]`
+ * With `--emulator` it also builds `build/libagentrl_cuda_emu.so`: the same CUDA
+ * sources compiled with the host compiler against the CUDA emulator
+ * (`kernels/emu/`), which runs every kernel on the CPU (no nvcc, no GPU). The
+ * tests use it to execute the CUDA library's code (`deno task test` builds it).
+ *
+ * Usage: `deno task build [--force] [--verbose] [--cpu-only] [--emulator]`
  *
  * Environment: `CXX` (default g++), `NVCC` (default: `nvcc` on the PATH, else
  * /usr/local/cuda/bin/nvcc), `AGENTRL_CUDA_ARCH` (nvcc targets, default
@@ -39,6 +44,8 @@ const LDFLAGS = ["-shared", "-fopenmp", "-Wl,-z,nodelete", "-Wl,--no-undefined"]
 export const CPU_LIBRARY = new URL("libagentrl_cpu.so", BUILD);
 /** The path of the CUDA library that `deno task build` produces where nvcc is. */
 export const CUDA_LIBRARY = new URL("libagentrl_cuda.so", BUILD);
+/** The path of the emulated CUDA library that `deno task build --emulator` produces. */
+export const CUDA_EMU_LIBRARY = new URL("libagentrl_cuda_emu.so", BUILD);
 
 /** How one library is compiled and linked. */
 interface LibrarySpec {
@@ -51,6 +58,8 @@ interface LibrarySpec {
   compiler: string;
   compile: string[];
   link: string[];
+  /** Header folders besides include/ and common/ whose changes rebuild every object. */
+  extraHeaders?: URL[];
 }
 
 function cudaArchFlags(): string[] {
@@ -103,6 +112,60 @@ function cudaSpec(nvcc: string): LibrarySpec {
     // cudart is linked statically: the library loads (and reports "no CUDA
     // device") on machines with no driver; cuBLAS is dlopen'ed at run time.
     link: ["-shared", "-cudart=static", "-Xlinker=-z,nodelete,--no-undefined", "-ldl"],
+  };
+}
+
+const EMU = new URL("emu/", KERNELS);
+const EMU_SOURCES = new URL("obj/cuda_emu/src/", BUILD);
+
+/**
+ * Writes the emulator's translation of kernels/cuda/ (and its runtime, emu.cpp) into
+ * build/obj/cuda_emu/src/, each file only when its text changed (so its mtime says when).
+ */
+async function translateForEmulator(): Promise<void> {
+  const { translateCuda } = await import("./emu/translate.ts");
+  await Deno.mkdir(EMU_SOURCES, { recursive: true });
+  const cudaDir = new URL("cuda/", KERNELS);
+  const write = async (name: string, text: string) => {
+    const dst = new URL(name, EMU_SOURCES);
+    let old: string | null = null;
+    try {
+      old = await Deno.readTextFile(dst);
+    } catch { /* new */ }
+    if (old !== text) await Deno.writeTextFile(dst, text);
+  };
+  for (const src of await listFiles(cudaDir, [".cu", ".cuh", ".h"])) {
+    const name = src.pathname.split("/").pop()!;
+    const text = translateCuda(await Deno.readTextFile(src), `kernels/cuda/${name}`);
+    await write(name.endsWith(".cu") ? name.slice(0, -3) + ".cpp" : name, text);
+  }
+  await write(
+    "emu_runtime.cpp",
+    `#line 1 "kernels/emu/emu.cpp"\n` + await Deno.readTextFile(new URL("emu.cpp", EMU)),
+  );
+}
+
+function emulatorSpec(): LibrarySpec {
+  return {
+    name: "cuda_emu",
+    sources: EMU_SOURCES,
+    ext: ".cpp",
+    headerExts: [".h", ".cuh"],
+    objects: new URL("obj/cuda_emu/", BUILD),
+    output: CUDA_EMU_LIBRARY,
+    compiler: CXX,
+    compile: [
+      "-std=c++17",
+      "-O2",
+      "-fPIC",
+      "-fvisibility=hidden",
+      "-fno-math-errno",
+      "-ffp-contract=off",
+      `-I${EMU.pathname}`,
+      `-I${new URL("cuda/", KERNELS).pathname}`,
+    ],
+    link: ["-shared", "-Wl,-z,nodelete", "-Wl,--no-undefined", "-ldl", "-lpthread"],
+    extraHeaders: [EMU],
   };
 }
 
@@ -171,6 +234,7 @@ async function buildLibrary(spec: LibrarySpec, force: boolean, verbose: boolean)
   const headers = [
     ...await listFiles(spec.sources, spec.headerExts),
     ...(await Promise.all(SHARED_HEADERS.map((d) => listFiles(d, [".h"])))).flat(),
+    ...(await Promise.all((spec.extraHeaders ?? []).map((d) => listFiles(d, [".h"])))).flat(),
   ];
   const newestHeader = Math.max(0, ...await Promise.all(headers.map(mtime)));
   const sources = await listFiles(spec.sources, [spec.ext]);
@@ -210,20 +274,28 @@ async function buildLibrary(spec: LibrarySpec, force: boolean, verbose: boolean)
 export interface BuildResult {
   cpu: "built" | "up to date";
   cuda: "built" | "up to date" | "skipped: no nvcc" | "skipped: --cpu-only";
+  /** The emulated CUDA library (only with the `emulator` option). */
+  emulator?: "built" | "up to date";
 }
 
 /** Builds what is out of date. */
 export async function buildKernels(
-  options: { force?: boolean; verbose?: boolean; cpuOnly?: boolean } = {},
+  options: { force?: boolean; verbose?: boolean; cpuOnly?: boolean; emulator?: boolean } = {},
 ): Promise<BuildResult> {
   const force = options.force ?? false;
   const verbose = options.verbose ?? false;
   const cpu = await buildLibrary(cpuSpec(), force, verbose) ? "built" : "up to date";
-  if (options.cpuOnly) return { cpu, cuda: "skipped: --cpu-only" };
+  let emulator: BuildResult["emulator"];
+  if (options.emulator) {
+    await translateForEmulator();
+    emulator = await buildLibrary(emulatorSpec(), force, verbose) ? "built" : "up to date";
+  }
+  const withEmulator = emulator === undefined ? {} : { emulator };
+  if (options.cpuOnly) return { cpu, cuda: "skipped: --cpu-only", ...withEmulator };
   const nvcc = await findNvcc();
-  if (nvcc === null) return { cpu, cuda: "skipped: no nvcc" };
+  if (nvcc === null) return { cpu, cuda: "skipped: no nvcc", ...withEmulator };
   const cuda = await buildLibrary(cudaSpec(nvcc), force, verbose) ? "built" : "up to date";
-  return { cpu, cuda };
+  return { cpu, cuda, ...withEmulator };
 }
 
 if (import.meta.main) {
@@ -231,12 +303,14 @@ if (import.meta.main) {
   const verbose = Deno.args.includes("--verbose");
   const cpuOnly = Deno.args.includes("--cpu-only") ||
     Deno.env.get("AGENTRL_BUILD_CPU_ONLY") === "1";
+  const emulator = Deno.args.includes("--emulator");
   try {
-    const result = await buildKernels({ force, verbose, cpuOnly });
+    const result = await buildKernels({ force, verbose, cpuOnly, emulator });
     const say = (name: string, path: URL, what: string) =>
       console.log(what === "built" ? `built ${path.pathname}` : `${name} kernels: ${what}`);
     say("cpu", CPU_LIBRARY, result.cpu);
     say("cuda", CUDA_LIBRARY, result.cuda);
+    if (result.emulator) say("emulated cuda", CUDA_EMU_LIBRARY, result.emulator);
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     Deno.exit(1);

@@ -327,7 +327,13 @@ arl_status arl_set_num_threads(arl_ctx* ctx, int32_t num_threads) {
 
 int32_t arl_num_threads(const arl_ctx* ctx) { return ctx == nullptr ? 0 : ctx->num_threads; }
 
-const char* arl_backend_name(void) { return "cuda"; }
+const char* arl_backend_name(void) {
+#ifdef AGENTRL_CUDA_EMU
+  return "cuda-emulated";  // kernels/emu/: the CUDA code run on the CPU
+#else
+  return "cuda";
+#endif
+}
 
 int32_t arl_abi_version(void) { return ARL_ABI_VERSION; }
 

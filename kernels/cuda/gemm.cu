@@ -62,6 +62,9 @@ void load_cublas() {
   const char* names[] = {std::getenv("AGENTRL_CUBLAS"), "libcublas.so.13", "libcublas.so.12",
                          "libcublas.so"};
   for (const char* name : names) {
+#ifdef AGENTRL_CUDA_EMU
+    break;  // the CPU emulator (kernels/emu/) cannot run cuBLAS
+#endif
     if (name == nullptr || name[0] == '\0') continue;
     c.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (c.lib != nullptr) break;

@@ -1,0 +1,613 @@
+// The CUDA emulator's runtime: the fiber scheduler that runs a launch's blocks one at a time
+// (every thread of a block a fiber, switched at barriers), and the slice of the CUDA runtime
+// API the library uses (memory is host memory; streams run their work at once, except while
+// captured into a graph, which records it for replay).
+//
+// Environment: AGENTRL_CUDA_EMU_ORDER = forward (default) | reverse | shuffle: the order in
+// which blocks run and in which a block's ready threads run between barriers; a kernel whose
+// results change with it reads or writes shared data that no barrier orders.
+// AGENTRL_CUDA_EMU_SMS (default 132, an H100) is the multiprocessor count reported;
+// AGENTRL_CUDA_EMU_DEVICES (default 1) the device count (0: the "no CUDA device" path).
+#include "cuda_runtime.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+// ---- fibers ----------------------------------------------------------------------------------
+
+extern "C" void emu_switch(void** save_sp, void* load_sp);
+extern "C" void emu_trampoline();
+extern "C" void emu_fiber_main();
+
+#if defined(__x86_64__)
+// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack, stores
+// the stack pointer in *save_sp and resumes the fiber whose stack pointer is load_sp.
+asm(R"(
+  .text
+  .globl emu_switch
+  .hidden emu_switch
+  .type emu_switch, @function
+emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch, .-emu_switch
+
+  .globl emu_trampoline
+  .hidden emu_trampoline
+  .type emu_trampoline, @function
+emu_trampoline:
+  call emu_fiber_main@PLT
+  ud2
+  .size emu_trampoline, .-emu_trampoline
+)");
+#else
+#error "the CUDA emulator's fibers are written for x86-64"
+#endif
+
+namespace emu {
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr int kMaxThreads = 1024;
+
+enum State { kReady, kWaitBlock, kWaitWarp, kDone };
+
+struct Fiber {
+  void* sp;
+  State state;
+  unsigned warp_barriers;  // warp barriers this thread has passed
+};
+
+enum class Order { kForward, kReverse, kShuffle };
+
+Order order_from_env() {
+  const char* v = std::getenv("AGENTRL_CUDA_EMU_ORDER");
+  if (v == nullptr || std::strcmp(v, "forward") == 0) return Order::kForward;
+  if (std::strcmp(v, "reverse") == 0) return Order::kReverse;
+  if (std::strcmp(v, "shuffle") == 0) return Order::kShuffle;
+  std::fprintf(stderr, "AGENTRL_CUDA_EMU_ORDER=%s: expected forward, reverse or shuffle\n", v);
+  return Order::kForward;
+}
+
+int int_from_env(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// The block being run (one at a time, under g_launch_mutex).
+struct Block {
+  Body* body = nullptr;
+  const char* kernel = "";
+  int threads = 0;
+  int live = 0;
+  int arrived = 0;  // threads waiting at __syncthreads
+  std::vector<Fiber> fibers;
+  std::vector<int> warp_live, warp_arrived;
+  std::vector<uint64_t> slots;  // per warp: 2 x 32 exchange slots
+  std::vector<int> order;
+  int current = -1;
+  void* scheduler_sp = nullptr;
+  unsigned char* dynamic_shared = nullptr;
+} g_block;
+
+std::mutex g_launch_mutex;
+char* g_stacks = nullptr;
+std::mt19937 g_rng(12345);
+const Order g_order = order_from_env();
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+char* stack_of(int t) {
+  if (g_stacks == nullptr) {
+    const size_t bytes = kStackBytes * kMaxThreads;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "CUDA emulator: cannot map %zu bytes of fiber stacks\n", bytes);
+      std::abort();
+    }
+    g_stacks = static_cast<char*>(p);
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    for (int i = 0; i < kMaxThreads; i++) mprotect(g_stacks + i * kStackBytes, page, PROT_NONE);
+  }
+  return g_stacks + size_t(t) * kStackBytes;
+}
+
+// A fresh stack for thread t that emu_switch resumes into emu_trampoline.
+void* initial_sp(int t) {
+  char* top = stack_of(t) + kStackBytes;
+  auto* sp = reinterpret_cast<uint64_t*>(top - 128);  // 16-byte aligned
+  uint32_t mxcsr;
+  uint16_t fpucw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpucw));
+  std::memcpy(sp, &mxcsr, 4);
+  std::memcpy(reinterpret_cast<char*>(sp) + 4, &fpucw, 2);
+  for (int i = 1; i <= 6; i++) sp[i] = 0;  // r15 r14 r13 r12 rbx rbp
+  sp[7] = reinterpret_cast<uint64_t>(&emu_trampoline);
+  return sp;
+}
+
+void set_thread_index(int t) {
+  const unsigned bx = blockDim.x, by = blockDim.y;
+  threadIdx = {unsigned(t) % bx, unsigned(t) / bx % by, unsigned(t) / (bx * by)};
+}
+
+// Back to the scheduler; returns when this thread is resumed.
+void yield() {
+  Block& b = g_block;
+  const int self = b.current;
+  emu_switch(&b.fibers[size_t(self)].sp, b.scheduler_sp);
+}
+
+void release(State waiting, int warp) {
+  Block& b = g_block;
+  const int begin = warp < 0 ? 0 : warp * 32;
+  const int end = warp < 0 ? b.threads : std::min(b.threads, begin + 32);
+  for (int t = begin; t < end; t++)
+    if (b.fibers[size_t(t)].state == waiting) b.fibers[size_t(t)].state = kReady;
+}
+
+// After `warp` lost a live thread: the barriers its waiters were waiting for may be complete.
+void recheck_barriers(int warp) {
+  Block& b = g_block;
+  if (b.arrived > 0 && b.arrived == b.live) {
+    b.arrived = 0;
+    release(kWaitBlock, -1);
+  }
+  if (b.warp_arrived[size_t(warp)] > 0 &&
+      b.warp_arrived[size_t(warp)] == b.warp_live[size_t(warp)]) {
+    b.warp_arrived[size_t(warp)] = 0;
+    release(kWaitWarp, warp);
+  }
+}
+
+std::string describe_waits() {
+  Block& b = g_block;
+  int at_block = 0, at_warp = 0;
+  for (const Fiber& f : b.fibers) {
+    at_block += f.state == kWaitBlock;
+    at_warp += f.state == kWaitWarp;
+  }
+  char text[200];
+  std::snprintf(text, sizeof(text),
+                "%d threads wait at __syncthreads and %d at a warp barrier (shuffle or "
+                "__syncwarp) that cannot complete",
+                at_block, at_warp);
+  return text;
+}
+
+// Runs one block to completion; false (with a message on stderr) on a barrier deadlock.
+bool run_block(const dim3& index) {
+  Block& b = g_block;
+  blockIdx = {index.x, index.y, index.z};
+  b.live = b.threads;
+  b.arrived = 0;
+  const int warps = (b.threads + 31) / 32;
+  b.warp_live.assign(size_t(warps), 0);
+  b.warp_arrived.assign(size_t(warps), 0);
+  b.slots.assign(size_t(warps) * 64, 0);
+  b.fibers.resize(size_t(b.threads));
+  for (int t = 0; t < b.threads; t++) {
+    b.fibers[size_t(t)] = Fiber{initial_sp(t), kReady, 0};
+    b.warp_live[size_t(t / 32)]++;
+  }
+  while (b.live > 0) {
+    if (g_order == Order::kShuffle) std::shuffle(b.order.begin(), b.order.end(), g_rng);
+    bool ran = false;
+    for (int t : b.order) {
+      if (b.fibers[size_t(t)].state != kReady) continue;
+      b.current = t;
+      set_thread_index(t);
+      emu_switch(&b.scheduler_sp, b.fibers[size_t(t)].sp);
+      ran = true;
+    }
+    if (!ran) {
+      std::fprintf(stderr, "CUDA emulator: kernel %s, block (%u, %u, %u): %s\n", b.kernel,
+                   index.x, index.y, index.z, describe_waits().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::map<const void*, int> g_max_dynamic_shared;
+
+cudaError_t check_config(const void* kernel, const Config& c) {
+  const uint64_t threads = uint64_t(c.block.x) * c.block.y * c.block.z;
+  if (threads == 0 || threads > kMaxThreads || c.block.z > 64) return cudaErrorInvalidConfiguration;
+  if (c.grid.x == 0 || c.grid.y == 0 || c.grid.z == 0 || c.grid.x > 0x7fffffffu ||
+      c.grid.y > 65535 || c.grid.z > 65535)
+    return cudaErrorInvalidConfiguration;
+  const auto it = g_max_dynamic_shared.find(kernel);
+  const size_t limit = it == g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
+  if (c.shared > limit) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+void execute(const char* name, const Config& c, Body* body) {
+  std::lock_guard<std::mutex> lock(g_launch_mutex);
+  Block& b = g_block;
+  b.body = body;
+  b.kernel = name;
+  b.threads = int(c.block.x * c.block.y * c.block.z);
+  b.order.resize(size_t(b.threads));
+  for (int t = 0; t < b.threads; t++)
+    b.order[size_t(t)] = g_order == Order::kReverse ? b.threads - 1 - t : t;
+  std::vector<unsigned char> shared(c.shared + 16, 0xff);  // NaN bytes: uninitialized reads show
+  b.dynamic_shared = shared.data() + (16 - reinterpret_cast<uintptr_t>(shared.data()) % 16) % 16;
+  blockDim = c.block;
+  gridDim = c.grid;
+  std::vector<dim3> blocks;
+  blocks.reserve(size_t(c.grid.x) * c.grid.y * c.grid.z);
+  for (unsigned z = 0; z < c.grid.z; z++)
+    for (unsigned y = 0; y < c.grid.y; y++)
+      for (unsigned x = 0; x < c.grid.x; x++) blocks.push_back(dim3(x, y, z));
+  if (g_order == Order::kReverse) std::reverse(blocks.begin(), blocks.end());
+  if (g_order == Order::kShuffle) std::shuffle(blocks.begin(), blocks.end(), g_rng);
+  for (const dim3& index : blocks) {
+    if (!run_block(index)) {
+      t_last_error = cudaErrorLaunchFailure;
+      break;
+    }
+  }
+  b.body = nullptr;
+  b.dynamic_shared = nullptr;
+}
+
+}  // namespace
+
+void sync_block() {
+  Block& b = g_block;
+  if (++b.arrived == b.live) {
+    b.arrived = 0;
+    release(kWaitBlock, -1);
+    return;
+  }
+  b.fibers[size_t(b.current)].state = kWaitBlock;
+  yield();
+}
+
+void sync_warp() {
+  Block& b = g_block;
+  const int self = b.current, warp = self / 32;
+  b.fibers[size_t(self)].warp_barriers++;
+  if (++b.warp_arrived[size_t(warp)] == b.warp_live[size_t(warp)]) {
+    b.warp_arrived[size_t(warp)] = 0;
+    release(kWaitWarp, warp);
+    return;
+  }
+  b.fibers[size_t(self)].state = kWaitWarp;
+  yield();
+}
+
+uint64_t* warp_slots(int* lane) {
+  Block& b = g_block;
+  const int self = b.current, warp = self / 32;
+  *lane = self % 32;
+  const unsigned parity = b.fibers[size_t(self)].warp_barriers & 1u;
+  return &b.slots[(size_t(warp) * 2 + parity) * 32];
+}
+
+void* dynamic_shared_bytes() { return g_block.dynamic_shared; }
+
+}  // namespace emu
+
+extern "C" void emu_fiber_main() {
+  using namespace emu;
+  Block& b = g_block;
+  b.body->run();
+  const int self = b.current, warp = self / 32;
+  b.fibers[size_t(self)].state = kDone;
+  b.live--;
+  b.warp_live[size_t(warp)]--;
+  recheck_barriers(warp);
+  void* unused;
+  emu_switch(&unused, b.scheduler_sp);
+  std::abort();  // a finished fiber is never resumed
+}
+
+unsigned __ballot_sync(unsigned, int predicate) {
+  unsigned votes = 0;
+  int lane = 0;
+  uint64_t* slots = emu::warp_slots(&lane);
+  slots[lane] = predicate != 0;
+  emu::sync_warp();
+  // Lanes past the block's end never write (their slots stay 0); lanes that voted and then
+  // exited still count, as in the exchanges.
+  for (int l = 0; l < 32; l++)
+    if (slots[l] != 0) votes |= 1u << l;
+  return votes;
+}
+
+// ---- streams, graphs and the runtime API -----------------------------------------------------
+
+struct emu_stream {
+  bool capturing = false;
+  bool invalidated = false;
+  std::vector<std::function<void()>> recorded;
+};
+struct emu_graph {
+  std::vector<std::function<void()>> ops;
+};
+struct emu_event {
+  double ms = 0;
+};
+
+namespace {
+
+thread_local std::vector<emu_stream*> t_capturing;  // streams this thread is capturing
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Calls that wait for the device or change memory fail while this thread captures a stream,
+// and the capture is invalidated (as in cudaStreamCaptureModeThreadLocal).
+bool refuse_while_capturing() {
+  if (t_capturing.empty()) return false;
+  for (emu_stream* s : t_capturing) s->invalidated = true;
+  return true;
+}
+
+bool record(cudaStream_t stream, std::function<void()> op) {
+  if (stream == nullptr || !stream->capturing) return false;
+  stream->recorded.push_back(std::move(op));
+  return true;
+}
+
+int device_count() { return std::max(0, emu::int_from_env("AGENTRL_CUDA_EMU_DEVICES", 1)); }
+
+}  // namespace
+
+void emu::submit(const void* kernel, const char* name, const Config& config, Body* body) {
+  std::shared_ptr<Body> owned(body);
+  const cudaError_t err = check_config(kernel, config);
+  if (err != cudaSuccess) {
+    t_last_error = err;
+    return;
+  }
+  const Config c = config;
+  if (record(config.stream, [owned, name, c] { execute(name, c, owned.get()); })) return;
+  execute(name, config, owned.get());
+}
+
+const char* cudaGetErrorName(cudaError_t err) {
+  switch (err) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t err) {
+  switch (err) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected (CUDA emulator)";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (a barrier deadlock)";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t err = emu::t_last_error;
+  emu::t_last_error = cudaSuccess;
+  return err;
+}
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = device_count();
+  return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return device >= 0 && device < device_count() ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device < 0 || device >= device_count()) return cudaErrorInvalidDevice;
+  if (attr != cudaDevAttrMultiProcessorCount) return cudaErrorInvalidValue;
+  *value = std::max(1, emu::int_from_env("AGENTRL_CUDA_EMU_SMS", 132));
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  return refuse_while_capturing() ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = new emu_stream();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return refuse_while_capturing() ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  *ptr = nullptr;
+  if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
+  const size_t size = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  if (size > (size_t(1) << 40)) return cudaErrorMemoryAllocation;
+  *ptr = std::aligned_alloc(256, size);
+  return *ptr != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t bytes) { return cudaMalloc(ptr, bytes); }
+cudaError_t cudaFreeHost(void* ptr) { return cudaFree(ptr); }
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
+                            cudaStream_t stream) {
+  if (bytes > 0 && (dst == nullptr || src == nullptr)) return cudaErrorInvalidValue;
+  if (record(stream, [=] { std::memmove(dst, src, bytes); })) return cudaSuccess;
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
+  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (bytes > 0 && dst == nullptr) return cudaErrorInvalidValue;
+  if (record(stream, [=] { std::memset(dst, value, bytes); })) return cudaSuccess;
+  if (bytes > 0) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
+  return cudaMemsetAsync(dst, value, bytes, nullptr);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = new emu_event();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (event == nullptr) return cudaErrorInvalidResourceHandle;
+  if (record(stream, [event] { event->ms = now_ms(); })) return cudaSuccess;
+  event->ms = now_ms();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (event == nullptr) return cudaErrorInvalidResourceHandle;
+  return refuse_while_capturing() ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (start == nullptr || end == nullptr) return cudaErrorInvalidResourceHandle;
+  *ms = float(end->ms - start->ms);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (stream == nullptr) return cudaErrorStreamCaptureImplicit;
+  if (stream->capturing) return cudaErrorIllegalState;
+  stream->capturing = true;
+  stream->invalidated = false;
+  stream->recorded.clear();
+  t_capturing.push_back(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  *graph = nullptr;
+  if (stream == nullptr || !stream->capturing) return cudaErrorIllegalState;
+  stream->capturing = false;
+  t_capturing.erase(std::remove(t_capturing.begin(), t_capturing.end(), stream),
+                    t_capturing.end());
+  std::vector<std::function<void()>> ops;
+  ops.swap(stream->recorded);
+  if (stream->invalidated) return cudaErrorStreamCaptureInvalidated;
+  *graph = new emu_graph{std::move(ops)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (graph == nullptr) return cudaErrorInvalidValue;
+  *exec = new emu_graph{graph->ops};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return cudaErrorInvalidValue;
+  if (stream != nullptr && stream->capturing) return cudaErrorStreamCaptureUnsupported;
+  for (const auto& op : exec->ops) op();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 227 * 1024)
+    return cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(emu::g_launch_mutex);
+  emu::g_max_dynamic_shared[func] = value;
+  return cudaSuccess;
+}

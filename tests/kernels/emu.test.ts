@@ -1,0 +1,159 @@
+// The CUDA emulator (kernels/emu/): its own semantics on a harness of small kernels
+// (emu_harness.cu: shuffles, barriers, dynamic shared memory, launch errors, graphs, a
+// deadlock, a race), and the CUDA library run through it: every op against the CPU library
+// (bench/gpu/ops_compare.ts) in three thread orders, and the "no CUDA device" path.
+// Subprocesses, because a process opens each device's library once.
+import assert from "node:assert/strict";
+import { CUDA_EMU_LIBRARY } from "../../kernels/build.ts";
+import { translateCuda } from "../../kernels/emu/translate.ts";
+
+const EMU_LIB = decodeURIComponent(CUDA_EMU_LIBRARY.pathname);
+const built = (() => {
+  try {
+    return Deno.statSync(EMU_LIB).isFile;
+  } catch {
+    return false;
+  }
+})();
+const linuxX64 = Deno.build.os === "linux" && Deno.build.arch === "x86_64";
+const ignore = !built || !linuxX64;
+const why = !linuxX64
+  ? " (skipped: the emulator's fibers need x86-64 Linux)"
+  : !built
+  ? " (skipped: run `deno task build --emulator`)"
+  : "";
+
+const path = (rel: string) => decodeURIComponent(new URL(rel, import.meta.url).pathname);
+
+async function run(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; text: string }> {
+  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" })
+    .output();
+  const dec = new TextDecoder();
+  return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
+}
+
+let harness: Promise<string> | null = null;
+
+/** Translates and compiles emu_harness.cu with the emulator's runtime, once. */
+function buildHarness(): Promise<string> {
+  harness ??= (async () => {
+    const dir = await Deno.makeTempDir({ prefix: "agentrl_emu_" });
+    const src = await Deno.readTextFile(path("./emu_harness.cu"));
+    await Deno.writeTextFile(`${dir}/harness.cpp`, translateCuda(src, "emu_harness.cu"));
+    const emu = path("../../kernels/emu/");
+    const { code, text } = await run(Deno.env.get("CXX") ?? "g++", [
+      "-std=c++17",
+      "-O1",
+      `-I${emu}`,
+      `${dir}/harness.cpp`,
+      `${emu}emu.cpp`,
+      "-o",
+      `${dir}/harness`,
+    ]);
+    assert.equal(code, 0, `compiling the emulator harness failed:\n${text}`);
+    return `${dir}/harness`;
+  })();
+  return harness;
+}
+
+/** The harness's `name: value` lines for a thread order. */
+async function harnessLines(order: string): Promise<Map<string, string>> {
+  const { code, text } = await run(await buildHarness(), [], { AGENTRL_CUDA_EMU_ORDER: order });
+  assert.equal(code, 0, `the harness failed:\n${text}`);
+  const lines = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const at = line.indexOf(": ");
+    if (at > 0 && !line.startsWith("CUDA emulator")) {
+      lines.set(line.slice(0, at), line.slice(at + 2));
+    }
+  }
+  return lines;
+}
+
+Deno.test({
+  name: `CUDA emulator: shuffles, barriers, shared memory, launch checks and graphs${why}`,
+  ignore: !linuxX64,
+  async fn() {
+    const h = await harnessLines("forward");
+    const expected: Record<string, string> = {
+      // sum, 16-lane sum, up 1, down 3, lane 5's value, double xor, ballot of lane % 3 == 0
+      "shuffle lane 0": `496 120 0 3 50 3 ${0x49249249}`,
+      "shuffle lane 17": "496 376 16 20 50 33",
+      "shuffle lane 31": "496 376 30 31",
+      "shuffle lane 33 (second warp)": "496",
+      "block sums match": "1",
+      "reversed": "2 1",
+      "early exit count": "40 last error: 0",
+      "divergent barriers error": "cudaErrorLaunchFailure",
+      "2048 threads": "cudaErrorInvalidConfiguration",
+      "64 KiB shared": "cudaErrorInvalidValue",
+      "64 KiB shared after the attribute": "cudaSuccess",
+      "while recording": "x[0] 0 copied -1",
+      "after two replays": "copied 2",
+      "synchronize while recording":
+        "cudaErrorStreamCaptureUnsupported, then cudaErrorStreamCaptureInvalidated",
+    };
+    for (const [name, value] of Object.entries(expected)) {
+      assert.equal(h.get(name), value, `harness line '${name}'`);
+    }
+  },
+});
+
+Deno.test({
+  name: `CUDA emulator: a read that no barrier orders changes with the thread order${why}`,
+  ignore: !linuxX64,
+  async fn() {
+    const [forward, reverse] = await Promise.all([
+      harnessLines("forward"),
+      harnessLines("reverse"),
+    ]);
+    assert.notEqual(forward.get("racy read"), reverse.get("racy read"));
+    assert.deepEqual(
+      [...forward].filter(([k]) => k !== "racy read"),
+      [...reverse].filter(([k]) => k !== "racy read"),
+      "everything a barrier orders must not depend on the order",
+    );
+  },
+});
+
+const OPS_COMPARE = path("../../bench/gpu/ops_compare.ts");
+
+for (const order of ["forward", "reverse", "shuffle"]) {
+  Deno.test({
+    name:
+      `the CUDA library, emulated (${order} thread order), matches the CPU library on every op${why}`,
+    ignore,
+    async fn() {
+      const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
+        AGENTRL_KERNELS_CUDA: EMU_LIB,
+        AGENTRL_CUDA_EMU_ORDER: order,
+        NO_COLOR: "1",
+      });
+      assert.equal(code, 0, `ops_compare on the emulated CUDA library failed:\n${text}`);
+      const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
+      assert.ok(m, `no summary line in:\n${text}`);
+      assert.equal(m[1], m[2]);
+      assert.ok(Number(m[2]) > 100, `only ${m[2]} outputs compared`);
+    },
+  });
+}
+
+Deno.test({
+  name: `the CUDA library, emulated with no device, says "no CUDA device"${why}`,
+  ignore,
+  async fn() {
+    const script = `import { Kernels } from ${JSON.stringify(path("../../ffi/mod.ts"))};
+      try { Kernels.open({ device: "cuda" }); console.log("opened"); }
+      catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
+    const { code, text } = await run(Deno.execPath(), ["eval", script], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      AGENTRL_CUDA_EMU_DEVICES: "0",
+    });
+    assert.equal(code, 0, text);
+    assert.match(text, /KernelError: .*no CUDA device/);
+  },
+});

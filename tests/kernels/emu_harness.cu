@@ -1,0 +1,165 @@
+// Kernels that exercise the CUDA emulator (kernels/emu/): translated by kernels/emu/translate.ts,
+// compiled with the host compiler and run by emu.test.ts, which reads the `name: value` lines.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+__global__ void shuffles(int* out) {
+  const int lane = threadIdx.x & 31;
+  int sum = lane;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  int half = lane;  // xor within 16-lane halves
+  for (int o = 8; o > 0; o >>= 1) half += __shfl_xor_sync(0xffffffffu, half, o, 16);
+  const int up = __shfl_up_sync(0xffffffffu, lane, 1);
+  const int down = __shfl_down_sync(0xffffffffu, lane, 3);
+  const int from = __shfl_sync(0xffffffffu, lane * 10, 5);
+  const double d = __shfl_xor_sync(0xffffffffu, 0.5 + lane, 1);
+  const unsigned votes = __ballot_sync(0xffffffffu, lane % 3 == 0);
+  int* o = out + threadIdx.x * 7;
+  o[0] = sum;
+  o[1] = half;
+  o[2] = up;
+  o[3] = down;
+  o[4] = from;
+  o[5] = int(d * 2);
+  o[6] = int(votes);
+}
+
+// Block sum through shared memory, a 2-D block and a 2-D grid.
+__global__ void block_sums(float* out, const float* x) {
+  __shared__ float part[32];
+  const int t = threadIdx.y * blockDim.x + threadIdx.x, n = blockDim.x * blockDim.y;
+  const int block = blockIdx.y * gridDim.x + blockIdx.x;
+  float v = x[block * n + t];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((t & 31) == 0) part[t >> 5] = v;
+  __syncthreads();
+  if (t == 0) {
+    float s = 0;
+    for (int w = 0; w < n / 32; w++) s += part[w];
+    out[block] = s;
+  }
+}
+
+// Reverses a row in dynamic shared memory.
+__global__ void reverse_row(float* out, const float* x, int n) {
+  extern __shared__ float row[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) row[i] = x[i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = row[n - 1 - i];
+}
+
+// Threads that return early drop out of later barriers (as on Volta and newer).
+__global__ void early_exit(int* out) {
+  __shared__ int count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  if (threadIdx.x >= 40) return;
+  atomicAdd(&count, 1);
+  __syncthreads();
+  if (threadIdx.x == 0) *out = count;
+}
+
+// Half a warp at __syncthreads, the other half at __syncwarp: no barrier can complete.
+__global__ void divergent_barriers(int* out) {
+  if (threadIdx.x < 16)
+    __syncthreads();
+  else
+    __syncwarp();
+  *out = 1;
+}
+
+// Thread 0 reads what thread 1 writes with no barrier between: the answer depends on the order.
+__global__ void racy(int* out) {
+  __shared__ int slot[2];
+  slot[threadIdx.x] = 0;
+  __syncthreads();
+  if (threadIdx.x == 1) slot[1] = 7;
+  if (threadIdx.x == 0) *out = slot[1];
+}
+
+__global__ void add_one(float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+
+int main() {
+  int* ints = nullptr;
+  cudaMalloc(&ints, 64 * 7 * sizeof(int));
+  shuffles<<<1, 64>>>(ints);
+  std::vector<int> s(64 * 7);
+  cudaMemcpy(s.data(), ints, s.size() * sizeof(int), cudaMemcpyDeviceToHost);
+  std::printf("shuffle lane 0: %d %d %d %d %d %d %u\n", s[0], s[1], s[2], s[3], s[4], s[5],
+              unsigned(s[6]));
+  std::printf("shuffle lane 17: %d %d %d %d %d %d\n", s[17 * 7], s[17 * 7 + 1], s[17 * 7 + 2],
+              s[17 * 7 + 3], s[17 * 7 + 4], s[17 * 7 + 5]);
+  std::printf("shuffle lane 31: %d %d %d %d\n", s[31 * 7], s[31 * 7 + 1], s[31 * 7 + 2],
+              s[31 * 7 + 3]);
+  std::printf("shuffle lane 33 (second warp): %d\n", s[33 * 7]);
+
+  const int n = 4 * 6 * 128;
+  float *x = nullptr, *y = nullptr;
+  cudaMalloc(&x, n * sizeof(float));
+  cudaMalloc(&y, n * sizeof(float));
+  std::vector<float> host(n);
+  for (int i = 0; i < n; i++) host[i] = float(i % 97);
+  cudaMemcpy(x, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+  block_sums<<<dim3(4, 6), dim3(32, 4)>>>(y, x);
+  std::vector<float> sums(24);
+  cudaMemcpy(sums.data(), y, sums.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  double expect_ok = 1;
+  for (int b = 0; b < 24; b++) {
+    double e = 0;
+    for (int t = 0; t < 128; t++) e += host[b * 128 + t];
+    expect_ok *= e == sums[b];
+  }
+  std::printf("block sums match: %d\n", int(expect_ok));
+
+  reverse_row<<<1, 64, 100 * sizeof(float)>>>(y, x, 100);
+  cudaMemcpy(sums.data(), y, 2 * sizeof(float), cudaMemcpyDeviceToHost);
+  std::printf("reversed: %g %g\n", sums[0], sums[1]);
+
+  early_exit<<<1, 128>>>(ints);
+  cudaMemcpy(s.data(), ints, sizeof(int), cudaMemcpyDeviceToHost);
+  std::printf("early exit count: %d last error: %d\n", s[0], int(cudaGetLastError()));
+
+  divergent_barriers<<<1, 32>>>(ints);
+  std::printf("divergent barriers error: %s\n", cudaGetErrorName(cudaGetLastError()));
+
+  racy<<<1, 2>>>(ints);
+  cudaMemcpy(s.data(), ints, sizeof(int), cudaMemcpyDeviceToHost);
+  std::printf("racy read: %d\n", s[0]);
+
+  add_one<<<1, 2048>>>(x, n);
+  std::printf("2048 threads: %s\n", cudaGetErrorName(cudaGetLastError()));
+  reverse_row<<<1, 64, 64 * 1024>>>(y, x, 100);
+  std::printf("64 KiB shared: %s\n", cudaGetErrorName(cudaGetLastError()));
+  cudaFuncSetAttribute(reverse_row, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
+  reverse_row<<<1, 64, 64 * 1024>>>(y, x, 100);
+  std::printf("64 KiB shared after the attribute: %s\n", cudaGetErrorName(cudaGetLastError()));
+
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  add_one<<<(n + 255) / 256, 256, 0, stream>>>(x, n);
+  float first = -1;
+  cudaMemcpyAsync(&first, x, sizeof(float), cudaMemcpyDeviceToHost, stream);
+  std::printf("while recording: x[0] %g copied %g\n", double(host[0]), double(first));
+  cudaGraph_t graph;
+  cudaStreamEndCapture(stream, &graph);
+  cudaGraphExec_t exec;
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, stream);
+  cudaGraphLaunch(exec, stream);
+  cudaStreamSynchronize(stream);
+  std::printf("after two replays: copied %g\n", double(first));
+
+  cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  const cudaError_t sync = cudaStreamSynchronize(stream);
+  cudaGraph_t broken = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &broken);
+  std::printf("synchronize while recording: %s, then %s\n", cudaGetErrorName(sync),
+              cudaGetErrorName(end));
+  return 0;
+}
