@@ -398,14 +398,36 @@ constexpr int kKeysPerWarpStep = 8;  // keys a warp reads at once (independent l
 constexpr int kDecodeMaxSplits = 16;
 constexpr int kDecodeMinKeysPerSplit = 32;
 
+// out (d) = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s over a row's split records
+// (read past L1: other blocks wrote them).
+__device__ void combine_splits(float* __restrict__ out, const float* recs, int32_t d,
+                               int splits) {
+  float mx = -INFINITY;
+  for (int sp = 0; sp < splits; sp++) mx = fmaxf(mx, __ldcg(recs + sp * (d + 2) + d));
+  float total = 0.0f;
+  for (int sp = 0; sp < splits; sp++) {
+    const float* r = recs + sp * (d + 2);
+    total += __ldcg(r + d + 1) * __expf(__ldcg(r + d) - mx);
+  }
+  const float inv = 1.0f / total;
+  for (int c = threadIdx.x; c < d; c += blockDim.x) {
+    float a = 0.0f;
+    for (int sp = 0; sp < splits; sp++) {
+      const float* r = recs + sp * (d + 2);
+      a += __ldcg(r + c) * __expf(__ldcg(r + d) - mx);
+    }
+    out[c] = a * inv;
+  }
+}
+
 // One block per (query i, head h, split sp): online softmax over chunks of split sp's share
 // of the slot's first lens[i] keys (all of them when splits = 1). Each warp takes
 // kKeysPerWarpStep keys at a time and its lanes split the head dimension (coalesced rows):
 // for scores a butterfly sums the lanes' products; for values each lane keeps its dims'
 // sums, and the warps' sums are added at the end. With splits > 1 (flash-decoding: more
 // blocks than heads when few tokens decode) each block writes its running max, sum and
-// unnormalized output to `partial` (row-major (N, HQ, splits) records of D + 2 floats) and
-// attention_decode_combine_kernel merges them.
+// unnormalized output to `partial` (row-major (N, HQ, splits) records of D + 2 floats), counts
+// itself in done[row], and the row's last block merges the records.
 template <int kThreads, int kDpl>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_kernel(float* __restrict__ out, float* __restrict__ partial,
@@ -413,7 +435,7 @@ __global__ void __launch_bounds__(kThreads)
                             const float* __restrict__ k_cache, const float* __restrict__ v_cache,
                             const int32_t* __restrict__ slots, const int32_t* __restrict__ lens,
                             int32_t s, int32_t hq, int32_t hkv, int32_t l, int32_t d, float scale,
-                            int splits, int* flag, int64_t* flag_index) {
+                            int splits, int* __restrict__ done, int* flag, int64_t* flag_index) {
   constexpr int kDecodeWarps = kThreads / 32;
   __shared__ float qs[kMaxHeadDim];
   __shared__ float ps[kDecodeChunk];
@@ -533,34 +555,24 @@ __global__ void __launch_bounds__(kThreads)
     rec[d] = m;  // -inf for a split with no keys (its sum and output are 0)
     rec[d + 1] = lsum;
   }
+  // The last of the row's splits to finish merges the records (no second kernel): its
+  // records are visible device-wide before the count that admits the merging block.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&done[row], 1) == splits - 1;
+    if (last) done[row] = 0;  // ready for the next call (or graph replay)
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  combine_splits(out + row * d, partial + row * splits * (d + 2), d, splits);
 }
 
-// out (row) = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s over the splits' records.
-__global__ void attention_decode_combine_kernel(float* __restrict__ out,
-                                                const float* __restrict__ partial, int32_t d,
-                                                int splits, const int32_t* __restrict__ slots,
-                                                const int32_t* __restrict__ lens, int32_t s,
-                                                int32_t hq, int32_t l) {
-  const int64_t row = blockIdx.x;
-  const int32_t i = int32_t(row / hq), slot = slots[i], len = lens[i];
-  if (slot < 0 || slot >= s || len < 1 || len > l) return;  // flagged by the split kernel
-  const float* recs = partial + row * splits * (d + 2);
-  float mx = -INFINITY;
-  for (int sp = 0; sp < splits; sp++) mx = fmaxf(mx, recs[sp * (d + 2) + d]);
-  float total = 0.0f;
-  for (int sp = 0; sp < splits; sp++) {
-    const float* r = recs + sp * (d + 2);
-    total += r[d + 1] * __expf(r[d] - mx);
-  }
-  const float inv = 1.0f / total;
-  for (int c = threadIdx.x; c < d; c += blockDim.x) {
-    float a = 0.0f;
-    for (int sp = 0; sp < splits; sp++) {
-      const float* r = recs + sp * (d + 2);
-      a += r[c] * __expf(r[d] - mx);
-    }
-    out[row * d + c] = a * inv;
-  }
+// Bytes of split records in ctx->decode_partial (the per-row counters follow them).
+size_t decode_records_bytes(const arl_ctx* ctx) {
+  return size_t(3) * ctx->num_sms * (kMaxHeadDim + 2) * sizeof(float);
 }
 
 // Splits per (token, head) for n tokens of hq heads over caches of l positions: enough
@@ -575,12 +587,16 @@ int decode_splits(arl_ctx* ctx, int32_t n, int32_t hq, int32_t l, int32_t d) {
   splits = min(splits, int64_t(kDecodeMaxSplits));
   splits = min(splits, int64_t((l + kDecodeMinKeysPerSplit - 1) / kDecodeMinKeysPerSplit));
   if (splits < 2) return 1;
-  // records for up to 2 * num_sms + rows blocks (< 3 * num_sms) of kMaxHeadDim + 2 floats
-  const size_t bytes = size_t(3) * ctx->num_sms * (kMaxHeadDim + 2) * sizeof(float);
+  // records for up to 2 * num_sms + rows blocks (< 3 * num_sms) of kMaxHeadDim + 2 floats,
+  // then decode_done_counters(ctx) per-row counts of finished splits (zero between calls)
+  const size_t bytes = decode_records_bytes(ctx);
   if (ctx->decode_partial == nullptr) {
     if (ctx->capturing) return 1;
-    if (cudaMalloc(&ctx->decode_partial, bytes) != cudaSuccess) {
+    const size_t counters = size_t(ctx->num_sms) * sizeof(int);
+    if (cudaMalloc(&ctx->decode_partial, bytes + counters) != cudaSuccess ||
+        cudaMemset(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters) != cudaSuccess) {
       cudaGetLastError();
+      if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
       ctx->decode_partial = nullptr;
       return 1;
     }
@@ -610,11 +626,12 @@ void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, con
                    int splits) {
   if (splits == 1)
     attention_decode_kernel<512, kDpl><<<dim3(n, hq, 1), 512, 0, ctx->stream>>>(
-        out, nullptr, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, 1, ctx->flag,
-        ctx->flag_index);
+        out, nullptr, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, 1, nullptr,
+        ctx->flag, ctx->flag_index);
   else
     attention_decode_kernel<128, kDpl><<<dim3(n, hq, splits), 128, 0, ctx->stream>>>(
         out, partial, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, splits,
+        reinterpret_cast<int*>(reinterpret_cast<char*>(partial) + decode_records_bytes(ctx)),
         ctx->flag, ctx->flag_index);
 }
 
@@ -794,10 +811,6 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
     case 4: launch_decode<4>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
     default: launch_decode<8>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
   }
-  ARL_LAUNCHED(ctx);
-  if (splits == 1) return ARL_OK;
-  attention_decode_combine_kernel<<<unsigned(int64_t(n) * hq), 64, 0, ctx->stream>>>(
-      out, partial, d, splits, slots, lens, s, hq, l);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -175,6 +175,14 @@ template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
+template <typename T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+template <typename T>
+inline T __ldcv(const T* p) {
+  return *p;
+}
 
 inline float __uint_as_float(unsigned v) {
   float f;
