@@ -119,6 +119,36 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  arl_rmsnorm_linear_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* norm_weight (K) */
+      ptr, /* const float* w (N, K) */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      f32, /* float eps */
+    ],
+    result: status,
+  },
+  arl_rmsnorm_linear_forward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* norm_weight (K) */
+      ptr, /* const uint16_t* w (N, K), bf16 */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      f32, /* float eps */
+    ],
+    result: status,
+  },
   arl_linear_backward_bf16: {
     parameters: [
       ptr, /* ctx */

@@ -40,6 +40,7 @@ import {
   type PpoLossParams,
   rmsnormBackward,
   rmsnormForward,
+  rmsnormLinearForward,
   rope,
   sample,
   type SampleRow,
@@ -265,6 +266,31 @@ function matmulCases(seed: number): Case[] {
         return { y: y.read() };
       },
     });
+  }
+  // Decode fusion: RMSNorm inside the GEMV (up to 8 rows; k = 37 the unaligned loop), and the
+  // unfused path past 8 rows; fp32 and bf16 weights.
+  for (const [fm, fk] of [[1, 96], [3, 96], [8, 96], [2, 37], [12, 96]] as const) {
+    const q = new Rand(`rmsnorm linear ${fm}x${fk}`, seed);
+    const [fx, nw, fw, fb] = [
+      q.randn(fm * fk, 2),
+      q.uniforms(fk, 0.5, 1.5),
+      q.randn(ln * fk, 0.1),
+      q.randn(ln),
+    ];
+    const fw16 = bf16Bits(fw);
+    for (const [weights, bias] of [["fp32", true], ["bf16", true], ["bf16", false]] as const) {
+      cases.push({
+        op: `rmsnormLinearForward ${weights} weights, ${fm} rows k=${fk}${bias ? " bias" : ""}`,
+        tol: fm > 8 && weights === "bf16" ? TOL_BF16 : fm > 8 ? TOL_GEMM : TOL_FP32,
+        run: (s) => {
+          const y = s.nan([fm, ln]);
+          const ws = weights === "bf16" ? s.bf16(fw16, [ln, fk]) : s.f32(fw, [ln, fk]);
+          const b = bias ? s.f32(fb) : null;
+          rmsnormLinearForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(nw), ws, b, 1e-6);
+          return { y: y.read() };
+        },
+      });
+    }
   }
   cases.push({
     op: "linearBackward bf16 weights",

@@ -55,3 +55,21 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: %s x %s = %lld elements is too large",    \
                        __func__, #a, #b, (long long)((int64_t)(a) * (int64_t)(b)));     \
   } while (0)
+
+// The arguments of arl_rmsnorm_linear_forward[_bf16] (bias may be null).
+#define ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps)                  \
+  do {                                                                                  \
+    ARL_NOT_NULL(ctx, y);                                                               \
+    ARL_NOT_NULL(ctx, x);                                                               \
+    ARL_NOT_NULL(ctx, norm_weight);                                                     \
+    ARL_NOT_NULL(ctx, w);                                                               \
+    ARL_POSITIVE(ctx, m);                                                               \
+    ARL_POSITIVE(ctx, n);                                                               \
+    ARL_POSITIVE(ctx, k);                                                               \
+    ARL_PRODUCT(ctx, m, k);                                                             \
+    ARL_PRODUCT(ctx, m, n);                                                             \
+    ARL_PRODUCT(ctx, n, k);                                                             \
+    if (!((eps) >= 0.0f))                                                               \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,    \
+                       double(eps));                                                    \
+  } while (0)

@@ -4,7 +4,9 @@
 // every row is 16-byte aligned) and dotted with the M rows of x (small, served from cache).
 // A block of kGemvWarps warps covers kGemvWarps / S columns with S warps per column (each a
 // slice of K, summed in shared memory), S chosen so that narrow layers still put enough
-// loads in flight.
+// loads in flight. With kNorm (decode fusion) x's rows are RMS-normalized on the way in:
+// every block finds the rows' rstd (x is small), the weights are scaled by the norm weight
+// as they stream, and each output by its row's rstd.
 #pragma once
 
 #include "common.cuh"
@@ -38,15 +40,51 @@ struct Wide16 {
   }
 };
 
-template <int M, typename W, bool kVec>
+// 1 / sqrt(mean(x_r^2) + eps) of each of the M rows of x (M, K), in every thread (double
+// sums, as the CPU library's arl_rmsnorm_forward).
+template <int M>
+__device__ inline void rows_rstd(float (&rstd)[M], const float* __restrict__ x, int32_t k,
+                                 float eps) {
+  __shared__ double sums[kGemvWarps][M];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  double ss[M];
+#pragma unroll
+  for (int r = 0; r < M; r++) ss[r] = 0.0;
+  for (int32_t i = threadIdx.x; i < k; i += blockDim.x) {
+#pragma unroll
+    for (int r = 0; r < M; r++) {
+      const float v = __ldg(&x[int64_t(r) * k + i]);
+      ss[r] += double(v) * v;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < M; r++) {
+    for (int o = 16; o > 0; o >>= 1) ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], o);
+    if (lane == 0) sums[warp][r] = ss[r];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < M; r++) {
+    double t = 0.0;
+    for (int v = 0; v < kGemvWarps; v++) t += sums[v][r];
+    rstd[r] = float(1.0 / sqrt(t / k + eps));
+  }
+}
+
+template <int M, typename W, bool kVec, bool kNorm>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_rows_kernel(float* __restrict__ y, const float* __restrict__ x,
                      const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
-                     int32_t k, int split, bool accumulate) {
+                     int32_t k, int split, bool accumulate, const float* __restrict__ norm_weight,
+                     float eps) {
   __shared__ float part[kGemvWarps][M];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cols = kGemvWarps / split, slice = warp % split;
   const int64_t j = int64_t(blockIdx.x) * cols + warp / split;
+  float rstd[M];
+#pragma unroll
+  for (int r = 0; r < M; r++) rstd[r] = 1.0f;
+  if (kNorm) rows_rstd<M>(rstd, x, k, eps);
   float acc[M];
 #pragma unroll
   for (int r = 0; r < M; r++) acc[r] = 0.0f;
@@ -59,6 +97,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       for (int32_t i = slice * 32 + lane; i < kv; i += 32 * split) {
         Wide16<W> a;
         a.load(wj + int64_t(i) * E);
+        if (kNorm) {
+          const float4* g = reinterpret_cast<const float4*>(norm_weight + int64_t(i) * E);
+#pragma unroll
+          for (int q = 0; q < E / 4; q++) {
+            const float4 gq = __ldg(g + q);
+            a.v[4 * q] *= gq.x;
+            a.v[4 * q + 1] *= gq.y;
+            a.v[4 * q + 2] *= gq.z;
+            a.v[4 * q + 3] *= gq.w;
+          }
+        }
 #pragma unroll
         for (int r = 0; r < M; r++) {
           const float4* xr = reinterpret_cast<const float4*>(x + int64_t(r) * k + int64_t(i) * E);
@@ -72,7 +121,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       }
     } else {
       for (int32_t i = slice * 32 + lane; i < k; i += 32 * split) {
-        const float a = widen(__ldg(&wj[i]));
+        const float a = widen(__ldg(&wj[i])) * (kNorm ? __ldg(&norm_weight[i]) : 1.0f);
 #pragma unroll
         for (int r = 0; r < M; r++) acc[r] = fmaf(a, __ldg(&x[int64_t(r) * k + i]), acc[r]);
       }
@@ -92,6 +141,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   for (int r = 0; r < M; r++) {
     float sum = 0.0f;
     for (int t = 0; t < split; t++) sum += part[warp + t][r];
+    sum *= rstd[r];
     float* out = &y[int64_t(r) * n + j];
     *out = accumulate ? *out + sum + b : sum + b;
   }
@@ -99,7 +149,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
 template <int M, typename W>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
-                 int32_t n, int32_t k, bool accumulate) {
+                 int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps) {
   // Warps per column: enough warps in all (~16 per SM) without slices under 128 values.
   int split = 1;
   while (split < kGemvWarps && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
@@ -109,28 +159,37 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   const unsigned blocks = unsigned((int64_t(n) + cols - 1) / cols);
   constexpr int E = Wide16<W>::kCount;
   const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
-                                   reinterpret_cast<uintptr_t>(w)) & 15) == 0;
-  if (vec)
-    gemv_rows_kernel<M, W, true><<<blocks, kGemvWarps * 32, 0, ctx->stream>>>(
-        y, x, w, bias, n, k, split, accumulate);
-  else
-    gemv_rows_kernel<M, W, false><<<blocks, kGemvWarps * 32, 0, ctx->stream>>>(
-        y, x, w, bias, n, k, split, accumulate);
+                                   reinterpret_cast<uintptr_t>(w) |
+                                   reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
+  const unsigned threads = kGemvWarps * 32;
+#define ARL_GEMV(VEC, NORM)                                                     \
+  gemv_rows_kernel<M, W, VEC, NORM><<<blocks, threads, 0, ctx->stream>>>(       \
+      y, x, w, bias, n, k, split, accumulate, norm_weight, eps)
+  if (norm_weight != nullptr) {
+    if (vec) ARL_GEMV(true, true);
+    else ARL_GEMV(false, true);
+  } else {
+    if (vec) ARL_GEMV(true, false);
+    else ARL_GEMV(false, false);
+  }
+#undef ARL_GEMV
 }
 
-// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch).
+// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch); with norm_weight,
+// x's rows are RMS-normalized first (eps) and scaled by it.
 template <typename W>
 void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
-               int32_t n, int32_t k, bool accumulate) {
+               int32_t n, int32_t k, bool accumulate, const float* norm_weight = nullptr,
+               float eps = 0.0f) {
   switch (m) {
-    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate);
-    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate);
-    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate);
-    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate);
-    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate);
-    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate);
-    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate);
-    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate);
+    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
   }
 }
 

@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 3
+#define ARL_ABI_VERSION 4
 
 typedef int32_t arl_status;
 enum {
@@ -158,6 +158,21 @@ ARL_API arl_status arl_embedding_backward(arl_ctx* ctx, float* dwte, const float
 /* out (T, C) = x / rms(x) * weight (C); rstd (T) = 1 / sqrt(mean(x^2) + eps) (saved). */
 ARL_API arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const float* x,
                                        const float* weight, int32_t t, int32_t c, float eps);
+/*
+ * Decode fusion (ABI version 4): y (M, N) = rmsnorm(x (M, K); norm_weight (K), eps) .
+ * w (N, K)^T + bias (N; may be NULL), the normalized rows never stored. The CUDA library
+ * folds the norm into its few-row GEMV (M <= 8); otherwise, and on the CPU, it is
+ * arl_rmsnorm_forward into scratch memory, then arl_linear_forward. _bf16: w in bf16 (as in
+ * arl_linear_forward_bf16).
+ */
+ARL_API arl_status arl_rmsnorm_linear_forward(arl_ctx* ctx, float* y, const float* x,
+                                              const float* norm_weight, const float* w,
+                                              const float* bias, int32_t m, int32_t n,
+                                              int32_t k, float eps);
+ARL_API arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                                   const float* norm_weight, const uint16_t* w,
+                                                   const float* bias, int32_t m, int32_t n,
+                                                   int32_t k, float eps);
 /* dx (T, C) = (written); dweight (C) += ... */
 ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
                                         const float* dout, const float* x, const float* rstd,

@@ -51,6 +51,7 @@ import {
   attentionBackward,
   attentionDecode,
   attentionForward,
+  DECODE_FUSION_MAX_ROWS,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -63,6 +64,7 @@ import {
   logprobForward,
   rmsnormBackward,
   rmsnormForward,
+  rmsnormLinearForward,
   rope,
   swigluBackward,
   swigluForward,
@@ -871,15 +873,22 @@ export class Qwen2Model implements Disposable {
   #cachedLayers(cache: Qwen2KvCache, d: DecodeActs): void {
     const cfg = this.config;
     const k = this.kernels;
+    // Few rows: each RMSNorm rides in the projections that read it (one kernel on the GPU).
+    const fuse = d.n <= DECODE_FUSION_MAX_ROWS;
+    const eps = cfg.rms_norm_eps;
+    const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
+      fuse
+        ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps)
+        : linearForward(k, y, d.h, w, bias);
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#wc.layers[l]!;
-      rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, cfg.rms_norm_eps);
+      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
       if (d.qkv && w.qkv) { // one token, stacked bf16 weights: one GEMV
-        linearForward(k, d.qkv, d.h, w.qkv, w.bqkv ?? null);
+        normed(d.qkv, w.ln1, w.qkv, w.bqkv ?? null);
       } else {
-        linearForward(k, d.q, d.h, w.wq, w.bq);
-        linearForward(k, d.k, d.h, w.wk, w.bk);
-        linearForward(k, d.v, d.h, w.wv, w.bv);
+        normed(d.q, w.ln1, w.wq, w.bq);
+        normed(d.k, w.ln1, w.wk, w.bk);
+        normed(d.v, w.ln1, w.wv, w.bv);
       }
       if (d.qk3) { // one token: its q and k heads are adjacent
         rope(k, d.qk3, d.qk3, d.positions, cfg.rope_theta);
@@ -890,12 +899,12 @@ export class Qwen2Model implements Disposable {
       kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
       attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, this.#scale);
       linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
-      rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, cfg.rms_norm_eps);
+      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, eps);
       if (d.gu && w.gu) {
-        linearForward(k, d.gu, d.h, w.gu);
+        normed(d.gu, w.ln2, w.gu, null);
       } else {
-        linearForward(k, d.g, d.h, w.wg);
-        linearForward(k, d.u, d.h, w.wu);
+        normed(d.g, w.ln2, w.wg, null);
+        normed(d.u, w.ln2, w.wu, null);
       }
       swigluForward(k, d.s, d.g, d.u);
       linearForward(k, d.x, d.s, w.wd, null, true);

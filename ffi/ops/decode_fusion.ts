@@ -1,0 +1,36 @@
+/** Decode fusions: calls a decode step makes back to back, fused on the GPU. @module */
+import type { Kernels } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
+
+/**
+ * Rows up to which the CUDA library fuses these calls into one kernel; above it they run
+ * unfused through scratch memory (which a graph being recorded cannot use).
+ */
+export const DECODE_FUSION_MAX_ROWS = 8;
+
+/**
+ * y (M, N) = rmsnorm(x (M, K); normWeight (K), eps) . w (N, K)^T + bias (N): the norm and the
+ * linear layer in one call, the normalized rows never stored. w is fp32 or bf16.
+ */
+export function rmsnormLinearForward(
+  k: Kernels,
+  y: Tensor,
+  x: Tensor,
+  normWeight: Tensor,
+  w: Tensor,
+  bias: Tensor | null,
+  eps: number,
+): void {
+  expectTensor(x, "x", "f32", [-1, -1]);
+  const [m, kk] = [dim(x, 0), dim(x, 1)];
+  expectTensor(normWeight, "normWeight", "f32", [kk]);
+  const bf16 = expectWeight(w, "w", [-1, kk]);
+  const n = dim(w, 0);
+  expectTensor(y, "y", "f32", [m, n]);
+  if (bias) expectTensor(bias, "bias", "f32", [n]);
+  expectNumber(eps, "eps");
+  const name = bf16 ? "arl_rmsnorm_linear_forward_bf16" : "arl_rmsnorm_linear_forward";
+  const fn = bf16 ? k.sym.arl_rmsnorm_linear_forward_bf16 : k.sym.arl_rmsnorm_linear_forward;
+  k.check(name, fn(k.ctx, y.ptr, x.ptr, normWeight.ptr, w.ptr, ptrOf(bias), m, n, kk, eps));
+}

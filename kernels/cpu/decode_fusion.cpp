@@ -1,0 +1,50 @@
+// Decode fusions (ABI version 4). On the CPU they are the unfused calls in sequence, with the
+// intermediate rows in temporary memory: the CUDA library fuses them to save kernel launches.
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+// rmsnorm(x) into temporary rows, then linear(those rows): the fp32 or bf16 entry point.
+template <class Linear>
+arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
+                               const float* norm_weight, int32_t m, int32_t k, float eps,
+                               Linear&& linear) {
+  std::vector<float> h, rstd;
+  if (arl_status s = arl::guarded(ctx, fn, [&] {
+        h.resize(size_t(m) * size_t(k));
+        rstd.resize(size_t(m));
+      }))
+    return s;
+  if (arl_status s = arl_rmsnorm_forward(ctx, h.data(), rstd.data(), x, norm_weight, m, k, eps))
+    return s;
+  return linear(h.data());
+}
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_rmsnorm_linear_forward(arl_ctx* ctx, float* y, const float* x,
+                                      const float* norm_weight, const float* w, const float* bias,
+                                      int32_t m, int32_t n, int32_t k, float eps) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
+  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
+    return arl_linear_forward(ctx, y, h, w, bias, m, n, k, 0);
+  });
+}
+
+arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                           const float* norm_weight, const uint16_t* w,
+                                           const float* bias, int32_t m, int32_t n, int32_t k,
+                                           float eps) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
+  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
+    return arl_linear_forward_bf16(ctx, y, h, w, bias, m, n, k, 0);
+  });
+}
+
+}  // extern "C"

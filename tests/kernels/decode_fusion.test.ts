@@ -1,0 +1,85 @@
+// The decode fusions on the CPU: rmsnormLinearForward is rmsnormForward then linearForward
+// (bit for bit: the CPU library runs exactly those calls), for fp32 and bf16 weights, and
+// matches the float64 reference; bad arguments get clear errors. The CUDA kernels that fuse
+// them are compared with these results by bench/gpu/ops_compare.ts (emulated in emu.test.ts).
+import assert from "node:assert/strict";
+import {
+  KernelError,
+  linearForward,
+  rmsnormForward,
+  rmsnormLinearForward,
+  Tensor,
+  toBf16,
+} from "../../ffi/mod.ts";
+import { assertClose, f32, maxAbs, nans, openKernels, Rng } from "./_helpers.ts";
+import { linearForwardRef, rmsnormRef } from "./_reference.ts";
+
+Deno.test("rmsnormLinearForward equals rmsnormForward then linearForward, fp32 and bf16 weights", () => {
+  using k = openKernels();
+  const rng = new Rng("rmsnorm linear");
+  for (const [m, n, kk] of [[1, 33, 40], [3, 17, 64], [12, 9, 96]] as const) {
+    const x = rng.randn(m * kk, 2), nw = rng.uniformArray(kk, 0.5, 1.5);
+    const w = rng.randn(n * kk, 0.3), bias = rng.randn(n);
+    using tx = f32(k, x, [m, kk]);
+    using tnw = f32(k, nw, [kk]);
+    using tw = f32(k, w, [n, kk]);
+    using w16 = new Tensor(k, [n, kk], "bf16");
+    toBf16(k, w16, tw);
+    using tb = f32(k, bias, [n]);
+    for (const weights of [tw, w16]) {
+      for (const b of [tb, null]) {
+        using h = nans(k, [m, kk]);
+        using rstd = nans(k, [m]);
+        using expected = nans(k, [m, n]);
+        rmsnormForward(k, h, rstd, tx, tnw, 1e-6);
+        linearForward(k, expected, h, weights, b);
+        using y = nans(k, [m, n]);
+        rmsnormLinearForward(k, y, tx, tnw, weights, b, 1e-6);
+        const what = `${m}x${kk} -> ${n}, ${weights.dtype} weights${b ? ", bias" : ""}`;
+        assert.deepEqual(Array.from(y.view()), Array.from(expected.view()), what);
+      }
+    }
+    const ref = linearForwardRef(rmsnormRef(x, nw, m, kk, 1e-6).out, w, bias, m, n, kk);
+    using y = nans(k, [m, n]);
+    rmsnormLinearForward(k, y, tx, tnw, tw, tb, 1e-6);
+    assertClose(y.view(), ref.y, `${m}x${kk} against the reference`, {
+      rtol: 1e-5,
+      atol: 1e-5 * maxAbs(ref.y),
+    });
+  }
+});
+
+Deno.test("rmsnormLinearForward: mismatched shapes, a bad eps and null pointers are clear errors", () => {
+  using k = openKernels();
+  using x = f32(k, new Float32Array(6), [2, 3]);
+  using nw = f32(k, new Float32Array(3).fill(1), [3]);
+  using w = f32(k, new Float32Array(12), [4, 3]);
+  using y = nans(k, [2, 4]);
+  assert.throws(
+    () => rmsnormLinearForward(k, y, x, f32(k, new Float32Array(4), [4]), w, null, 1e-6),
+    /normWeight/,
+  );
+  assert.throws(() => rmsnormLinearForward(k, nans(k, [2, 5]), x, nw, w, null, 1e-6), /y/);
+  assert.throws(() => rmsnormLinearForward(k, y, x, nw, w, null, -1), (e: unknown) => {
+    assert.ok(e instanceof KernelError, String(e));
+    assert.match(e.message, /arl_rmsnorm_linear_forward: eps must be >= 0, got -1/);
+    return true;
+  });
+  const status = k.sym.arl_rmsnorm_linear_forward(
+    k.ctx,
+    y.ptr,
+    null,
+    nw.ptr,
+    w.ptr,
+    null,
+    2,
+    4,
+    3,
+    0,
+  );
+  assert.throws(() => k.check("arl_rmsnorm_linear_forward", status), (e: unknown) => {
+    assert.ok(e instanceof KernelError, String(e));
+    assert.match(e.message, /arl_rmsnorm_linear_forward: x must not be null/);
+    return true;
+  });
+});
