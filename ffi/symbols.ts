@@ -149,6 +149,36 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  arl_swiglu_linear_forward: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* gate (M, K) */
+      ptr, /* const float* up (M, K) */
+      ptr, /* const float* w (N, K) */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate */
+    ],
+    result: status,
+  },
+  arl_swiglu_linear_forward_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* y (M, N) */
+      ptr, /* const float* gate (M, K) */
+      ptr, /* const float* up (M, K) */
+      ptr, /* const uint16_t* w (N, K), bf16 */
+      ptr, /* const float* bias (N) or NULL */
+      i32, /* int32_t m */
+      i32, /* int32_t n */
+      i32, /* int32_t k */
+      i32, /* int32_t accumulate */
+    ],
+    result: status,
+  },
   arl_linear_backward_bf16: {
     parameters: [
       ptr, /* ctx */

@@ -49,6 +49,7 @@ import {
   sumSquares,
   swigluBackward,
   swigluForward,
+  swigluLinearForward,
   Tensor,
   toBf16,
   valueHeadBackward,
@@ -288,6 +289,33 @@ function matmulCases(seed: number): Case[] {
           const b = bias ? s.f32(fb) : null;
           rmsnormLinearForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(nw), ws, b, 1e-6);
           return { y: y.read() };
+        },
+      });
+    }
+  }
+  // Decode fusion: SwiGLU inside the GEMV (up to 8 rows; k = 37 unaligned), unfused past 8.
+  for (const [fm, fk] of [[1, 96], [5, 96], [2, 37], [12, 96]] as const) {
+    const q = new Rand(`swiglu linear ${fm}x${fk}`, seed);
+    const [g, u, fw, fb, fy0] = [
+      q.randn(fm * fk, 3),
+      q.randn(fm * fk),
+      q.randn(ln * fk, 0.1),
+      q.randn(ln),
+      q.randn(fm * ln),
+    ];
+    const fw16 = bf16Bits(fw);
+    for (const [weights, acc] of [["fp32", false], ["bf16", true], ["fp32", true]] as const) {
+      cases.push({
+        op: `swigluLinearForward ${weights} weights, ${fm} rows k=${fk} bias${
+          acc ? " accumulate" : ""
+        }`,
+        tol: fm > 8 && weights === "bf16" ? TOL_BF16 : fm > 8 ? TOL_GEMM : TOL_FP32,
+        run: (s) => {
+          const y = acc ? s.f32(fy0, [fm, ln]) : s.nan([fm, ln]);
+          const ws = weights === "bf16" ? s.bf16(fw16, [ln, fk]) : s.f32(fw, [ln, fk]);
+          const [gs, us] = [s.f32(g, [fm, fk]), s.f32(u, [fm, fk])];
+          swigluLinearForward(s.k, y, gs, us, ws, s.f32(fb), acc);
+          return { y: acc ? delta(y.read(), fy0) : y.read() };
         },
       });
     }

@@ -34,3 +34,29 @@ export function rmsnormLinearForward(
   const fn = bf16 ? k.sym.arl_rmsnorm_linear_forward_bf16 : k.sym.arl_rmsnorm_linear_forward;
   k.check(name, fn(k.ctx, y.ptr, x.ptr, normWeight.ptr, w.ptr, ptrOf(bias), m, n, kk, eps));
 }
+
+/**
+ * y (M, N) (+)= (silu(gate) * up) (M, K) . w (N, K)^T + bias (N): SwiGLU and the linear layer
+ * in one call, the product rows never stored. w is fp32 or bf16.
+ */
+export function swigluLinearForward(
+  k: Kernels,
+  y: Tensor,
+  gate: Tensor,
+  up: Tensor,
+  w: Tensor,
+  bias: Tensor | null = null,
+  accumulate = false,
+): void {
+  expectTensor(gate, "gate", "f32", [-1, -1]);
+  const [m, kk] = [dim(gate, 0), dim(gate, 1)];
+  expectTensor(up, "up", "f32", [m, kk]);
+  const bf16 = expectWeight(w, "w", [-1, kk]);
+  const n = dim(w, 0);
+  expectTensor(y, "y", "f32", [m, n]);
+  if (bias) expectTensor(bias, "bias", "f32", [n]);
+  const name = bf16 ? "arl_swiglu_linear_forward_bf16" : "arl_swiglu_linear_forward";
+  const fn = bf16 ? k.sym.arl_swiglu_linear_forward_bf16 : k.sym.arl_swiglu_linear_forward;
+  const acc = accumulate ? 1 : 0;
+  k.check(name, fn(k.ctx, y.ptr, gate.ptr, up.ptr, w.ptr, ptrOf(bias), m, n, kk, acc));
+}

@@ -73,3 +73,18 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,    \
                        double(eps));                                                    \
   } while (0)
+
+// The arguments of arl_swiglu_linear_forward[_bf16] (bias may be null).
+#define ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k) \
+  do {                                                     \
+    ARL_NOT_NULL(ctx, y);                                  \
+    ARL_NOT_NULL(ctx, gate);                               \
+    ARL_NOT_NULL(ctx, up);                                 \
+    ARL_NOT_NULL(ctx, w);                                  \
+    ARL_POSITIVE(ctx, m);                                  \
+    ARL_POSITIVE(ctx, n);                                  \
+    ARL_POSITIVE(ctx, k);                                  \
+    ARL_PRODUCT(ctx, m, k);                                \
+    ARL_PRODUCT(ctx, m, n);                                \
+    ARL_PRODUCT(ctx, n, k);                                \
+  } while (0)

@@ -22,6 +22,16 @@ arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
   return linear(h.data());
 }
 
+// silu(gate) * up into temporary rows, then linear(those rows).
+template <class Linear>
+arl_status swiglu_then_linear(arl_ctx* ctx, const char* fn, const float* gate, const float* up,
+                              int32_t m, int32_t k, Linear&& linear) {
+  std::vector<float> s;
+  if (arl_status st = arl::guarded(ctx, fn, [&] { s.resize(size_t(m) * size_t(k)); })) return st;
+  if (arl_status st = arl_swiglu_forward(ctx, s.data(), gate, up, int64_t(m) * k)) return st;
+  return linear(s.data());
+}
+
 }  // namespace
 
 extern "C" {
@@ -44,6 +54,26 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
   ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
   return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
     return arl_linear_forward_bf16(ctx, y, h, w, bias, m, n, k, 0);
+  });
+}
+
+arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
+                                     const float* w, const float* bias, int32_t m, int32_t n,
+                                     int32_t k, int32_t accumulate) {
+  ARL_CTX(ctx);
+  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
+  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
+    return arl_linear_forward(ctx, y, s, w, bias, m, n, k, accumulate);
+  });
+}
+
+arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
+                                          const float* up, const uint16_t* w, const float* bias,
+                                          int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  ARL_CTX(ctx);
+  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
+  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
+    return arl_linear_forward_bf16(ctx, y, s, w, bias, m, n, k, accumulate);
   });
 }
 

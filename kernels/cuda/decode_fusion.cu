@@ -17,6 +17,17 @@ arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
   return linear(h);
 }
 
+// The unfused path: silu(gate) * up into scratch, then the linear entry.
+template <class Linear>
+arl_status swiglu_then_linear(arl_ctx* ctx, const char* fn, const float* gate, const float* up,
+                              int32_t m, int32_t k, Linear&& linear) {
+  const int64_t count = int64_t(m) * k;
+  auto* s = static_cast<float*>(arl::scratch(ctx, fn, size_t(count) * sizeof(float)));
+  if (s == nullptr) return ARL_ERR_ALLOC;
+  if (arl_status st = arl_swiglu_forward(ctx, s, gate, up, count)) return st;
+  return linear(s);
+}
+
 }  // namespace
 
 extern "C" {
@@ -49,6 +60,36 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
   }
   return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
     return arl_linear_forward_bf16(ctx, y, h, w, bias, m, n, k, 0);
+  });
+}
+
+arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
+                                     const float* w, const float* bias, int32_t m, int32_t n,
+                                     int32_t k, int32_t accumulate) {
+  ARL_CTX(ctx);
+  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
+  if (m <= arl::kGemvRows) {
+    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
+    ARL_LAUNCHED(ctx);
+    return ARL_OK;
+  }
+  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
+    return arl_linear_forward(ctx, y, s, w, bias, m, n, k, accumulate);
+  });
+}
+
+arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
+                                          const float* up, const uint16_t* w, const float* bias,
+                                          int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  ARL_CTX(ctx);
+  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
+  if (m <= arl::kGemvRows) {
+    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
+    ARL_LAUNCHED(ctx);
+    return ARL_OK;
+  }
+  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
+    return arl_linear_forward_bf16(ctx, y, s, w, bias, m, n, k, accumulate);
   });
 }
 

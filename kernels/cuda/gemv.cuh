@@ -4,9 +4,9 @@
 // every row is 16-byte aligned) and dotted with the M rows of x (small, served from cache).
 // A block of kGemvWarps warps covers kGemvWarps / S columns with S warps per column (each a
 // slice of K, summed in shared memory), S chosen so that narrow layers still put enough
-// loads in flight. With kNorm (decode fusion) x's rows are RMS-normalized on the way in:
-// every block finds the rows' rstd (x is small), the weights are scaled by the norm weight
-// as they stream, and each output by its row's rstd.
+// loads in flight. Decode fusions change the input rows on the way in: kInNorm RMS-normalizes
+// them (every block finds the rows' rstd, x being small; the weights are scaled by the norm
+// weight as they stream, each output by its row's rstd); kInSwiglu reads silu(x) * up.
 #pragma once
 
 #include "common.cuh"
@@ -71,12 +71,17 @@ __device__ inline void rows_rstd(float (&rstd)[M], const float* __restrict__ x, 
   }
 }
 
-template <int M, typename W, bool kVec, bool kNorm>
+enum GemvInput { kInPlain, kInNorm, kInSwiglu };
+
+__device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
+
+template <int M, typename W, bool kVec, int kIn>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_rows_kernel(float* __restrict__ y, const float* __restrict__ x,
                      const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
                      int32_t k, int split, bool accumulate, const float* __restrict__ norm_weight,
-                     float eps) {
+                     float eps, const float* __restrict__ up) {
+  constexpr bool kNorm = kIn == kInNorm;
   __shared__ float part[kGemvWarps][M];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cols = kGemvWarps / split, slice = warp % split;
@@ -110,10 +115,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         }
 #pragma unroll
         for (int r = 0; r < M; r++) {
-          const float4* xr = reinterpret_cast<const float4*>(x + int64_t(r) * k + int64_t(i) * E);
+          const int64_t at = int64_t(r) * k + int64_t(i) * E;
+          const float4* xr = reinterpret_cast<const float4*>(x + at);
 #pragma unroll
           for (int q = 0; q < E / 4; q++) {
-            const float4 b = __ldg(xr + q);
+            float4 b = __ldg(xr + q);
+            if (kIn == kInSwiglu) {
+              const float4 u = __ldg(reinterpret_cast<const float4*>(up + at) + q);
+              b = make_float4(silu(b.x) * u.x, silu(b.y) * u.y, silu(b.z) * u.z, silu(b.w) * u.w);
+            }
             acc[r] = fmaf(a.v[4 * q], b.x, fmaf(a.v[4 * q + 1], b.y,
                      fmaf(a.v[4 * q + 2], b.z, fmaf(a.v[4 * q + 3], b.w, acc[r]))));
           }
@@ -123,7 +133,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       for (int32_t i = slice * 32 + lane; i < k; i += 32 * split) {
         const float a = widen(__ldg(&wj[i])) * (kNorm ? __ldg(&norm_weight[i]) : 1.0f);
 #pragma unroll
-        for (int r = 0; r < M; r++) acc[r] = fmaf(a, __ldg(&x[int64_t(r) * k + i]), acc[r]);
+        for (int r = 0; r < M; r++) {
+          float xv = __ldg(&x[int64_t(r) * k + i]);
+          if (kIn == kInSwiglu) xv = silu(xv) * __ldg(&up[int64_t(r) * k + i]);
+          acc[r] = fmaf(a, xv, acc[r]);
+        }
       }
     }
   }
@@ -149,7 +163,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 
 template <int M, typename W>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
-                 int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps) {
+                 int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps,
+                 const float* up) {
   // Warps per column: enough warps in all (~16 per SM) without slices under 128 values.
   int split = 1;
   while (split < kGemvWarps && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
@@ -160,36 +175,41 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   constexpr int E = Wide16<W>::kCount;
   const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
                                    reinterpret_cast<uintptr_t>(w) |
-                                   reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
+                                   reinterpret_cast<uintptr_t>(norm_weight) |
+                                   reinterpret_cast<uintptr_t>(up)) & 15) == 0;
   const unsigned threads = kGemvWarps * 32;
-#define ARL_GEMV(VEC, NORM)                                                     \
-  gemv_rows_kernel<M, W, VEC, NORM><<<blocks, threads, 0, ctx->stream>>>(       \
-      y, x, w, bias, n, k, split, accumulate, norm_weight, eps)
+#define ARL_GEMV(VEC, IN)                                                     \
+  gemv_rows_kernel<M, W, VEC, IN><<<blocks, threads, 0, ctx->stream>>>(       \
+      y, x, w, bias, n, k, split, accumulate, norm_weight, eps, up)
   if (norm_weight != nullptr) {
-    if (vec) ARL_GEMV(true, true);
-    else ARL_GEMV(false, true);
+    if (vec) ARL_GEMV(true, kInNorm);
+    else ARL_GEMV(false, kInNorm);
+  } else if (up != nullptr) {
+    if (vec) ARL_GEMV(true, kInSwiglu);
+    else ARL_GEMV(false, kInSwiglu);
   } else {
-    if (vec) ARL_GEMV(true, false);
-    else ARL_GEMV(false, false);
+    if (vec) ARL_GEMV(true, kInPlain);
+    else ARL_GEMV(false, kInPlain);
   }
 #undef ARL_GEMV
 }
 
-// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch); with norm_weight,
-// x's rows are RMS-normalized first (eps) and scaled by it.
+// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch). With norm_weight,
+// x's rows are RMS-normalized first (eps) and scaled by it; with up, the rows read are
+// silu(x) * up (x the gate).
 template <typename W>
 void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
                int32_t n, int32_t k, bool accumulate, const float* norm_weight = nullptr,
-               float eps = 0.0f) {
+               float eps = 0.0f, const float* up = nullptr) {
   switch (m) {
-    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
-    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps);
+    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
   }
 }
 

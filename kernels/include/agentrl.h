@@ -173,6 +173,20 @@ ARL_API arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const
                                                    const float* norm_weight, const uint16_t* w,
                                                    const float* bias, int32_t m, int32_t n,
                                                    int32_t k, float eps);
+/*
+ * Decode fusion (ABI version 4): y (M, N) = (silu(gate) * up) (M, K) . w (N, K)^T + bias (N;
+ * may be NULL), added to y when accumulate != 0; the product rows never stored. Fused into
+ * the CUDA library's few-row GEMV (M <= 8); otherwise, and on the CPU, arl_swiglu_forward
+ * into scratch memory, then arl_linear_forward. _bf16: w in bf16.
+ */
+ARL_API arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate,
+                                             const float* up, const float* w, const float* bias,
+                                             int32_t m, int32_t n, int32_t k,
+                                             int32_t accumulate);
+ARL_API arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
+                                                  const float* up, const uint16_t* w,
+                                                  const float* bias, int32_t m, int32_t n,
+                                                  int32_t k, int32_t accumulate);
 /* dx (T, C) = (written); dweight (C) += ... */
 ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
                                         const float* dout, const float* x, const float* rstd,

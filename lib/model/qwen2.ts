@@ -68,6 +68,7 @@ import {
   rope,
   swigluBackward,
   swigluForward,
+  swigluLinearForward,
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "./config.ts";
@@ -873,7 +874,8 @@ export class Qwen2Model implements Disposable {
   #cachedLayers(cache: Qwen2KvCache, d: DecodeActs): void {
     const cfg = this.config;
     const k = this.kernels;
-    // Few rows: each RMSNorm rides in the projections that read it (one kernel on the GPU).
+    // Few rows: each RMSNorm rides in the projections that read it, SwiGLU in the down
+    // projection (one kernel each on the GPU).
     const fuse = d.n <= DECODE_FUSION_MAX_ROWS;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
@@ -906,8 +908,12 @@ export class Qwen2Model implements Disposable {
         normed(d.g, w.ln2, w.wg, null);
         normed(d.u, w.ln2, w.wu, null);
       }
-      swigluForward(k, d.s, d.g, d.u);
-      linearForward(k, d.x, d.s, w.wd, null, true);
+      if (fuse) {
+        swigluLinearForward(k, d.x, d.g, d.u, w.wd, null, true);
+      } else {
+        swigluForward(k, d.s, d.g, d.u);
+        linearForward(k, d.x, d.s, w.wd, null, true);
+      }
     }
   }
 

@@ -1,5 +1,6 @@
-// The decode fusions on the CPU: rmsnormLinearForward is rmsnormForward then linearForward
-// (bit for bit: the CPU library runs exactly those calls), for fp32 and bf16 weights, and
+// The decode fusions on the CPU: rmsnormLinearForward is rmsnormForward then linearForward,
+// swigluLinearForward swigluForward then linearForward (bit for bit: the CPU library runs
+// exactly those calls), for fp32 and bf16 weights, and
 // matches the float64 reference; bad arguments get clear errors. The CUDA kernels that fuse
 // them are compared with these results by bench/gpu/ops_compare.ts (emulated in emu.test.ts).
 import assert from "node:assert/strict";
@@ -8,11 +9,13 @@ import {
   linearForward,
   rmsnormForward,
   rmsnormLinearForward,
+  swigluForward,
+  swigluLinearForward,
   Tensor,
   toBf16,
 } from "../../ffi/mod.ts";
 import { assertClose, f32, maxAbs, nans, openKernels, Rng } from "./_helpers.ts";
-import { linearForwardRef, rmsnormRef } from "./_reference.ts";
+import { linearForwardRef, rmsnormRef, swigluRef } from "./_reference.ts";
 
 Deno.test("rmsnormLinearForward equals rmsnormForward then linearForward, fp32 and bf16 weights", () => {
   using k = openKernels();
@@ -55,11 +58,10 @@ Deno.test("rmsnormLinearForward: mismatched shapes, a bad eps and null pointers 
   using nw = f32(k, new Float32Array(3).fill(1), [3]);
   using w = f32(k, new Float32Array(12), [4, 3]);
   using y = nans(k, [2, 4]);
-  assert.throws(
-    () => rmsnormLinearForward(k, y, x, f32(k, new Float32Array(4), [4]), w, null, 1e-6),
-    /normWeight/,
-  );
-  assert.throws(() => rmsnormLinearForward(k, nans(k, [2, 5]), x, nw, w, null, 1e-6), /y/);
+  using nw4 = f32(k, new Float32Array(4), [4]);
+  assert.throws(() => rmsnormLinearForward(k, y, x, nw4, w, null, 1e-6), /normWeight/);
+  using y5 = nans(k, [2, 5]);
+  assert.throws(() => rmsnormLinearForward(k, y5, x, nw, w, null, 1e-6), /y/);
   assert.throws(() => rmsnormLinearForward(k, y, x, nw, w, null, -1), (e: unknown) => {
     assert.ok(e instanceof KernelError, String(e));
     assert.match(e.message, /arl_rmsnorm_linear_forward: eps must be >= 0, got -1/);
@@ -80,6 +82,69 @@ Deno.test("rmsnormLinearForward: mismatched shapes, a bad eps and null pointers 
   assert.throws(() => k.check("arl_rmsnorm_linear_forward", status), (e: unknown) => {
     assert.ok(e instanceof KernelError, String(e));
     assert.match(e.message, /arl_rmsnorm_linear_forward: x must not be null/);
+    return true;
+  });
+});
+
+Deno.test("swigluLinearForward equals swigluForward then linearForward, with accumulate and bias", () => {
+  using k = openKernels();
+  const rng = new Rng("swiglu linear");
+  for (const [m, n, kk] of [[1, 33, 40], [5, 17, 64], [12, 9, 96]] as const) {
+    const g = rng.randn(m * kk, 3), u = rng.randn(m * kk), w = rng.randn(n * kk, 0.3);
+    const bias = rng.randn(n), y0 = rng.randn(m * n);
+    using tg = f32(k, g, [m, kk]);
+    using tu = f32(k, u, [m, kk]);
+    using tw = f32(k, w, [n, kk]);
+    using w16 = new Tensor(k, [n, kk], "bf16");
+    toBf16(k, w16, tw);
+    using tb = f32(k, bias, [n]);
+    for (const weights of [tw, w16]) {
+      for (const acc of [false, true]) {
+        using s = nans(k, [m, kk]);
+        using expected = f32(k, y0, [m, n]);
+        swigluForward(k, s, tg, tu);
+        linearForward(k, expected, s, weights, tb, acc);
+        using y = f32(k, y0, [m, n]);
+        swigluLinearForward(k, y, tg, tu, weights, tb, acc);
+        const what = `${m}x${kk} -> ${n}, ${weights.dtype} weights${acc ? ", accumulate" : ""}`;
+        assert.deepEqual(Array.from(y.view()), Array.from(expected.view()), what);
+      }
+    }
+    const ref = linearForwardRef(swigluRef(g, u), w, bias, m, n, kk, y0);
+    using y = f32(k, y0, [m, n]);
+    swigluLinearForward(k, y, tg, tu, tw, tb, true);
+    assertClose(y.view(), ref.y, `${m}x${kk} against the reference`, {
+      rtol: 1e-5,
+      atol: 1e-5 * maxAbs(ref.y),
+    });
+  }
+});
+
+Deno.test("swigluLinearForward: mismatched shapes and null pointers are clear errors", () => {
+  using k = openKernels();
+  using g = f32(k, new Float32Array(6), [2, 3]);
+  using u = f32(k, new Float32Array(6), [2, 3]);
+  using w = f32(k, new Float32Array(12), [4, 3]);
+  using y = nans(k, [2, 4]);
+  using u2 = f32(k, new Float32Array(8), [2, 4]);
+  assert.throws(() => swigluLinearForward(k, y, g, u2, w), /up/);
+  using y5 = nans(k, [2, 5]);
+  assert.throws(() => swigluLinearForward(k, y5, g, u, w), /y/);
+  const status = k.sym.arl_swiglu_linear_forward(
+    k.ctx,
+    y.ptr,
+    g.ptr,
+    null,
+    w.ptr,
+    null,
+    2,
+    4,
+    3,
+    0,
+  );
+  assert.throws(() => k.check("arl_swiglu_linear_forward", status), (e: unknown) => {
+    assert.ok(e instanceof KernelError, String(e));
+    assert.match(e.message, /arl_swiglu_linear_forward: up must not be null/);
     return true;
   });
 });
