@@ -179,6 +179,26 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  arl_rope_kv_cache_write: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* q (N, HQ, D), rotated in place */
+      ptr, /* float* k (N, HKV, D), rotated in place */
+      ptr, /* float* k_cache (S, HKV, L, D) */
+      ptr, /* float* v_cache (S, HKV, L, D) */
+      ptr, /* const float* v (N, HKV, D) */
+      ptr, /* const int32_t* slots (N) */
+      ptr, /* const int32_t* positions (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t hq */
+      i32, /* int32_t s */
+      i32, /* int32_t hkv */
+      i32, /* int32_t l */
+      i32, /* int32_t d */
+      f32, /* float theta */
+    ],
+    result: status,
+  },
   arl_linear_backward_bf16: {
     parameters: [
       ptr, /* ctx */

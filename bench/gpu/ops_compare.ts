@@ -42,6 +42,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rope,
+  ropeKvCacheWrite,
   sample,
   type SampleRow,
   scale,
@@ -556,6 +557,17 @@ function attentionCases(seed: number, cpu: Kernels): Case[] {
         const out = s.nan([5, hq, d]);
         attentionDecode(s.k, out, s.f32(qd, [5, hq, d]), kc, vc, s.i32(qSlots), s.i32(qLens));
         return { kCache: kc.read(), vCache: vc.read(), out: out.read() };
+      },
+    },
+    {
+      op: "ropeKvCacheWrite (decode fusion)",
+      tol: { q: TOL_FP32, k: TOL_FP32, kCache: TOL_FP32, vCache: EXACT },
+      run: (s) => {
+        const [kc, vc] = [s.f32(kc0, cacheShape), s.f32(vc0, cacheShape)];
+        const [Q, K] = [s.f32(qd.subarray(0, n * hq * d), [n, hq, d]), s.f32(kn, [n, hkv, d])];
+        const Vs = s.f32(vn, [n, hkv, d]);
+        ropeKvCacheWrite(s.k, Q, K, kc, vc, Vs, s.i32(slots), s.i32(positions), 10000);
+        return { q: Q.read(), k: K.read(), kCache: kc.read(), vCache: vc.read() };
       },
     },
     // One query over a long cache (split across blocks on CUDA) and 20 queries (one block each).

@@ -60,3 +60,51 @@ export function swigluLinearForward(
   const acc = accumulate ? 1 : 0;
   k.check(name, fn(k.ctx, y.ptr, gate.ptr, up.ptr, w.ptr, ptrOf(bias), m, n, kk, acc));
 }
+
+/**
+ * RoPE of q (N, HQ, D) and k (N, HKV, D) in place at positions (N), then the rotated k and v
+ * (N, HKV, D) into the caches (S, HKV, L, D) at (slots, positions): `rope` twice and
+ * `kvCacheWrite` in one call.
+ */
+export function ropeKvCacheWrite(
+  k: Kernels,
+  q: Tensor,
+  kk: Tensor,
+  kCache: Tensor,
+  vCache: Tensor,
+  v: Tensor,
+  slots: Tensor,
+  positions: Tensor,
+  theta: number,
+): void {
+  expectTensor(kCache, "kCache", "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
+  expectTensor(vCache, "vCache", "f32", [s, hkv, l, d]);
+  expectTensor(q, "q", "f32", [-1, -1, d]);
+  const [n, hq] = [dim(q, 0), dim(q, 1)];
+  expectTensor(kk, "k", "f32", [n, hkv, d]);
+  expectTensor(v, "v", "f32", [n, hkv, d]);
+  expectTensor(slots, "slots", "i32", [n]);
+  expectTensor(positions, "positions", "i32", [n]);
+  expectNumber(theta, "theta", true);
+  k.check(
+    "arl_rope_kv_cache_write",
+    k.sym.arl_rope_kv_cache_write(
+      k.ctx,
+      q.ptr,
+      kk.ptr,
+      kCache.ptr,
+      vCache.ptr,
+      v.ptr,
+      slots.ptr,
+      positions.ptr,
+      n,
+      hq,
+      s,
+      hkv,
+      l,
+      d,
+      theta,
+    ),
+  );
+}

@@ -88,3 +88,28 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
     ARL_PRODUCT(ctx, m, n);                                \
     ARL_PRODUCT(ctx, n, k);                                \
   } while (0)
+
+// The arguments of arl_rope_kv_cache_write.
+#define ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, \
+                         theta)                                                              \
+  do {                                                                                       \
+    ARL_NOT_NULL(ctx, q);                                                                    \
+    ARL_NOT_NULL(ctx, k);                                                                    \
+    ARL_NOT_NULL(ctx, k_cache);                                                              \
+    ARL_NOT_NULL(ctx, v_cache);                                                              \
+    ARL_NOT_NULL(ctx, v);                                                                    \
+    ARL_NOT_NULL(ctx, slots);                                                                \
+    ARL_NOT_NULL(ctx, positions);                                                            \
+    ARL_POSITIVE(ctx, n);                                                                    \
+    ARL_POSITIVE(ctx, hq);                                                                   \
+    ARL_POSITIVE(ctx, s);                                                                    \
+    ARL_POSITIVE(ctx, hkv);                                                                  \
+    ARL_POSITIVE(ctx, l);                                                                    \
+    ARL_POSITIVE(ctx, d);                                                                    \
+    ARL_PRODUCT(ctx, (int64_t)(n) * (hq), d);                                                \
+    ARL_PRODUCT(ctx, (int64_t)(s) * (hkv) * (l), d);                                         \
+    if ((d) % 2 != 0)                                                                        \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)(d)); \
+    if (!((theta) > 0.0f))                                                                   \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);               \
+  } while (0)

@@ -77,4 +77,15 @@ arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* g
   });
 }
 
+arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
+                                   float* v_cache, const float* v, const int32_t* slots,
+                                   const int32_t* positions, int32_t n, int32_t hq, int32_t s,
+                                   int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta);
+  if (arl_status st = arl_rope(ctx, q, q, positions, n, hq, d, theta, 0)) return st;
+  if (arl_status st = arl_rope(ctx, k, k, positions, n, hkv, d, theta, 0)) return st;
+  return arl_kv_cache_write(ctx, k_cache, v_cache, k, v, slots, positions, n, s, hkv, l, d);
+}
+
 }  // extern "C"

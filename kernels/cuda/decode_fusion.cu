@@ -2,8 +2,63 @@
 // where the rows are few (see agentrl.h).
 #include "common.cuh"
 #include "gemv.cuh"
+#include "rope.cuh"
 
 namespace {
+
+// One block per token: RoPE of its q and k heads in place (k's rotated pairs go to the cache
+// as well), then its v rows into the cache. Bad positions and slots are flagged as arl_rope
+// and arl_kv_cache_write flag them (see arl::DeferredCode). With in_shared, the token's
+// cos/sin are computed once into shared memory (d floats).
+__global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, float* v_cache,
+                                           const float* v, const int32_t* slots,
+                                           const int32_t* positions, int32_t hq, int32_t s,
+                                           int32_t hkv, int32_t l, int32_t d, float theta,
+                                           int in_shared, int* flag, int64_t* flag_index) {
+  extern __shared__ float trig[];
+  const int32_t half = d / 2, i = blockIdx.x;
+  const int32_t pos = positions[i], slot = slots[i];
+  if (pos < 0) {
+    if (threadIdx.x == 0) arl_set_flag(flag, flag_index, arl::kDeferredNegativePosition, i);
+    return;
+  }
+  const bool bad_slot = slot < 0 || slot >= s, cached = !bad_slot && pos < l;
+  if (!cached && threadIdx.x == 0)
+    arl_set_flag(flag, flag_index, bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
+                 (int64_t(i) << 32) | uint32_t(bad_slot ? slot : pos));
+  if (in_shared) {
+    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
+      rope_trig(j, double(pos), theta, d, 1.0, &trig[j], &trig[half + j]);
+    __syncthreads();
+  }
+  const int64_t pairs = int64_t(hq + hkv) * half;
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int32_t hh = int32_t(p / half), j = int32_t(p - int64_t(hh) * half);
+    float cs, sn;
+    if (in_shared) {
+      cs = trig[j];
+      sn = trig[half + j];
+    } else {
+      rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
+    }
+    const bool is_k = hh >= hq;
+    float* row = is_k ? k + (int64_t(i) * hkv + (hh - hq)) * d : q + (int64_t(i) * hq + hh) * d;
+    const float a = row[j], b = row[j + half];
+    const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+    row[j] = ra;
+    row[j + half] = rb;
+    if (is_k && cached) {
+      float* dst = k_cache + ((int64_t(slot) * hkv + (hh - hq)) * l + pos) * d;
+      dst[j] = ra;
+      dst[j + half] = rb;
+    }
+  }
+  if (!cached) return;
+  for (int32_t e = threadIdx.x; e < hkv * d; e += blockDim.x) {
+    const int32_t h = e / d, c = e - h * d;
+    v_cache[((int64_t(slot) * hkv + h) * l + pos) * d + c] = v[(int64_t(i) * hkv + h) * d + c];
+  }
+}
 
 // The unfused path (more than kGemvRows rows): rmsnorm into scratch, then the linear entry.
 template <class Linear>
@@ -91,6 +146,21 @@ arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* g
   return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
     return arl_linear_forward_bf16(ctx, y, s, w, bias, m, n, k, accumulate);
   });
+}
+
+arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
+                                   float* v_cache, const float* v, const int32_t* slots,
+                                   const int32_t* positions, int32_t n, int32_t hq, int32_t s,
+                                   int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta);
+  // Positions and slots are flagged by the kernel (reported at the next synchronizing call).
+  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
+  rope_kv_cache_write_kernel<<<n, 256, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
+      q, k, k_cache, v_cache, v, slots, positions, hq, s, hkv, l, d, theta, in_shared, ctx->flag,
+      ctx->flag_index);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
 }
 
 }  // extern "C"

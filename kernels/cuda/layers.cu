@@ -2,6 +2,7 @@
 #include <climits>
 
 #include "common.cuh"
+#include "rope.cuh"
 
 namespace {
 
@@ -150,15 +151,6 @@ __global__ void rmsnorm_dweight_kernel(float* dweight, const double* partial, in
   }
 }
 
-// cos and sign * sin of pos * theta^(-2j/d), in double as on the CPU.
-__device__ inline void rope_trig(int32_t j, double pos, float theta, int32_t d, double sign,
-                                 float* cs, float* sn) {
-  const double angle = pos * pow(double(theta), -2.0 * j / d);
-  double s, co;
-  sincos(angle, &s, &co);
-  *cs = float(co);
-  *sn = float(sign * s);
-}
 
 // One block per row: the pairs (j, j + half) of every head. With in_shared, the row's cos/sin
 // are computed once into shared memory (d floats); else each pair computes its own.

@@ -244,6 +244,17 @@ ARL_API arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cac
                                       const int32_t* positions, int32_t n, int32_t s,
                                       int32_t hkv, int32_t l, int32_t d);
 /*
+ * Decode fusion (ABI version 4): arl_rope on q (N, HQ, D) and k (N, HKV, D) in place at
+ * positions (N), then arl_kv_cache_write of the rotated k and of v (N, HKV, D) at (slots,
+ * positions). One kernel in the CUDA library; the same checks and deferred errors as the
+ * two calls.
+ */
+ARL_API arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
+                                           float* v_cache, const float* v,
+                                           const int32_t* slots, const int32_t* positions,
+                                           int32_t n, int32_t hq, int32_t s, int32_t hkv,
+                                           int32_t l, int32_t d, float theta);
+/*
  * Attention of N new query tokens against the cache: query i attends to
  * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a
  * decode step uses lens[i] = position + 1). out, q (N, HQ, D).

@@ -259,8 +259,6 @@ export interface DecodeActs {
   a3: Tensor;
   /** (1, QD + 2 KVD): q, k and v side by side, when N = 1 (else null). */
   qkv: Tensor | null;
-  /** (1, HQ + HKV, D): the q and k heads of qkv (one RoPE call), when N = 1. */
-  qk3: Tensor | null;
   /** (1, 2F): g and u side by side, when N = 1 (else null). */
   gu: Tensor | null;
   g: Tensor; // (N, F)
@@ -317,7 +315,6 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     a,
     a3: Tensor.viewOf(a, 0, [n, hq, d]),
     qkv,
-    qk3: qkv ? Tensor.viewOf(qkv, 0, [1, hq + hkv, d]) : null,
     gu,
     g: gu ? Tensor.viewOf(gu, 0, [1, f]) : get("g"),
     u: gu ? Tensor.viewOf(gu, 4 * f, [1, f]) : get("u"),

@@ -66,6 +66,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rope,
+  ropeKvCacheWrite,
   swigluBackward,
   swigluForward,
   swigluLinearForward,
@@ -875,7 +876,7 @@ export class Qwen2Model implements Disposable {
     const cfg = this.config;
     const k = this.kernels;
     // Few rows: each RMSNorm rides in the projections that read it, SwiGLU in the down
-    // projection (one kernel each on the GPU).
+    // projection, RoPE with the cache write (one kernel each on the GPU).
     const fuse = d.n <= DECODE_FUSION_MAX_ROWS;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
@@ -892,13 +893,14 @@ export class Qwen2Model implements Disposable {
         normed(d.k, w.ln1, w.wk, w.bk);
         normed(d.v, w.ln1, w.wv, w.bv);
       }
-      if (d.qk3) { // one token: its q and k heads are adjacent
-        rope(k, d.qk3, d.qk3, d.positions, cfg.rope_theta);
+      if (fuse) { // RoPE and the cache write in one call
+        const [kc, vc] = [cache.k[l]!, cache.v[l]!];
+        ropeKvCacheWrite(k, d.q3, d.k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
       } else {
         rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
         rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);
+        kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
       }
-      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
       attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, this.#scale);
       linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
       if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, eps);

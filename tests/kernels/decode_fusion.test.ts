@@ -6,15 +6,18 @@
 import assert from "node:assert/strict";
 import {
   KernelError,
+  kvCacheWrite,
   linearForward,
   rmsnormForward,
   rmsnormLinearForward,
+  rope,
+  ropeKvCacheWrite,
   swigluForward,
   swigluLinearForward,
   Tensor,
   toBf16,
 } from "../../ffi/mod.ts";
-import { assertClose, f32, maxAbs, nans, openKernels, Rng } from "./_helpers.ts";
+import { assertClose, f32, i32, maxAbs, nans, openKernels, Rng } from "./_helpers.ts";
 import { linearForwardRef, rmsnormRef, swigluRef } from "./_reference.ts";
 
 Deno.test("rmsnormLinearForward equals rmsnormForward then linearForward, fp32 and bf16 weights", () => {
@@ -147,4 +150,48 @@ Deno.test("swigluLinearForward: mismatched shapes and null pointers are clear er
     assert.match(e.message, /arl_swiglu_linear_forward: up must not be null/);
     return true;
   });
+});
+
+Deno.test("ropeKvCacheWrite equals rope on q and k, then kvCacheWrite; bad positions and slots are errors", () => {
+  using k = openKernels();
+  const rng = new Rng("rope kv");
+  const [n, hq, hkv, d, s, l] = [3, 4, 2, 8, 2, 6];
+  const q = rng.randn(n * hq * d), kk = rng.randn(n * hkv * d), v = rng.randn(n * hkv * d);
+  const kc0 = rng.randn(s * hkv * l * d), vc0 = rng.randn(s * hkv * l * d);
+  const [slots, positions] = [Int32Array.of(1, 0, 1), Int32Array.of(5, 2, 0)];
+  const cache = [s, hkv, l, d];
+  using ts = i32(k, slots);
+  using tp = i32(k, positions);
+  using tv = f32(k, v, [n, hkv, d]);
+  // unfused
+  using q1 = f32(k, q, [n, hq, d]);
+  using k1 = f32(k, kk, [n, hkv, d]);
+  using kc1 = f32(k, kc0, cache);
+  using vc1 = f32(k, vc0, cache);
+  rope(k, q1, q1, tp, 1e4);
+  rope(k, k1, k1, tp, 1e4);
+  kvCacheWrite(k, kc1, vc1, k1, tv, ts, tp);
+  // fused
+  using q2 = f32(k, q, [n, hq, d]);
+  using k2 = f32(k, kk, [n, hkv, d]);
+  using kc2 = f32(k, kc0, cache);
+  using vc2 = f32(k, vc0, cache);
+  ropeKvCacheWrite(k, q2, k2, kc2, vc2, tv, ts, tp, 1e4);
+  for (const [a, b, what] of [[q1, q2, "q"], [k1, k2, "k"], [kc1, kc2, "kCache"]] as const) {
+    assert.deepEqual(Array.from(b.view()), Array.from(a.view()), what);
+  }
+  assert.deepEqual(Array.from(vc2.view()), Array.from(vc1.view()), "vCache");
+  assert.notDeepEqual(Array.from(kc2.view()), Array.from(kc0), "the cache was written");
+  using badSlot = i32(k, Int32Array.of(1, 2, 0));
+  assert.throws(
+    () => ropeKvCacheWrite(k, q2, k2, kc2, vc2, tv, badSlot, tp, 1e4),
+    /slot 2 .*outside|slots?\[1\]/,
+  );
+  using badPos = i32(k, Int32Array.of(1, -1, 0));
+  assert.throws(
+    () => ropeKvCacheWrite(k, q2, k2, kc2, vc2, tv, ts, badPos, 1e4),
+    /negative/,
+  );
+  using q4 = f32(k, new Float32Array(n * hq * 4), [n, hq, 4]);
+  assert.throws(() => ropeKvCacheWrite(k, q4, k2, kc2, vc2, tv, ts, tp, 1e4), /q/);
 });

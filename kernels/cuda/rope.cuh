@@ -1,0 +1,14 @@
+// The rotary embedding's angles, shared by arl_rope and the decode fusion.
+#pragma once
+
+#include "common.cuh"
+
+// cos and sign * sin of pos * theta^(-2j/d), in double as on the CPU.
+__device__ inline void rope_trig(int32_t j, double pos, float theta, int32_t d, double sign,
+                                 float* cs, float* sn) {
+  const double angle = pos * pow(double(theta), -2.0 * j / d);
+  double s, co;
+  sincos(angle, &s, &co);
+  *cs = float(co);
+  *sn = float(sign * s);
+}
