@@ -8,8 +8,16 @@
 // results change with it reads or writes shared data that no barrier orders.
 // AGENTRL_CUDA_EMU_SMS (default 132, an H100) is the multiprocessor count reported;
 // AGENTRL_CUDA_EMU_DEVICES (default 1) the device count (0: the "no CUDA device" path).
+//
+// Device memory: every allocation (16-byte aligned, its size rounded up to 16 bytes) ends at a
+// page boundary followed by an inaccessible page, and starts filled with 0xff bytes (NaN as
+// floats), so a kernel that writes or reads past the end of a buffer faults at once (stderr
+// names the kernel, block and thread) and reads of memory nothing wrote show up as NaN or
+// garbage, as they could on a GPU.
 #include "cuda_runtime.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -258,8 +266,55 @@ cudaError_t check_config(const void* kernel, const Config& c) {
   return cudaSuccess;
 }
 
+// Set while a kernel runs (for the fault handler).
+pthread_t g_running_thread;
+volatile sig_atomic_t g_running = 0;
+struct sigaction g_previous_segv, g_previous_bus;
+
+// A fault while a kernel runs is (almost surely) the kernel's: say which, then die as the
+// fault would have. Other faults go to the handler that was there before.
+void on_fault(int sig, siginfo_t* info, void* context) {
+  if (g_running && pthread_equal(pthread_self(), g_running_thread)) {
+    const Block& b = g_block;
+    char text[400];
+    const int len = std::snprintf(
+        text, sizeof(text),
+        "CUDA emulator: kernel %s, block (%u, %u, %u), thread (%u, %u, %u) touched %p, outside "
+        "every allocation (past a buffer's end, or freed)\n",
+        b.kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+        info->si_addr);
+    if (len > 0) (void)!write(2, text, size_t(len));
+    signal(sig, SIG_DFL);
+    return;  // the access faults again, now fatally
+  }
+  const struct sigaction& prev = sig == SIGSEGV ? g_previous_segv : g_previous_bus;
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL);
+  }
+}
+
+void install_fault_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous_segv);
+    sigaction(SIGBUS, &sa, &g_previous_bus);
+  });
+}
+
 void execute(const char* name, const Config& c, Body* body) {
+  install_fault_handler();
   std::lock_guard<std::mutex> lock(g_launch_mutex);
+  g_running_thread = pthread_self();
+  g_running = 1;
   Block& b = g_block;
   b.body = body;
   b.kernel = name;
@@ -286,6 +341,7 @@ void execute(const char* name, const Config& c, Body* body) {
   }
   b.body = nullptr;
   b.dynamic_shared = nullptr;
+  g_running = 0;
 }
 
 }  // namespace
@@ -370,6 +426,14 @@ struct emu_event {
 namespace {
 
 thread_local std::vector<emu_stream*> t_capturing;  // streams this thread is capturing
+
+// cudaMalloc's mappings: the data ends where the guard page starts.
+struct Mapping {
+  void* base;
+  size_t bytes;
+};
+std::mutex g_alloc_mutex;
+std::map<void*, Mapping> g_allocations;
 
 double now_ms() {
   using namespace std::chrono;
@@ -490,15 +554,35 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
-  const size_t size = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  // 16-byte aligned (CUDA gives 256; the kernels need 16 for vector loads), and ending where
+  // the guard page starts, so that overruns of more than the rounding fault.
+  const size_t size = (std::max<size_t>(bytes, 1) + 15) / 16 * 16;
   if (size > (size_t(1) << 40)) return cudaErrorMemoryAllocation;
-  *ptr = std::aligned_alloc(256, size);
-  return *ptr != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t data = (size + page - 1) / page * page, total = data + page;
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return cudaErrorMemoryAllocation;
+  mprotect(static_cast<char*>(base) + data, page, PROT_NONE);  // the guard page
+  char* p = static_cast<char*>(base) + data - size;
+  std::memset(p, 0xff, size);
+  std::lock_guard<std::mutex> lock(g_alloc_mutex);
+  g_allocations[p] = Mapping{base, total};
+  *ptr = p;
+  return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* ptr) {
   if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
-  std::free(ptr);
+  if (ptr == nullptr) return cudaSuccess;
+  Mapping m;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mutex);
+    const auto it = g_allocations.find(ptr);
+    if (it == g_allocations.end()) return cudaErrorInvalidValue;
+    m = it->second;
+    g_allocations.erase(it);
+  }
+  munmap(m.base, m.bytes);
   return cudaSuccess;
 }
 

@@ -96,6 +96,8 @@ Deno.test({
       "after two replays": "copied 2",
       "synchronize while recording":
         "cudaErrorStreamCaptureUnsupported, then cudaErrorStreamCaptureInvalidated",
+      "fresh memory is NaN": "1",
+      "freeing a pointer never allocated": "cudaErrorInvalidValue",
     };
     for (const [name, value] of Object.entries(expected)) {
       assert.equal(h.get(name), value, `harness line '${name}'`);
@@ -116,6 +118,22 @@ Deno.test({
       [...forward].filter(([k]) => k !== "racy read"),
       [...reverse].filter(([k]) => k !== "racy read"),
       "everything a barrier orders must not depend on the order",
+    );
+  },
+});
+
+Deno.test({
+  name:
+    `CUDA emulator: a kernel writing past a buffer's end dies at once, naming kernel and thread${why}`,
+  ignore: !linuxX64,
+  async fn() {
+    const { code, text } = await run(await buildHarness(), ["past-the-end"]);
+    assert.notEqual(code, 0, text);
+    assert.match(text, /written up to the end/);
+    assert.doesNotMatch(text, /not reached/);
+    assert.match(
+      text,
+      /CUDA emulator: kernel past_the_end, block \(0, 0, 0\), thread \(40, 0, 0\) touched 0x[0-9a-f]+, outside every allocation/,
     );
   },
 });

@@ -2,7 +2,9 @@
 // compiled with the host compiler and run by emu.test.ts, which reads the `name: value` lines.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 __global__ void shuffles(int* out) {
@@ -84,7 +86,30 @@ __global__ void add_one(float* x, int n) {
   if (i < n) x[i] += 1.0f;
 }
 
-int main() {
+// Writes one element past the end of its buffer (thread 40 of 64).
+__global__ void past_the_end(float* x, int n) {
+  const int i = threadIdx.x;
+  if (i <= n) x[i] = 1.0f;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "past-the-end") {
+    float* x = nullptr;
+    cudaMalloc(&x, 40 * sizeof(float));
+    cudaMemset(x, 0, 40 * sizeof(float));
+    std::printf("written up to the end\n");
+    std::fflush(stdout);
+    past_the_end<<<1, 64>>>(x, 40);
+    std::printf("not reached\n");
+    return 0;
+  }
+  float* fresh = nullptr;
+  cudaMalloc(&fresh, 4 * sizeof(float));
+  float first_fresh = 0;
+  cudaMemcpy(&first_fresh, fresh, sizeof(float), cudaMemcpyDeviceToHost);
+  std::printf("fresh memory is NaN: %d\n", int(std::isnan(first_fresh)));
+  std::printf("freeing a pointer never allocated: %s\n",
+              cudaGetErrorName(cudaFree(reinterpret_cast<void*>(&first_fresh))));
   int* ints = nullptr;
   cudaMalloc(&ints, 64 * 7 * sizeof(int));
   shuffles<<<1, 64>>>(ints);
