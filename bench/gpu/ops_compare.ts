@@ -864,10 +864,25 @@ function sampleCases(seed: number): Case[] {
   );
   const [n, v] = [rows.length, 2000];
   const logits = new Rand("sample", seed).randn(n * v, 2);
+  // Greedy rows only, few of them, a large vocabulary: CUDA splits each row across blocks.
+  // Row 0 ties its max across two blocks (the lower id wins), row 1 starts with a stretch of
+  // -inf, row 2 is plain.
+  const [gn, gv] = [3, 151_936];
+  const big = new Rand("sample greedy", seed).randn(gn * gv, 2);
+  big[5] = big[100_000] = 50;
+  big.fill(-Infinity, gv, gv + 20_000);
+  const greedyRows = Array.from(
+    { length: gn },
+    (_, i) => ({ temperature: 0, seed: i, counter: 0 }),
+  );
   return [{
     op: "sample (greedy, temperature, top-k, top-p)",
     tol: { tokens: EXACT, logprobs: TOL_FP32 },
     run: (s) => sample(s.k, s.f32(logits, [n, v]), rows),
+  }, {
+    op: `sample (greedy only, ${gn} rows of ${gv})`,
+    tol: { tokens: EXACT, logprobs: TOL_FP32 },
+    run: (s) => sample(s.k, s.f32(big, [gn, gv]), greedyRows),
   }];
 }
 

@@ -412,6 +412,97 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Greedy rows split across blocks (few rows, so that the whole GPU reads the logits): block
+// (r, b) scans its share of row r for the max and its first id and sums exp(x - its max) (float
+// exp, double sum, as sample_kernel's greedy pass); the row's last block to finish merges the
+// records and writes the token and its log-prob.
+struct GreedyPart {
+  double sum;
+  float max;
+  uint32_t arg;
+};
+
+constexpr int kGreedyThreads = 256;
+
+__global__ void __launch_bounds__(kGreedyThreads)
+    greedy_split_kernel(int32_t* tokens, float* logprobs, const float* logits, int32_t v,
+                        GreedyPart* parts, int* done) {
+  __shared__ float wmax[kGreedyThreads / 32];
+  __shared__ uint32_t warg[kGreedyThreads / 32];
+  __shared__ double wsum[kGreedyThreads / 32];
+  __shared__ bool last;
+  const int32_t r = blockIdx.x, b = blockIdx.y, splits = gridDim.y;
+  const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const float* x = logits + int64_t(r) * v;
+  const uint32_t share = (uint32_t(v) + splits - 1) / splits;
+  const uint32_t lo = min(uint32_t(v), b * share), hi = min(uint32_t(v), lo + share);
+  float mx = -INFINITY;
+  uint32_t arg = 0xffffffffu;
+  for (uint32_t j = lo + threadIdx.x; j < hi; j += kGreedyThreads) {
+    const float xj = x[j];
+    if (xj > mx) {
+      mx = xj;
+      arg = j;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
+    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (om > mx || (om == mx && oa < arg)) {
+      mx = om;
+      arg = oa;
+    }
+  }
+  if (lane == 0) {
+    wmax[warp] = mx;
+    warg[warp] = arg;
+  }
+  __syncthreads();
+  mx = wmax[0];
+  arg = warg[0];
+  for (int w = 1; w < kGreedyThreads / 32; w++)
+    if (wmax[w] > mx || (wmax[w] == mx && warg[w] < arg)) {
+      mx = wmax[w];
+      arg = warg[w];
+    }
+  double s = 0.0;
+  for (uint32_t j = lo + threadIdx.x; j < hi; j += kGreedyThreads) s += double(expf(x[j] - mx));
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) wsum[warp] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int w = 0; w < kGreedyThreads / 32; w++) total += wsum[w];
+    parts[int64_t(r) * splits + b] = GreedyPart{total, mx, arg};
+    __threadfence();
+    last = atomicAdd(&done[r], 1) == splits - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();
+  const GreedyPart* p = parts + int64_t(r) * splits;
+  float m = -INFINITY;
+  uint32_t best = 0xffffffffu;
+  for (int i = 0; i < splits; i++) {
+    const float pm = __ldcg(&p[i].max);
+    const uint32_t pa = __ldcg(&p[i].arg);
+    if (pm > m || (pm == m && pa < best)) {
+      m = pm;
+      best = pa;
+    }
+  }
+  double sum = 0.0;  // the blocks' sums, rescaled from their maxima to the row's
+  for (int i = 0; i < splits; i++) {
+    const float pm = __ldcg(&p[i].max);
+    if (pm != -INFINITY) sum += __ldcg(&p[i].sum) * exp(double(pm) - double(m));
+  }
+  if (!(m > -INFINITY)) sum = __ldcg(&p[0].sum);  // all -inf or NaN: as sample_kernel
+  const uint32_t chosen = best < uint32_t(v) ? best : 0;  // all -inf or NaN: 0, as on the CPU
+  const double lse = __dadd_rn(double(m), log(sum));
+  tokens[r] = int32_t(chosen);
+  logprobs[r] = float(__dsub_rn(double(x[chosen]), lse));
+}
+
 }  // namespace
 
 extern "C" {
@@ -453,7 +544,19 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
   const size_t o_seed = place(rows * 8), o_counter = place(rows * 8), o_temp = place(rows * 4),
                o_k = place(rows * 4), o_p = place(rows * 4), o_tok = place(rows * 4),
                o_lp = place(rows * 4);
-  auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, off));
+  const size_t host_bytes = off;
+  // All rows greedy and too few to fill the GPU: each row split across blocks (records and
+  // per-row counters in device scratch after the arguments).
+  bool all_greedy = true;
+  for (int32_t i = 0; i < n && all_greedy; i++) all_greedy = temperature[i] == 0.0f;
+  int64_t splits = 1;
+  if (all_greedy && int64_t(n) * 2 < ctx->num_sms) {
+    splits = (2 * int64_t(ctx->num_sms) + n - 1) / n;
+    splits = min(splits, int64_t((v + 4095) / 4096));  // at least 4096 logits a block
+  }
+  const size_t o_parts = place(rows * size_t(splits) * sizeof(GreedyPart)),
+               o_done = place(rows * sizeof(int));
+  auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, host_bytes));
   if (host == nullptr) return ARL_ERR_ALLOC;
   auto* dev = static_cast<char*>(arl::scratch(ctx, __func__, off));
   if (dev == nullptr) return ARL_ERR_ALLOC;
@@ -464,13 +567,21 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
   std::memcpy(host + o_p, top_p, rows * 4);
   cudaError_t err = cudaMemcpyAsync(dev, host, o_tok, cudaMemcpyHostToDevice, ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-  sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
-      reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
-      reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
-      reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
-      reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
+  if (splits > 1) {
+    err = cudaMemsetAsync(dev + o_done, 0, rows * sizeof(int), ctx->stream);
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
+        reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits, v,
+        reinterpret_cast<GreedyPart*>(dev + o_parts), reinterpret_cast<int*>(dev + o_done));
+  } else {
+    sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
+        reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
+        reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
+        reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
+        reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
+  }
   ARL_LAUNCHED(ctx);
-  err = cudaMemcpyAsync(host + o_tok, dev + o_tok, off - o_tok, cudaMemcpyDeviceToHost,
+  err = cudaMemcpyAsync(host + o_tok, dev + o_tok, host_bytes - o_tok, cudaMemcpyDeviceToHost,
                         ctx->stream);
   if (err == cudaSuccess) err = arl::queue_flag_read(ctx);
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
