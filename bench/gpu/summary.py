@@ -42,7 +42,7 @@ def main(out: str) -> int:
     # timings of every part
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
-                 "bench", "bench_f32"):
+                 "bench", "bench_f32", "decode_fused", "decode_unfused"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -132,6 +132,16 @@ def main(out: str) -> int:
     row("bench", "decode batch 1: PyTorch bf16 weights, of its 2-byte bound",
         f"{num(fb, '.3f')} ({num(torch.get('decode1_bf16_tokens_s'), '.0f')} tokens/s)",
         "info", "info")
+
+    # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
+    rates = {}
+    for name in ("decode_fused", "decode_unfused"):
+        m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
+        rates[name] = float(m[1]) if m else None
+    fused, unfused = rates["decode_fused"], rates["decode_unfused"]
+    value = (f"{fused / unfused:.2f}x ({fused:.0f} / {unfused:.0f} tokens/s)"
+             if fused and unfused else f"{num(fused, '.0f')} / {num(unfused, '.0f')}")
+    row("decode", "batch 1: decode fusions / AGENTRL_DECODE_FUSION=0", value, "info", "info")
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [

@@ -12,15 +12,7 @@
  */
 import { KernelGraph } from "../../ffi/graph.ts";
 import type { Kernels } from "../../ffi/kernels.ts";
-
-/** Whether the environment turned graphs off (`AGENTRL_CUDA_GRAPHS=0`). */
-function disabledByEnv(): boolean {
-  try {
-    return Deno.env.get("AGENTRL_CUDA_GRAPHS") === "0";
-  } catch {
-    return false; // no env permission: the default
-  }
-}
+import { envSwitchOff } from "./_env_switch.ts";
 
 /** Recorded decode steps of one model, by shape key. */
 export class DecodeGraphs implements Disposable {
@@ -33,7 +25,7 @@ export class DecodeGraphs implements Disposable {
   constructor(kernels: Kernels, capacity = 16) {
     this.#kernels = kernels;
     this.#capacity = capacity;
-    this.#enabled = kernels.device === "cuda" && !disabledByEnv();
+    this.#enabled = kernels.device === "cuda" && !envSwitchOff("AGENTRL_CUDA_GRAPHS");
   }
 
   /**

@@ -76,6 +76,7 @@ import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
+import { envSwitchOff } from "./_env_switch.ts";
 import { InitRng } from "./_random.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
@@ -327,6 +328,7 @@ export class Qwen2Model implements Disposable {
   readonly #train: Arena;
   readonly #decode: Arena;
   readonly #graphs: DecodeGraphs;
+  readonly #noDecodeFusion = envSwitchOff("AGENTRL_DECODE_FUSION");
   readonly #head: Arena;
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
@@ -877,7 +879,8 @@ export class Qwen2Model implements Disposable {
     const k = this.kernels;
     // Few rows: each RMSNorm rides in the projections that read it, SwiGLU in the down
     // projection, RoPE with the cache write (one kernel each on the GPU).
-    const fuse = d.n <= DECODE_FUSION_MAX_ROWS;
+    // AGENTRL_DECODE_FUSION=0 runs the unfused calls (a baseline for benchmarks).
+    const fuse = d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
       fuse
