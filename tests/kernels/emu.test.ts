@@ -140,25 +140,32 @@ Deno.test({
 
 const OPS_COMPARE = path("../../bench/gpu/ops_compare.ts");
 
-for (const order of ["forward", "reverse", "shuffle"]) {
-  Deno.test({
-    name:
-      `the CUDA library, emulated (${order} thread order), matches the CPU library on every op${why}`,
-    ignore,
-    async fn() {
-      const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
-        AGENTRL_KERNELS_CUDA: EMU_LIB,
-        AGENTRL_CUDA_EMU_ORDER: order,
-        NO_COLOR: "1",
-      });
-      assert.equal(code, 0, `ops_compare on the emulated CUDA library failed:\n${text}`);
+Deno.test({
+  name:
+    `the CUDA library, emulated, matches the CPU library on every op in three thread orders${why}`,
+  ignore,
+  async fn() {
+    // Three subprocesses at once (the runner is otherwise one core at a time).
+    const orders = ["forward", "reverse", "shuffle"];
+    const results = await Promise.all(
+      orders.map((order) =>
+        run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
+          AGENTRL_KERNELS_CUDA: EMU_LIB,
+          AGENTRL_CUDA_EMU_ORDER: order,
+          NO_COLOR: "1",
+        })
+      ),
+    );
+    results.forEach(({ code, text }, i) => {
+      const what = `ops_compare on the emulated CUDA library, ${orders[i]} order`;
+      assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
-      assert.ok(m, `no summary line in:\n${text}`);
-      assert.equal(m[1], m[2]);
-      assert.ok(Number(m[2]) > 100, `only ${m[2]} outputs compared`);
-    },
-  });
-}
+      assert.ok(m, `${what}: no summary line in:\n${text}`);
+      assert.equal(m[1], m[2], what);
+      assert.ok(Number(m[2]) > 100, `${what}: only ${m[2]} outputs compared`);
+    });
+  },
+});
 
 Deno.test({
   name: `the CUDA library, emulated with no device, says "no CUDA device"${why}`,
