@@ -43,8 +43,9 @@ extern "C" void emu_trampoline();
 extern "C" void emu_fiber_main();
 
 #if defined(__x86_64__)
-// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack, stores
-// the stack pointer in *save_sp and resumes the fiber whose stack pointer is load_sp.
+// Saves the callee-saved registers on the current stack, stores the stack pointer in *save_sp
+// and resumes the fiber whose stack pointer is load_sp. The floating-point control words are
+// left alone (kernels do not change rounding modes; saving them cost most of a switch).
 asm(R"(
   .text
   .globl emu_switch
@@ -57,14 +58,8 @@ emu_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -98,6 +93,7 @@ struct Fiber {
   void* sp;
   State state;
   unsigned warp_barriers;  // warp barriers this thread has passed
+  uint3 index;             // its threadIdx
 };
 
 enum class Order { kForward, kReverse, kShuffle };
@@ -156,22 +152,14 @@ char* stack_of(int t) {
 
 // A fresh stack for thread t that emu_switch resumes into emu_trampoline.
 void* initial_sp(int t) {
-  char* top = stack_of(t) + kStackBytes;
-  auto* sp = reinterpret_cast<uint64_t*>(top - 128);  // 16-byte aligned
-  uint32_t mxcsr;
-  uint16_t fpucw;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpucw));
-  std::memcpy(sp, &mxcsr, 4);
-  std::memcpy(reinterpret_cast<char*>(sp) + 4, &fpucw, 2);
-  for (int i = 1; i <= 6; i++) sp[i] = 0;  // r15 r14 r13 r12 rbx rbp
-  sp[7] = reinterpret_cast<uint64_t>(&emu_trampoline);
+  // Stack tops staggered by up to 32 KiB: at a 256 KiB stride they would share cache sets.
+  char* top = stack_of(t) + kStackBytes - size_t(t % 512) * 64;
+  // emu_switch pops 6 registers and returns: 7 words, after which the trampoline's stack must
+  // be 16-byte aligned (it calls emu_fiber_main).
+  auto* sp = reinterpret_cast<uint64_t*>(top - 128 - 8);
+  for (int i = 0; i < 6; i++) sp[i] = 0;  // r15 r14 r13 r12 rbx rbp
+  sp[6] = reinterpret_cast<uint64_t>(&emu_trampoline);
   return sp;
-}
-
-void set_thread_index(int t) {
-  const unsigned bx = blockDim.x, by = blockDim.y;
-  threadIdx = {unsigned(t) % bx, unsigned(t) / bx % by, unsigned(t) / (bx * by)};
 }
 
 // Back to the scheduler; returns when this thread is resumed.
@@ -230,7 +218,8 @@ bool run_block(const dim3& index) {
   b.slots.assign(size_t(warps) * 64, 0);
   b.fibers.resize(size_t(b.threads));
   for (int t = 0; t < b.threads; t++) {
-    b.fibers[size_t(t)] = Fiber{initial_sp(t), kReady, 0};
+    const unsigned bx = blockDim.x, by = blockDim.y, u = unsigned(t);
+    b.fibers[size_t(t)] = Fiber{initial_sp(t), kReady, 0, {u % bx, u / bx % by, u / (bx * by)}};
     b.warp_live[size_t(t / 32)]++;
   }
   while (b.live > 0) {
@@ -239,7 +228,7 @@ bool run_block(const dim3& index) {
     for (int t : b.order) {
       if (b.fibers[size_t(t)].state != kReady) continue;
       b.current = t;
-      set_thread_index(t);
+      threadIdx = b.fibers[size_t(t)].index;
       emu_switch(&b.scheduler_sp, b.fibers[size_t(t)].sp);
       ran = true;
     }
