@@ -56,6 +56,17 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
                        __func__, #a, #b, (long long)((int64_t)(a) * (int64_t)(b)));     \
   } while (0)
 
+// Sizes m, n, k of a product (M, K) x (K, N): positive, each pair within the element limit.
+#define ARL_MNK(ctx, m, n, k) \
+  do {                        \
+    ARL_POSITIVE(ctx, m);     \
+    ARL_POSITIVE(ctx, n);     \
+    ARL_POSITIVE(ctx, k);     \
+    ARL_PRODUCT(ctx, m, k);   \
+    ARL_PRODUCT(ctx, m, n);   \
+    ARL_PRODUCT(ctx, n, k);   \
+  } while (0)
+
 // The arguments of arl_rmsnorm_linear_forward[_bf16] (bias may be null).
 #define ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps)                  \
   do {                                                                                  \
@@ -63,12 +74,7 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
     ARL_NOT_NULL(ctx, x);                                                               \
     ARL_NOT_NULL(ctx, norm_weight);                                                     \
     ARL_NOT_NULL(ctx, w);                                                               \
-    ARL_POSITIVE(ctx, m);                                                               \
-    ARL_POSITIVE(ctx, n);                                                               \
-    ARL_POSITIVE(ctx, k);                                                               \
-    ARL_PRODUCT(ctx, m, k);                                                             \
-    ARL_PRODUCT(ctx, m, n);                                                             \
-    ARL_PRODUCT(ctx, n, k);                                                             \
+    ARL_MNK(ctx, m, n, k);                                                              \
     if (!((eps) >= 0.0f))                                                               \
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,    \
                        double(eps));                                                    \
@@ -81,12 +87,7 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
     ARL_NOT_NULL(ctx, gate);                               \
     ARL_NOT_NULL(ctx, up);                                 \
     ARL_NOT_NULL(ctx, w);                                  \
-    ARL_POSITIVE(ctx, m);                                  \
-    ARL_POSITIVE(ctx, n);                                  \
-    ARL_POSITIVE(ctx, k);                                  \
-    ARL_PRODUCT(ctx, m, k);                                \
-    ARL_PRODUCT(ctx, m, n);                                \
-    ARL_PRODUCT(ctx, n, k);                                \
+    ARL_MNK(ctx, m, n, k);                                 \
   } while (0)
 
 // The arguments of arl_rope_kv_cache_write.

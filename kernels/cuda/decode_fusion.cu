@@ -60,27 +60,48 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
   }
 }
 
-// The unfused path (more than kGemvRows rows): rmsnorm into scratch, then the linear entry.
-template <class Linear>
-arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
-                               const float* norm_weight, int32_t m, int32_t k, float eps,
-                               Linear&& linear) {
+// The linear entry point for the weights' type.
+arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const float* w, const float* bias,
+                        int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  return arl_linear_forward(ctx, y, x, w, bias, m, n, k, accumulate);
+}
+arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const uint16_t* w,
+                        const float* bias, int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  return arl_linear_forward_bf16(ctx, y, x, w, bias, m, n, k, accumulate);
+}
+
+// y = rmsnorm(x) . w^T + bias: the fused GEMV for few rows, else rmsnorm into scratch and the
+// linear entry point.
+template <typename W>
+arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                          const float* norm_weight, const W* w, const float* bias, int32_t m,
+                          int32_t n, int32_t k, float eps) {
+  if (m <= arl::kGemvRows) {
+    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
+    return arl::check_launch(ctx, fn);
+  }
   const size_t rows = size_t(m) * size_t(k);
   auto* h = static_cast<float*>(arl::scratch(ctx, fn, (rows + size_t(m)) * sizeof(float)));
   if (h == nullptr) return ARL_ERR_ALLOC;
   if (arl_status s = arl_rmsnorm_forward(ctx, h, h + rows, x, norm_weight, m, k, eps)) return s;
-  return linear(h);
+  return linear_entry(ctx, y, h, w, bias, m, n, k, 0);
 }
 
-// The unfused path: silu(gate) * up into scratch, then the linear entry.
-template <class Linear>
-arl_status swiglu_then_linear(arl_ctx* ctx, const char* fn, const float* gate, const float* up,
-                              int32_t m, int32_t k, Linear&& linear) {
+// y (+)= (silu(gate) * up) . w^T + bias: the fused GEMV for few rows, else SwiGLU into scratch
+// and the linear entry point.
+template <typename W>
+arl_status swiglu_linear(arl_ctx* ctx, const char* fn, float* y, const float* gate,
+                         const float* up, const W* w, const float* bias, int32_t m, int32_t n,
+                         int32_t k, int32_t accumulate) {
+  if (m <= arl::kGemvRows) {
+    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
+    return arl::check_launch(ctx, fn);
+  }
   const int64_t count = int64_t(m) * k;
   auto* s = static_cast<float*>(arl::scratch(ctx, fn, size_t(count) * sizeof(float)));
   if (s == nullptr) return ARL_ERR_ALLOC;
   if (arl_status st = arl_swiglu_forward(ctx, s, gate, up, count)) return st;
-  return linear(s);
+  return linear_entry(ctx, y, s, w, bias, m, n, k, accumulate);
 }
 
 }  // namespace
@@ -92,14 +113,7 @@ arl_status arl_rmsnorm_linear_forward(arl_ctx* ctx, float* y, const float* x,
                                       int32_t m, int32_t n, int32_t k, float eps) {
   ARL_CTX(ctx);
   ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
-  }
-  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
-    return arl_linear_forward(ctx, y, h, w, bias, m, n, k, 0);
-  });
+  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
 arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
@@ -108,14 +122,7 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
                                            float eps) {
   ARL_CTX(ctx);
   ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
-  }
-  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
-    return arl_linear_forward_bf16(ctx, y, h, w, bias, m, n, k, 0);
-  });
+  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
 arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
@@ -123,14 +130,7 @@ arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, 
                                      int32_t k, int32_t accumulate) {
   ARL_CTX(ctx);
   ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
-  }
-  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
-    return arl_linear_forward(ctx, y, s, w, bias, m, n, k, accumulate);
-  });
+  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
 }
 
 arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
@@ -138,14 +138,7 @@ arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* g
                                           int32_t m, int32_t n, int32_t k, int32_t accumulate) {
   ARL_CTX(ctx);
   ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
-  }
-  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
-    return arl_linear_forward_bf16(ctx, y, s, w, bias, m, n, k, accumulate);
-  });
+  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
 }
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,

@@ -292,6 +292,18 @@ __device__ Found search(const Row& row, const Segments& seg, bool by_count, u64 
   return f;
 }
 
+// (mx, arg) of every lane of a warp := the largest mx, and the lowest arg among its holders.
+__device__ inline void warp_argmax(float& mx, uint32_t& arg) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
+    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (om > mx || (om == mx && oa < arg)) {
+      mx = om;
+      arg = oa;
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(int32_t* tokens, float* logprobs, const float* logits,
                   const float* temperature, const int32_t* top_k, const float* top_p,
@@ -321,14 +333,7 @@ __global__ void __launch_bounds__(kThreads)
       arg = j;
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
-    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
-    if (om > mx || (om == mx && oa < arg)) {
-      mx = om;
-      arg = oa;
-    }
-  }
+  warp_argmax(mx, arg);
   if (lane == 0) {
     sh.wmax[warp] = mx;
     sh.warg[warp] = arg;
@@ -445,14 +450,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
       arg = j;
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
-    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
-    if (om > mx || (om == mx && oa < arg)) {
-      mx = om;
-      arg = oa;
-    }
-  }
+  warp_argmax(mx, arg);
   if (lane == 0) {
     wmax[warp] = mx;
     warg[warp] = arg;
