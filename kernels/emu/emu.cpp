@@ -9,7 +9,7 @@
 // AGENTRL_CUDA_EMU_SMS (default 132, an H100) is the multiprocessor count reported;
 // AGENTRL_CUDA_EMU_DEVICES (default 1) the device count (0: the "no CUDA device" path).
 //
-// Device memory: every allocation (16-byte aligned, its size rounded up to 16 bytes) ends at a
+// Device memory: every allocation (256-byte aligned, its size rounded up to 256 bytes) ends at a
 // page boundary followed by an inaccessible page, and starts filled with 0xff bytes (NaN as
 // floats), so a kernel that writes or reads past the end of a buffer faults at once (stderr
 // names the kernel, block and thread) and reads of memory nothing wrote show up as NaN or
@@ -385,6 +385,16 @@ extern "C" void emu_fiber_main() {
   std::abort();  // a finished fiber is never resumed
 }
 
+namespace emu {
+[[noreturn]] void wmma_fail(const char* call, const char* what) {
+  const Block& b = g_block;
+  std::fprintf(stderr, "CUDA emulator: kernel %s, block (%u, %u, %u), thread (%u, %u, %u): %s: %s\n",
+               b.kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+               call, what);
+  std::abort();
+}
+}  // namespace emu
+
 unsigned __ballot_sync(unsigned, int predicate) {
   unsigned votes = 0;
   int lane = 0;
@@ -543,9 +553,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (refuse_while_capturing()) return cudaErrorStreamCaptureUnsupported;
-  // 16-byte aligned (CUDA gives 256; the kernels need 16 for vector loads), and ending where
-  // the guard page starts, so that overruns of more than the rounding fault.
-  const size_t size = (std::max<size_t>(bytes, 1) + 15) / 16 * 16;
+  // 256-byte aligned, as CUDA promises, and ending where the guard page starts, so that
+  // overruns past the rounding fault.
+  const size_t size = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
   if (size > (size_t(1) << 40)) return cudaErrorMemoryAllocation;
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t data = (size + page - 1) / page * page, total = data + page;

@@ -1,10 +1,11 @@
 // The CUDA emulator (kernels/emu/): its own semantics on a harness of small kernels
 // (emu_harness.cu: shuffles, barriers, dynamic shared memory, launch errors, graphs, a
-// deadlock, a race), and the CUDA library run through it: every op against the CPU library
-// (bench/gpu/ops_compare.ts) in three thread orders, and the "no CUDA device" path.
+// deadlock, a race, out-of-bounds memory, WMMA tiles; nvcc compiles the same file), and the
+// CUDA library run through it: every op against the CPU library (bench/gpu/ops_compare.ts)
+// in three thread orders, the "no CUDA device" path and the deferred decode errors.
 // Subprocesses, because a process opens each device's library once.
 import assert from "node:assert/strict";
-import { CUDA_EMU_LIBRARY } from "../../kernels/build.ts";
+import { CUDA_EMU_LIBRARY, findNvcc } from "../../kernels/build.ts";
 import { translateCuda } from "../../kernels/emu/translate.ts";
 
 const EMU_LIB = decodeURIComponent(CUDA_EMU_LIBRARY.pathname);
@@ -97,6 +98,7 @@ Deno.test({
       "synchronize while recording":
         "cudaErrorStreamCaptureUnsupported, then cudaErrorStreamCaptureInvalidated",
       "fresh memory is NaN": "1",
+      "wmma gemm largest error": "below 1e-4",
       "freeing a pointer never allocated": "cudaErrorInvalidValue",
     };
     for (const [name, value] of Object.entries(expected)) {
@@ -133,8 +135,43 @@ Deno.test({
     assert.doesNotMatch(text, /not reached/);
     assert.match(
       text,
-      /CUDA emulator: kernel past_the_end, block \(0, 0, 0\), thread \(40, 0, 0\) touched 0x[0-9a-f]+, outside every allocation/,
+      /CUDA emulator: kernel past_the_end, block \(0, 0, 0\), thread \(64, 0, 0\) touched 0x[0-9a-f]+, outside every allocation/,
     );
+  },
+});
+
+Deno.test({
+  name: `CUDA emulator: a WMMA load from a misaligned pointer stops naming kernel and call${why}`,
+  ignore: !linuxX64,
+  async fn() {
+    const { code, text } = await run(await buildHarness(), ["wmma-misaligned"]);
+    assert.notEqual(code, 0, text);
+    assert.doesNotMatch(text, /not reached/);
+    assert.match(
+      text,
+      /CUDA emulator: kernel wmma_gemm, block \(0, 0, 0\), thread \(0, 0, 0\): wmma::load_matrix_sync: pointer not 256-bit aligned/,
+    );
+  },
+});
+
+const nvcc = await findNvcc();
+
+Deno.test({
+  name: `CUDA emulator: its harness is real CUDA (nvcc compiles it for sm_80)${
+    nvcc === null ? " (skipped: no nvcc)" : ""
+  }`,
+  ignore: nvcc === null,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "agentrl_emu_nvcc_" });
+    const { code, text } = await run(nvcc!, [
+      "-std=c++17",
+      "-arch=sm_80",
+      "-c",
+      path("./emu_harness.cu"),
+      "-o",
+      `${dir}/harness.o`,
+    ]);
+    assert.equal(code, 0, `nvcc rejected the harness:\n${text}`);
   },
 });
 

@@ -1,11 +1,16 @@
 // Kernels that exercise the CUDA emulator (kernels/emu/): translated by kernels/emu/translate.ts,
 // compiled with the host compiler and run by emu.test.ts, which reads the `name: value` lines.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+using namespace nvcuda;
 
 __global__ void shuffles(int* out) {
   const int lane = threadIdx.x & 31;
@@ -86,7 +91,48 @@ __global__ void add_one(float* x, int n) {
   if (i < n) x[i] += 1.0f;
 }
 
-// Writes one element past the end of its buffer (thread 40 of 64).
+// C (32, 32) = 2 A (32, 16) . B (16, 32) on the tensor cores: one warp per 16 x 16 tile of C.
+// B is stored column-major.
+__global__ void wmma_gemm(float* c, const __nv_bfloat16* a, const __nv_bfloat16* b, int offset) {
+  const int warp = threadIdx.x / 32, tr = warp / 2, tc = warp % 2;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fill_fragment(fc, 0.0f);
+  wmma::load_matrix_sync(fa, a + tr * 16 * 16 + offset, 16);
+  wmma::load_matrix_sync(fb, b + tc * 16 * 16, 16);
+  wmma::mma_sync(fc, fa, fb, fc);
+  for (int i = 0; i < fc.num_elements; i++) fc.x[i] *= 2.0f;
+  wmma::store_matrix_sync(c + tr * 16 * 32 + tc * 16, fc, 32, wmma::mem_row_major);
+}
+
+// Runs wmma_gemm on random bf16 inputs; prints the largest error against a double reference.
+void run_wmma(int offset) {
+  std::vector<__nv_bfloat16> a(32 * 16 + 16), b(32 * 16);
+  for (size_t i = 0; i < a.size(); i++) a[i] = __float2bfloat16(float(int(i * 37 % 19) - 9) / 8);
+  for (size_t i = 0; i < b.size(); i++) b[i] = __float2bfloat16(float(int(i * 53 % 23) - 11) / 4);
+  __nv_bfloat16 *da = nullptr, *db = nullptr;
+  float* dc = nullptr;
+  cudaMalloc(&da, a.size() * 2);
+  cudaMalloc(&db, b.size() * 2);
+  cudaMalloc(&dc, 32 * 32 * 4);
+  cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
+  wmma_gemm<<<1, 128>>>(dc, da, db, offset);
+  std::vector<float> c(32 * 32);
+  cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost);
+  double worst = 0;
+  for (int r = 0; r < 32; r++)
+    for (int j = 0; j < 32; j++) {
+      double s = 0;
+      for (int k = 0; k < 16; k++) s += double(float(a[r * 16 + k])) * float(b[j * 16 + k]);
+      worst = std::max(worst, std::fabs(2 * s - c[r * 32 + j]));
+    }
+  std::printf("wmma gemm largest error: %s\n", worst < 1e-4 ? "below 1e-4" : "too large");
+}
+
+// Writes one element past the end of its buffer (thread 64 of 96; 64 floats is 256 bytes, so
+// the element is on the guard page).
 __global__ void past_the_end(float* x, int n) {
   const int i = threadIdx.x;
   if (i <= n) x[i] = 1.0f;
@@ -95,14 +141,20 @@ __global__ void past_the_end(float* x, int n) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "past-the-end") {
     float* x = nullptr;
-    cudaMalloc(&x, 40 * sizeof(float));
-    cudaMemset(x, 0, 40 * sizeof(float));
+    cudaMalloc(&x, 64 * sizeof(float));
+    cudaMemset(x, 0, 64 * sizeof(float));
     std::printf("written up to the end\n");
     std::fflush(stdout);
-    past_the_end<<<1, 64>>>(x, 40);
+    past_the_end<<<1, 96>>>(x, 64);
     std::printf("not reached\n");
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "wmma-misaligned") {
+    run_wmma(1);  // a tile that starts one element (2 bytes) off
+    std::printf("not reached\n");
+    return 0;
+  }
+  run_wmma(0);
   float* fresh = nullptr;
   cudaMalloc(&fresh, 4 * sizeof(float));
   float first_fresh = 0;
