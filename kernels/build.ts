@@ -275,7 +275,7 @@ export interface BuildResult {
   cpu: "built" | "up to date";
   cuda: "built" | "up to date" | "skipped: no nvcc" | "skipped: --cpu-only";
   /** The emulated CUDA library (only with the `emulator` option). */
-  emulator?: "built" | "up to date";
+  emulator?: "built" | "up to date" | "skipped: needs x86-64 Linux";
 }
 
 /** Builds what is out of date. */
@@ -286,7 +286,9 @@ export async function buildKernels(
   const verbose = options.verbose ?? false;
   const cpu = await buildLibrary(cpuSpec(), force, verbose) ? "built" : "up to date";
   let emulator: BuildResult["emulator"];
-  if (options.emulator) {
+  if (options.emulator && !(Deno.build.os === "linux" && Deno.build.arch === "x86_64")) {
+    emulator = "skipped: needs x86-64 Linux"; // its fiber switch is x86-64 assembly
+  } else if (options.emulator) {
     await translateForEmulator();
     emulator = await buildLibrary(emulatorSpec(), force, verbose) ? "built" : "up to date";
   }
