@@ -126,7 +126,9 @@ async function translateForEmulator(): Promise<void> {
   const { translateCuda } = await import("./emu/translate.ts");
   await Deno.mkdir(EMU_SOURCES, { recursive: true });
   const cudaDir = new URL("cuda/", KERNELS);
+  const written = new Set<string>();
   const write = async (name: string, text: string) => {
+    written.add(name);
     const dst = new URL(name, EMU_SOURCES);
     let old: string | null = null;
     try {
@@ -143,6 +145,10 @@ async function translateForEmulator(): Promise<void> {
     "emu_runtime.cpp",
     `#line 1 "kernels/emu/emu.cpp"\n` + await Deno.readTextFile(new URL("emu.cpp", EMU)),
   );
+  // Translations of files since removed from kernels/cuda/ would still be compiled.
+  for await (const e of Deno.readDir(EMU_SOURCES)) {
+    if (e.isFile && !written.has(e.name)) await Deno.remove(new URL(e.name, EMU_SOURCES));
+  }
 }
 
 function emulatorSpec(): LibrarySpec {

@@ -6,11 +6,21 @@
 
 namespace {
 
-// rmsnorm(x) into temporary rows, then linear(those rows): the fp32 or bf16 entry point.
-template <class Linear>
-arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
-                               const float* norm_weight, int32_t m, int32_t k, float eps,
-                               Linear&& linear) {
+// The linear entry point for the weights' type.
+arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const float* w, const float* bias,
+                        int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  return arl_linear_forward(ctx, y, x, w, bias, m, n, k, accumulate);
+}
+arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const uint16_t* w,
+                        const float* bias, int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+  return arl_linear_forward_bf16(ctx, y, x, w, bias, m, n, k, accumulate);
+}
+
+// rmsnorm(x) into temporary rows, then the linear entry point on them.
+template <typename W>
+arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                          const float* norm_weight, const W* w, const float* bias, int32_t m,
+                          int32_t n, int32_t k, float eps) {
   std::vector<float> h, rstd;
   if (arl_status s = arl::guarded(ctx, fn, [&] {
         h.resize(size_t(m) * size_t(k));
@@ -19,17 +29,18 @@ arl_status rmsnorm_then_linear(arl_ctx* ctx, const char* fn, const float* x,
     return s;
   if (arl_status s = arl_rmsnorm_forward(ctx, h.data(), rstd.data(), x, norm_weight, m, k, eps))
     return s;
-  return linear(h.data());
+  return linear_entry(ctx, y, h.data(), w, bias, m, n, k, 0);
 }
 
-// silu(gate) * up into temporary rows, then linear(those rows).
-template <class Linear>
-arl_status swiglu_then_linear(arl_ctx* ctx, const char* fn, const float* gate, const float* up,
-                              int32_t m, int32_t k, Linear&& linear) {
+// silu(gate) * up into temporary rows, then the linear entry point on them.
+template <typename W>
+arl_status swiglu_linear(arl_ctx* ctx, const char* fn, float* y, const float* gate,
+                         const float* up, const W* w, const float* bias, int32_t m, int32_t n,
+                         int32_t k, int32_t accumulate) {
   std::vector<float> s;
   if (arl_status st = arl::guarded(ctx, fn, [&] { s.resize(size_t(m) * size_t(k)); })) return st;
   if (arl_status st = arl_swiglu_forward(ctx, s.data(), gate, up, int64_t(m) * k)) return st;
-  return linear(s.data());
+  return linear_entry(ctx, y, s.data(), w, bias, m, n, k, accumulate);
 }
 
 }  // namespace
@@ -41,9 +52,7 @@ arl_status arl_rmsnorm_linear_forward(arl_ctx* ctx, float* y, const float* x,
                                       int32_t m, int32_t n, int32_t k, float eps) {
   ARL_CTX(ctx);
   ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
-    return arl_linear_forward(ctx, y, h, w, bias, m, n, k, 0);
-  });
+  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
 arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
@@ -52,9 +61,7 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
                                            float eps) {
   ARL_CTX(ctx);
   ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  return rmsnorm_then_linear(ctx, __func__, x, norm_weight, m, k, eps, [&](const float* h) {
-    return arl_linear_forward_bf16(ctx, y, h, w, bias, m, n, k, 0);
-  });
+  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
 arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
@@ -62,9 +69,7 @@ arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, 
                                      int32_t k, int32_t accumulate) {
   ARL_CTX(ctx);
   ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
-    return arl_linear_forward(ctx, y, s, w, bias, m, n, k, accumulate);
-  });
+  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
 }
 
 arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
@@ -72,9 +77,7 @@ arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* g
                                           int32_t m, int32_t n, int32_t k, int32_t accumulate) {
   ARL_CTX(ctx);
   ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_then_linear(ctx, __func__, gate, up, m, k, [&](const float* s) {
-    return arl_linear_forward_bf16(ctx, y, s, w, bias, m, n, k, accumulate);
-  });
+  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
 }
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,

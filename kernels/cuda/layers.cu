@@ -151,7 +151,6 @@ __global__ void rmsnorm_dweight_kernel(float* dweight, const double* partial, in
   }
 }
 
-
 // One block per row: the pairs (j, j + half) of every head. With in_shared, the row's cos/sin
 // are computed once into shared memory (d floats); else each pair computes its own.
 // out may equal x (each pair is read, then written, by one thread).

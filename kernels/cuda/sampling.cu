@@ -292,15 +292,19 @@ __device__ Found search(const Row& row, const Segments& seg, bool by_count, u64 
   return f;
 }
 
+// (mx, arg) := (om, oa) if that is a larger max, or the same max at a lower id.
+__device__ inline void take_max(float& mx, uint32_t& arg, float om, uint32_t oa) {
+  if (om > mx || (om == mx && oa < arg)) {
+    mx = om;
+    arg = oa;
+  }
+}
+
 // (mx, arg) of every lane of a warp := the largest mx, and the lowest arg among its holders.
 __device__ inline void warp_argmax(float& mx, uint32_t& arg) {
   for (int o = 16; o > 0; o >>= 1) {
     const float om = __shfl_xor_sync(0xffffffffu, mx, o);
-    const uint32_t oa = __shfl_xor_sync(0xffffffffu, arg, o);
-    if (om > mx || (om == mx && oa < arg)) {
-      mx = om;
-      arg = oa;
-    }
+    take_max(mx, arg, om, __shfl_xor_sync(0xffffffffu, arg, o));
   }
 }
 
@@ -347,11 +351,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   mx = sh.wmax[0];
   arg = sh.warg[0];
-  for (int w = 1; w < kWarps; w++)
-    if (sh.wmax[w] > mx || (sh.wmax[w] == mx && sh.warg[w] < arg)) {
-      mx = sh.wmax[w];
-      arg = sh.warg[w];
-    }
+  for (int w = 1; w < kWarps; w++) take_max(mx, arg, sh.wmax[w], sh.warg[w]);
   const uint32_t best = arg < row.v ? arg : 0;  // all -inf or NaN: 0, as on the CPU
   row.m = __dmul_rn(double(mx), row.inv_t);
 
@@ -458,11 +458,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
   __syncthreads();
   mx = wmax[0];
   arg = warg[0];
-  for (int w = 1; w < kGreedyThreads / 32; w++)
-    if (wmax[w] > mx || (wmax[w] == mx && warg[w] < arg)) {
-      mx = wmax[w];
-      arg = warg[w];
-    }
+  for (int w = 1; w < kGreedyThreads / 32; w++) take_max(mx, arg, wmax[w], warg[w]);
   double s = 0.0;
   for (uint32_t j = lo + threadIdx.x; j < hi; j += kGreedyThreads) s += double(expf(x[j] - mx));
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -481,14 +477,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
   const GreedyPart* p = parts + int64_t(r) * splits;
   float m = -INFINITY;
   uint32_t best = 0xffffffffu;
-  for (int i = 0; i < splits; i++) {
-    const float pm = __ldcg(&p[i].max);
-    const uint32_t pa = __ldcg(&p[i].arg);
-    if (pm > m || (pm == m && pa < best)) {
-      m = pm;
-      best = pa;
-    }
-  }
+  for (int i = 0; i < splits; i++) take_max(m, best, __ldcg(&p[i].max), __ldcg(&p[i].arg));
   double sum = 0.0;  // the blocks' sums, rescaled from their maxima to the row's
   for (int i = 0; i < splits; i++) {
     const float pm = __ldcg(&p[i].max);

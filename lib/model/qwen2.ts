@@ -877,10 +877,11 @@ export class Qwen2Model implements Disposable {
   #cachedLayers(cache: Qwen2KvCache, d: DecodeActs): void {
     const cfg = this.config;
     const k = this.kernels;
-    // Few rows: each RMSNorm rides in the projections that read it, SwiGLU in the down
-    // projection, RoPE with the cache write (one kernel each on the GPU).
-    // AGENTRL_DECODE_FUSION=0 runs the unfused calls (a baseline for benchmarks).
-    const fuse = d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
+    // Few rows on the GPU: each RMSNorm rides in the projections that read it, SwiGLU in the
+    // down projection, RoPE with the cache write (one kernel each). The CPU library would run
+    // the unfused calls anyway (through temporary rows), so it keeps them.
+    // AGENTRL_DECODE_FUSION=0 runs the unfused calls on the GPU too (a benchmark baseline).
+    const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
       fuse
