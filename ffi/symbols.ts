@@ -11,6 +11,48 @@ const i64 = "i64" as const;
 const f32 = "f32" as const;
 const status = "i32" as const;
 
+// The packed attention calls (the _bf16 ones take the same arguments).
+const ATTENTION_FORWARD = {
+  parameters: [
+    ptr, /* ctx */
+    ptr, /* float* out (T, HQ, D) */
+    ptr, /* float* lse (HQ, T) */
+    ptr, /* const float* q (T, HQ, D) */
+    ptr, /* const float* k (T, HKV, D) */
+    ptr, /* const float* v (T, HKV, D) */
+    ptr, /* const int32_t* cu_seqlens (B + 1) */
+    i32, /* int32_t b */
+    i32, /* int32_t t */
+    i32, /* int32_t hq */
+    i32, /* int32_t hkv */
+    i32, /* int32_t d */
+    f32, /* float scale */
+  ],
+  result: status,
+} as const;
+const ATTENTION_BACKWARD = {
+  parameters: [
+    ptr, /* ctx */
+    ptr, /* float* dq (T, HQ, D) */
+    ptr, /* float* dk (T, HKV, D) */
+    ptr, /* float* dv (T, HKV, D) */
+    ptr, /* const float* dout (T, HQ, D) */
+    ptr, /* const float* q */
+    ptr, /* const float* k */
+    ptr, /* const float* v */
+    ptr, /* const float* out */
+    ptr, /* const float* lse (HQ, T) */
+    ptr, /* const int32_t* cu_seqlens (B + 1) */
+    i32, /* int32_t b */
+    i32, /* int32_t t */
+    i32, /* int32_t hq */
+    i32, /* int32_t hkv */
+    i32, /* int32_t d */
+    f32, /* float scale */
+  ],
+  result: status,
+} as const;
+
 /** The symbol table shared by the CPU and CUDA libraries. */
 export const SYMBOLS = {
   arl_ctx_create: { parameters: [i32 /* int32_t num_threads */], result: ptr },
@@ -314,46 +356,10 @@ export const SYMBOLS = {
     result: status,
   },
 
-  arl_attention_forward: {
-    parameters: [
-      ptr, /* ctx */
-      ptr, /* float* out (T, HQ, D) */
-      ptr, /* float* lse (HQ, T) */
-      ptr, /* const float* q (T, HQ, D) */
-      ptr, /* const float* k (T, HKV, D) */
-      ptr, /* const float* v (T, HKV, D) */
-      ptr, /* const int32_t* cu_seqlens (B + 1) */
-      i32, /* int32_t b */
-      i32, /* int32_t t */
-      i32, /* int32_t hq */
-      i32, /* int32_t hkv */
-      i32, /* int32_t d */
-      f32, /* float scale */
-    ],
-    result: status,
-  },
-  arl_attention_backward: {
-    parameters: [
-      ptr, /* ctx */
-      ptr, /* float* dq (T, HQ, D) */
-      ptr, /* float* dk (T, HKV, D) */
-      ptr, /* float* dv (T, HKV, D) */
-      ptr, /* const float* dout (T, HQ, D) */
-      ptr, /* const float* q */
-      ptr, /* const float* k */
-      ptr, /* const float* v */
-      ptr, /* const float* out */
-      ptr, /* const float* lse (HQ, T) */
-      ptr, /* const int32_t* cu_seqlens (B + 1) */
-      i32, /* int32_t b */
-      i32, /* int32_t t */
-      i32, /* int32_t hq */
-      i32, /* int32_t hkv */
-      i32, /* int32_t d */
-      f32, /* float scale */
-    ],
-    result: status,
-  },
+  arl_attention_forward: ATTENTION_FORWARD,
+  arl_attention_forward_bf16: ATTENTION_FORWARD,
+  arl_attention_backward: ATTENTION_BACKWARD,
+  arl_attention_backward_bf16: ATTENTION_BACKWARD,
   arl_kv_cache_write: {
     parameters: [
       ptr, /* ctx */

@@ -21,6 +21,7 @@ import {
   attentionBackward,
   attentionDecode,
   attentionForward,
+  type AttentionPrecision,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -499,38 +500,39 @@ function layerCases(seed: number, cpu: Kernels): Case[] {
   return cases;
 }
 
-function attentionCases(seed: number, cpu: Kernels): Case[] {
-  // Packed varlen batch (an empty sequence, a single token, one past 64 rows), GQA 8:2, D = 64.
-  const lens = [37, 0, 1, 64, 90, 5];
-  const [hq, hkv, d] = [8, 2, 64];
+// Forward and backward of the packed attention over sequences of the given lengths. The
+// backward pass of both devices reads the CPU's out and lse.
+function packedAttentionCases(
+  seed: number,
+  cpu: Kernels,
+  lens: number[],
+  [hq, hkv, d]: [number, number, number],
+  precision: AttentionPrecision,
+): Case[] {
   const t = sumTo(lens, lens.length);
   const cu = cuOf(lens);
-  const r = new Rand("attention", seed);
+  const r = new Rand(`attention ${hq}:${hkv} d${d} ${precision}`, seed);
   const [q, dout] = [r.randn(t * hq * d), r.randn(t * hq * d)];
   const [kk, v] = [r.randn(t * hkv * d), r.randn(t * hkv * d)];
   const qkv = (s: Scope) =>
     [s.f32(q, [t, hq, d]), s.f32(kk, [t, hkv, d]), s.f32(v, [t, hkv, d])] as const;
+  const scale = 1 / Math.sqrt(d);
   const forward = (s: Scope) => {
     const [out, lse] = [s.nan([t, hq, d]), s.nan([hq, t])];
-    attentionForward(s.k, out, lse, ...qkv(s), s.i32(cu));
+    attentionForward(s.k, out, lse, ...qkv(s), s.i32(cu), scale, precision);
     return { out: out.read(), lse: lse.read() };
   };
   using s0 = new Scope(cpu);
-  const saved = forward(s0); // the backward pass of both devices reads the CPU's out and lse
-
-  // KV cache: S slots of L positions; decode queries attend to the first lens[i] of their slot.
-  const [S, L, n] = [3, 40, 4];
-  const rc = new Rand("kv cache", seed);
-  const [kc0, vc0] = [rc.randn(S * hkv * L * d), rc.randn(S * hkv * L * d)];
-  const [kn, vn, qd] = [rc.randn(n * hkv * d), rc.randn(n * hkv * d), rc.randn(5 * hq * d)];
-  const [slots, positions] = [Int32Array.of(0, 1, 2, 1), Int32Array.of(5, 17, 39, 0)];
-  const [qSlots, qLens] = [Int32Array.of(0, 1, 2, 1, 2), Int32Array.of(6, 18, 40, 1, 23)];
-  const cacheShape = [S, hkv, L, d];
+  const saved = forward(s0);
+  const tol = precision === "bf16" ? TOL_BF16 : TOL_FP32;
+  const what = precision === "bf16"
+    ? ` bf16 ${hq}:${hkv} heads, d ${d}, ${t} rows (CPU: fp32)`
+    : "";
   return [
-    { op: "attentionForward", tol: TOL_FP32, run: forward },
+    { op: `attentionForward${what}`, tol, run: forward },
     {
-      op: "attentionBackward",
-      tol: TOL_FP32,
+      op: `attentionBackward${what}`,
+      tol,
       run: (s) => {
         const [dq, dk, dv] = [s.nan([t, hq, d]), s.nan([t, hkv, d]), s.nan([t, hkv, d])];
         const out = s.f32(saved.out as Float32Array, [t, hq, d]);
@@ -543,10 +545,36 @@ function attentionCases(seed: number, cpu: Kernels): Case[] {
           out,
           lse,
           s.i32(cu),
+          scale,
+          precision,
         );
         return { dq: dq.read(), dk: dk.read(), dv: dv.read() };
       },
     },
+  ];
+}
+
+function attentionCases(seed: number, cpu: Kernels): Case[] {
+  // Packed varlen batch (an empty sequence, a single token, one past 64 rows), GQA 8:2, D = 64;
+  // with bf16 products (tensor cores) also D = 128 without GQA, and a batch of long sequences.
+  const lens = [37, 0, 1, 64, 90, 5];
+  const [hq, hkv, d] = [8, 2, 64];
+  const packed = [
+    ...packedAttentionCases(seed, cpu, lens, [hq, hkv, d], "f32"),
+    ...packedAttentionCases(seed, cpu, lens, [hq, hkv, d], "bf16"),
+    ...packedAttentionCases(seed, cpu, [70, 3, 129], [2, 2, 128], "bf16"),
+    ...packedAttentionCases(seed, cpu, [200, 131], [4, 1, 64], "bf16"),
+  ];
+  // KV cache: S slots of L positions; decode queries attend to the first lens[i] of their slot.
+  const [S, L, n] = [3, 40, 4];
+  const rc = new Rand("kv cache", seed);
+  const [kc0, vc0] = [rc.randn(S * hkv * L * d), rc.randn(S * hkv * L * d)];
+  const [kn, vn, qd] = [rc.randn(n * hkv * d), rc.randn(n * hkv * d), rc.randn(5 * hq * d)];
+  const [slots, positions] = [Int32Array.of(0, 1, 2, 1), Int32Array.of(5, 17, 39, 0)];
+  const [qSlots, qLens] = [Int32Array.of(0, 1, 2, 1, 2), Int32Array.of(6, 18, 40, 1, 23)];
+  const cacheShape = [S, hkv, L, d];
+  return [
+    ...packed,
     {
       op: "kvCacheWrite + attentionDecode",
       tol: { kCache: EXACT, vCache: EXACT, out: TOL_FP32 },

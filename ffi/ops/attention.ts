@@ -17,6 +17,19 @@ function shapes(q: Tensor, kk: Tensor, cuSeqlens: Tensor) {
   return { t, hq, hkv, d, b };
 }
 
+/**
+ * Products of the packed attention: `f32`, or `bf16` operands with fp32 accumulation (the
+ * tensor cores on CUDA; the CPU library computes both in fp32).
+ */
+export type AttentionPrecision = "f32" | "bf16";
+
+function checkPrecision(precision: AttentionPrecision): boolean {
+  if (precision !== "f32" && precision !== "bf16") {
+    throw new RangeError(`precision must be f32 or bf16, got '${precision}'`);
+  }
+  return precision === "bf16";
+}
+
 /** out (T, HQ, D), lse (HQ, T) from q (T, HQ, D), k, v (T, HKV, D) over packed sequences. */
 export function attentionForward(
   k: Kernels,
@@ -27,15 +40,17 @@ export function attentionForward(
   v: Tensor,
   cuSeqlens: Tensor,
   scale = 1 / Math.sqrt(q.shape[2] ?? 1),
+  precision: AttentionPrecision = "f32",
 ): void {
   const { t, hq, hkv, d, b } = shapes(q, kk, cuSeqlens);
   expectTensor(v, "v", "f32", [t, hkv, d]);
   expectTensor(out, "out", "f32", [t, hq, d]);
   expectTensor(lse, "lse", "f32", [hq, t]);
   expectNumber(scale, "scale", true);
+  const bf16 = checkPrecision(precision);
   k.check(
-    "arl_attention_forward",
-    k.sym.arl_attention_forward(
+    bf16 ? "arl_attention_forward_bf16" : "arl_attention_forward",
+    (bf16 ? k.sym.arl_attention_forward_bf16 : k.sym.arl_attention_forward)(
       k.ctx,
       out.ptr,
       lse.ptr,
@@ -65,6 +80,7 @@ export function attentionBackward(
   lse: Tensor,
   cuSeqlens: Tensor,
   scale = 1 / Math.sqrt(q.shape[2] ?? 1),
+  precision: AttentionPrecision = "f32",
 ): void {
   const { t, hq, hkv, d, b } = shapes(q, kk, cuSeqlens);
   expectTensor(v, "v", "f32", [t, hkv, d]);
@@ -75,9 +91,10 @@ export function attentionBackward(
   expectTensor(grads.dv, "dv", "f32", [t, hkv, d]);
   expectTensor(lse, "lse", "f32", [hq, t]);
   expectNumber(scale, "scale", true);
+  const bf16 = checkPrecision(precision);
   k.check(
-    "arl_attention_backward",
-    k.sym.arl_attention_backward(
+    bf16 ? "arl_attention_backward_bf16" : "arl_attention_backward",
+    (bf16 ? k.sym.arl_attention_backward_bf16 : k.sym.arl_attention_backward)(
       k.ctx,
       grads.dq.ptr,
       grads.dk.ptr,

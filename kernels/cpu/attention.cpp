@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/attention_checks.h"
 #include "common.h"
 #include "sgemm.h"
 #include "vec_math.h"
@@ -45,19 +46,7 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
                                  const float* k, const float* v, const int32_t* cu_seqlens,
                                  int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
                                  float scale) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, lse);
-  ARL_NOT_NULL(ctx, q);
-  ARL_NOT_NULL(ctx, k);
-  ARL_NOT_NULL(ctx, v);
-  ARL_NOT_NULL(ctx, cu_seqlens);
-  ARL_POSITIVE(ctx, b);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, hq);
-  ARL_POSITIVE(ctx, hkv);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  ARL_ATTENTION_FORWARD_CHECKS;
   if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
   if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   const int32_t group = hq / hkv;
@@ -118,23 +107,7 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
                                   const float* v, const float* out, const float* lse,
                                   const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
                                   int32_t hkv, int32_t d, float scale) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, dq);
-  ARL_NOT_NULL(ctx, dk);
-  ARL_NOT_NULL(ctx, dv);
-  ARL_NOT_NULL(ctx, dout);
-  ARL_NOT_NULL(ctx, q);
-  ARL_NOT_NULL(ctx, k);
-  ARL_NOT_NULL(ctx, v);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, lse);
-  ARL_NOT_NULL(ctx, cu_seqlens);
-  ARL_POSITIVE(ctx, b);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, hq);
-  ARL_POSITIVE(ctx, hkv);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
+  ARL_ATTENTION_BACKWARD_CHECKS;
   if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
   if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
   const int32_t group = hq / hkv;
@@ -206,6 +179,30 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
       }
     }
   });
+}
+
+// The bf16 calls compute exactly as the fp32 ones here (the CPU has no bf16 products); they
+// check their arguments under their own names first.
+arl_status arl_attention_forward_bf16(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                      const float* k, const float* v, const int32_t* cu_seqlens,
+                                      int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                                      float scale) {
+  ARL_ATTENTION_FORWARD_CHECKS;
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  return arl_attention_forward(ctx, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, d, scale);
+}
+
+arl_status arl_attention_backward_bf16(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                       const float* dout, const float* q, const float* k,
+                                       const float* v, const float* out, const float* lse,
+                                       const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                       int32_t hq, int32_t hkv, int32_t d, float scale) {
+  ARL_ATTENTION_BACKWARD_CHECKS;
+  if (arl_status s = check_heads(ctx, __func__, hq, hkv)) return s;
+  if (arl_status s = arl::check_cu_seqlens(ctx, __func__, cu_seqlens, b, t)) return s;
+  return arl_attention_backward(ctx, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, b, t, hq,
+                                hkv, d, scale);
 }
 
 arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, const float* k,

@@ -8,9 +8,15 @@
 // the other side go through shared memory; in a tile, lane j owns row j for the
 // dot products, and the head dimension is split over the lanes (DPL values
 // each) for the accumulations. Softmax is online (running max and sum).
+#include <cuda_bf16.h>
+#include <mma.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
+#include "../common/attention_checks.h"
 #include "common.cuh"
 
 namespace {
@@ -636,6 +642,7 @@ void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, con
 }
 
 #include "attention_d64.cuh"
+#include "attention_tc.cuh"
 
 // The head-dim-64 kernels, unless AGENTRL_CUDA_ATTENTION=generic (for comparing the two).
 bool use_d64(int32_t d) {
@@ -646,41 +653,77 @@ bool use_d64(int32_t d) {
   return d == d64::D && !generic;
 }
 
-}  // namespace
 
-extern "C" {
+// The tensor-core kernels: head dims 64 and 128, with every row 16-byte aligned.
+bool tensor_core_shape(int32_t d, std::initializer_list<const float*> rows) {
+  if (d != 64 && d != 128) return false;
+  for (const float* p : rows)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
 
-arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const float* q,
-                                 const float* k, const float* v, const int32_t* cu_seqlens,
-                                 int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
-                                 float scale) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, lse);
-  ARL_NOT_NULL(ctx, q);
-  ARL_NOT_NULL(ctx, k);
-  ARL_NOT_NULL(ctx, v);
-  ARL_NOT_NULL(ctx, cu_seqlens);
-  ARL_POSITIVE(ctx, b);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, hq);
-  ARL_POSITIVE(ctx, hkv);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
-  if (arl_status s = check_heads(ctx, __func__, hq, hkv, d)) return s;
+template <int D>
+arl_status tc_forward(arl_ctx* ctx, const char* fn, float* out, float* lse, const float* q,
+                      const float* k, const float* v, const int32_t* cu_seqlens, int32_t b,
+                      int32_t t, int32_t hq, int32_t hkv, float scale) {
+  constexpr size_t bytes = tc::Shape<D>::kForwardBytes;
+  if (arl_status s = allow_smem(ctx, fn, tc::forward<D>, bytes)) return s;
+  tc::forward<D><<<dim3((t + tc::kBlock - 1) / tc::kBlock, hq), tc::kWarps * 32, bytes,
+                   ctx->stream>>>(out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale);
+  return arl::check_launch(ctx, fn);
+}
+
+// dq, then dk and dv (per query head into `part` when kv heads are shared, then summed).
+template <int D>
+arl_status tc_backward(arl_ctx* ctx, const char* fn, float* dq, float* dk, float* dv,
+                       float* part, const float* dout, const float* q, const float* k,
+                       const float* v, const float* lse, const float* delta,
+                       const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq, int32_t hkv,
+                       float scale) {
+  using S = tc::Shape<D>;
+  const dim3 grid((t + tc::kBlock - 1) / tc::kBlock, hq);
+  if (arl_status s = allow_smem(ctx, fn, tc::backward_dq<D>, S::kDqBytes)) return s;
+  if (arl_status s = allow_smem(ctx, fn, tc::backward_dkdv<D>, S::kDkdvBytes)) return s;
+  tc::backward_dq<D><<<grid, tc::kWarps * 32, S::kDqBytes, ctx->stream>>>(
+      dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, scale);
+  if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  const bool shared_kv = hq != hkv;
+  float* pk = shared_kv ? part : dk;
+  float* pv = shared_kv ? part + int64_t(hq) * t * D : dv;
+  // per query head: rows D apart, head h at h * T * D; else the kv head's columns
+  const int64_t stride = shared_kv ? D : int64_t(hkv) * D;
+  const int64_t off_h = shared_kv ? int64_t(t) * D : 0, off_kvh = shared_kv ? 0 : D;
+  tc::backward_dkdv<D><<<grid, tc::kWarps * 32, S::kDkdvBytes, ctx->stream>>>(
+      pk, pv, stride, off_h, off_kvh, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv,
+      scale);
+  if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  if (!shared_kv) return ARL_OK;
+  const int64_t n = int64_t(t) * hkv * D;
+  tc::sum_heads<<<unsigned(std::min<int64_t>((n + 255) / 256, 65535)), 256, 0, ctx->stream>>>(
+      dk, dv, pk, pv, t, hq, hkv, D);
+  return arl::check_launch(ctx, fn);
+}
+
+arl_status attention_forward(arl_ctx* ctx, const char* fn, bool tensor_cores, float* out,
+                             float* lse, const float* q, const float* k, const float* v,
+                             const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
+                             int32_t hkv, int32_t d, float scale) {
+  if (arl_status s = check_heads(ctx, fn, hq, hkv, d)) return s;
   std::vector<int32_t> cu;
-  if (arl_status s = arl::fetch_cu_seqlens(ctx, __func__, cu, cu_seqlens, b, t)) return s;
+  if (arl_status s = arl::fetch_cu_seqlens(ctx, fn, cu, cu_seqlens, b, t)) return s;
+  if (tensor_cores && tensor_core_shape(d, {q, k, v}))
+    return d == 64 ? tc_forward<64>(ctx, fn, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale)
+                   : tc_forward<128>(ctx, fn, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale);
   if (use_d64(d)) {
     d64::forward<<<dim3((t + d64::kBlockRows - 1) / d64::kBlockRows, hq), d64::kWarps * 32, 0,
                    ctx->stream>>>(out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
+    return arl::check_launch(ctx, fn);
   }
   const dim3 grid((t + kWarps - 1) / kWarps, hq);
   const size_t smem = sizeof(float) * (size_t(kTileRows) * (2 * d + 1) + size_t(kWarps) * d);
-#define ARL_FWD(DPL)                                                                           \
-  if (arl_status s = allow_smem(ctx, __func__, attention_forward_kernel<DPL>, smem)) return s; \
-  attention_forward_kernel<DPL><<<grid, kWarps * 32, smem, ctx->stream>>>(                     \
+#define ARL_FWD(DPL)                                                                     \
+  if (arl_status s = allow_smem(ctx, fn, attention_forward_kernel<DPL>, smem)) return s; \
+  attention_forward_kernel<DPL><<<grid, kWarps * 32, smem, ctx->stream>>>(               \
       out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, d, scale)
   switch (dims_per_lane(d)) {
     case 1: ARL_FWD(1); break;
@@ -689,62 +732,53 @@ arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const flo
     default: ARL_FWD(8); break;
   }
 #undef ARL_FWD
-  ARL_LAUNCHED(ctx);
-  return ARL_OK;
+  return arl::check_launch(ctx, fn);
 }
 
-arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
-                                  const float* dout, const float* q, const float* k,
-                                  const float* v, const float* out, const float* lse,
-                                  const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
-                                  int32_t hkv, int32_t d, float scale) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, dq);
-  ARL_NOT_NULL(ctx, dk);
-  ARL_NOT_NULL(ctx, dv);
-  ARL_NOT_NULL(ctx, dout);
-  ARL_NOT_NULL(ctx, q);
-  ARL_NOT_NULL(ctx, k);
-  ARL_NOT_NULL(ctx, v);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, lse);
-  ARL_NOT_NULL(ctx, cu_seqlens);
-  ARL_POSITIVE(ctx, b);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, hq);
-  ARL_POSITIVE(ctx, hkv);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * hq, d);
-  if (arl_status s = check_heads(ctx, __func__, hq, hkv, d)) return s;
+arl_status attention_backward(arl_ctx* ctx, const char* fn, bool tensor_cores, float* dq,
+                              float* dk, float* dv, const float* dout, const float* q,
+                              const float* k, const float* v, const float* out, const float* lse,
+                              const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
+                              int32_t hkv, int32_t d, float scale) {
+  if (arl_status s = check_heads(ctx, fn, hq, hkv, d)) return s;
   std::vector<int32_t> cu;
-  if (arl_status s = arl::fetch_cu_seqlens(ctx, __func__, cu, cu_seqlens, b, t)) return s;
-  auto* delta = static_cast<float*>(arl::scratch(ctx, __func__, sizeof(float) * size_t(t) * hq));
+  if (arl_status s = arl::fetch_cu_seqlens(ctx, fn, cu, cu_seqlens, b, t)) return s;
+  const bool tc = tensor_cores && tensor_core_shape(d, {dout, q, k, v});
+  // delta (HQ, T), then with the tensor cores and shared kv heads dk and dv per query head
+  const size_t parts = tc && hq != hkv ? 2 * size_t(hq) * t * d : 0;
+  auto* delta = static_cast<float*>(arl::scratch(ctx, fn, sizeof(float) * (size_t(t) * hq + parts)));
   if (delta == nullptr) return ARL_ERR_ALLOC;
   const int64_t warps = int64_t(t) * hq;
   attention_delta_kernel<<<unsigned((warps * 32 + 255) / 256), 256, 0, ctx->stream>>>(
       delta, dout, out, t, hq, d);
-  ARL_LAUNCHED(ctx);
+  if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  if (tc) {
+    float* part = delta + size_t(t) * hq;
+    return d == 64 ? tc_backward<64>(ctx, fn, dq, dk, dv, part, dout, q, k, v, lse, delta,
+                                     cu_seqlens, b, t, hq, hkv, scale)
+                   : tc_backward<128>(ctx, fn, dq, dk, dv, part, dout, q, k, v, lse, delta,
+                                      cu_seqlens, b, t, hq, hkv, scale);
+  }
   if (use_d64(d)) {
     const dim3 grid_q((t + d64::kBlockRows - 1) / d64::kBlockRows, hq);
     const dim3 grid_kv((t + d64::kBlockRows - 1) / d64::kBlockRows, hkv);
     d64::backward_dq<<<grid_q, d64::kWarps * 32, 0, ctx->stream>>>(
         dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, scale);
-    ARL_LAUNCHED(ctx);
+    if (arl_status s = arl::check_launch(ctx, fn)) return s;
     d64::backward_dkdv<<<grid_kv, d64::kWarps * 32, 0, ctx->stream>>>(
         dk, dv, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, scale);
-    ARL_LAUNCHED(ctx);
-    return ARL_OK;
+    return arl::check_launch(ctx, fn);
   }
   const size_t smem_dq = sizeof(float) * (size_t(kTileRows) * 2 * (d + 1) + size_t(kWarps) * 2 * d);
   const size_t smem_kv =
       sizeof(float) * (size_t(kTileRows) * (2 * (d + 1) + 2) + size_t(kWarps) * 2 * d);
   const dim3 grid_q((t + kWarps - 1) / kWarps, hq), grid_kv((t + kWarps - 1) / kWarps, hkv);
-#define ARL_BWD(DPL)                                                                          \
-  if (arl_status s = allow_smem(ctx, __func__, attention_dq_kernel<DPL>, smem_dq)) return s;  \
-  if (arl_status s = allow_smem(ctx, __func__, attention_dkdv_kernel<DPL>, smem_kv)) return s; \
-  attention_dq_kernel<DPL><<<grid_q, kWarps * 32, smem_dq, ctx->stream>>>(                   \
-      dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, d, scale);                    \
-  attention_dkdv_kernel<DPL><<<grid_kv, kWarps * 32, smem_kv, ctx->stream>>>(                \
+#define ARL_BWD(DPL)                                                                     \
+  if (arl_status s = allow_smem(ctx, fn, attention_dq_kernel<DPL>, smem_dq)) return s;  \
+  if (arl_status s = allow_smem(ctx, fn, attention_dkdv_kernel<DPL>, smem_kv)) return s; \
+  attention_dq_kernel<DPL><<<grid_q, kWarps * 32, smem_dq, ctx->stream>>>(              \
+      dq, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, d, scale);               \
+  attention_dkdv_kernel<DPL><<<grid_kv, kWarps * 32, smem_kv, ctx->stream>>>(           \
       dk, dv, dout, q, k, v, lse, delta, cu_seqlens, b, t, hq, hkv, d, scale)
   switch (dims_per_lane(d)) {
     case 1: ARL_BWD(1); break;
@@ -753,8 +787,49 @@ arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
     default: ARL_BWD(8); break;
   }
 #undef ARL_BWD
-  ARL_LAUNCHED(ctx);
-  return ARL_OK;
+  return arl::check_launch(ctx, fn);
+}
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_attention_forward(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                 const float* k, const float* v, const int32_t* cu_seqlens,
+                                 int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                                 float scale) {
+  ARL_ATTENTION_FORWARD_CHECKS;
+  return attention_forward(ctx, __func__, false, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, d,
+                           scale);
+}
+
+arl_status arl_attention_forward_bf16(arl_ctx* ctx, float* out, float* lse, const float* q,
+                                      const float* k, const float* v, const int32_t* cu_seqlens,
+                                      int32_t b, int32_t t, int32_t hq, int32_t hkv, int32_t d,
+                                      float scale) {
+  ARL_ATTENTION_FORWARD_CHECKS;
+  return attention_forward(ctx, __func__, true, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, d,
+                           scale);
+}
+
+arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                  const float* dout, const float* q, const float* k,
+                                  const float* v, const float* out, const float* lse,
+                                  const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t hq,
+                                  int32_t hkv, int32_t d, float scale) {
+  ARL_ATTENTION_BACKWARD_CHECKS;
+  return attention_backward(ctx, __func__, false, dq, dk, dv, dout, q, k, v, out, lse,
+                            cu_seqlens, b, t, hq, hkv, d, scale);
+}
+
+arl_status arl_attention_backward_bf16(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                       const float* dout, const float* q, const float* k,
+                                       const float* v, const float* out, const float* lse,
+                                       const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                       int32_t hq, int32_t hkv, int32_t d, float scale) {
+  ARL_ATTENTION_BACKWARD_CHECKS;
+  return attention_backward(ctx, __func__, true, dq, dk, dv, dout, q, k, v, out, lse,
+                            cu_seqlens, b, t, hq, hkv, d, scale);
 }
 
 arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, const float* k,

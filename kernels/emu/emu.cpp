@@ -311,8 +311,9 @@ void execute(const char* name, const Config& c, Body* body) {
   b.order.resize(size_t(b.threads));
   for (int t = 0; t < b.threads; t++)
     b.order[size_t(t)] = g_order == Order::kReverse ? b.threads - 1 - t : t;
-  std::vector<unsigned char> shared(c.shared + 16, 0xff);  // NaN bytes: uninitialized reads show
-  b.dynamic_shared = shared.data() + (16 - reinterpret_cast<uintptr_t>(shared.data()) % 16) % 16;
+  // NaN bytes, so that uninitialized reads show; 256-byte aligned, which covers WMMA's rule
+  std::vector<unsigned char> shared(c.shared + 256, 0xff);
+  b.dynamic_shared = shared.data() + (256 - reinterpret_cast<uintptr_t>(shared.data()) % 256) % 256;
   blockDim = c.block;
   gridDim = c.grid;
   std::vector<dim3> blocks;

@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 4
+#define ARL_ABI_VERSION 5
 
 typedef int32_t arl_status;
 enum {
@@ -234,6 +234,25 @@ ARL_API arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, fl
                                           const float* v, const float* out, const float* lse,
                                           const int32_t* cu_seqlens, int32_t b, int32_t t,
                                           int32_t hq, int32_t hkv, int32_t d, float scale);
+
+/*
+ * Mixed precision (ABI version 5): the two calls above with the products on bf16 operands
+ * and fp32 accumulation, for models whose weights are bf16. The CUDA library rounds q, k, v
+ * and dout to bf16 and runs the score, P.V and gradient products on the tensor cores (WMMA;
+ * head dims 64 and 128 with 16-byte aligned rows, other shapes take the fp32 kernels), with
+ * softmax in fp32 and the probabilities and score gradients rounded to bf16 between
+ * products. The CPU library computes them exactly as the fp32 calls.
+ */
+ARL_API arl_status arl_attention_forward_bf16(arl_ctx* ctx, float* out, float* lse,
+                                              const float* q, const float* k, const float* v,
+                                              const int32_t* cu_seqlens, int32_t b, int32_t t,
+                                              int32_t hq, int32_t hkv, int32_t d, float scale);
+ARL_API arl_status arl_attention_backward_bf16(arl_ctx* ctx, float* dq, float* dk, float* dv,
+                                               const float* dout, const float* q,
+                                               const float* k, const float* v, const float* out,
+                                               const float* lse, const int32_t* cu_seqlens,
+                                               int32_t b, int32_t t, int32_t hq, int32_t hkv,
+                                               int32_t d, float scale);
 
 /*
  * KV cache: k_cache, v_cache (S, HKV, L, D) for S slots of up to L positions.

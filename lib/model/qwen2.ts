@@ -565,7 +565,7 @@ export class Qwen2Model implements Disposable {
       linearForward(k, a.v, a.h1, w.wv, w.bv);
       rope(k, a.q3, a.q3, ws.positions, cfg.rope_theta);
       rope(k, a.k3, a.k3, ws.positions, cfg.rope_theta);
-      attentionForward(k, a.a3, a.lse, a.q3, a.k3, a.v3, ws.cu, this.#scale);
+      attentionForward(k, a.a3, a.lse, a.q3, a.k3, a.v3, ws.cu, this.#scale, this.precision);
       linearForward(k, a.m, a.a, w.wo);
       add(k, a.m, a.m, x);
       rmsnormForward(k, a.h2, a.rstd2, a.m, w.ln2, cfg.rms_norm_eps);
@@ -740,6 +740,7 @@ export class Qwen2Model implements Disposable {
       a.lse,
       ws.cu,
       this.#scale,
+      this.precision,
     );
     rope(k, ws.dq3, ws.dq3, ws.positions, theta, true);
     rope(k, ws.dk3, ws.dk3, ws.positions, theta, true);

@@ -315,3 +315,41 @@ Deno.test("kv_cache_write places (slot, position) rows and decode equals the las
     assertClose(out2.view(), exp2, `${what} last tokens`, { rtol: 1e-5, atol: 1e-5 * maxAbs(v) });
   }
 });
+
+Deno.test("bf16 attention calls on the CPU library equal the fp32 calls bit for bit and name themselves in errors", () => {
+  using k = openKernels();
+  const rng = new Rng("attention-bf16-cpu");
+  const c: Case = { lens: [5, 0, 9], hq: 4, hkv: 2, d: 8 };
+  const sh = shapeOf(c);
+  const t = sh.t;
+  using tq = f32(k, rng.randn(t * c.hq * c.d), [t, c.hq, c.d]);
+  using tk = f32(k, rng.randn(t * c.hkv * c.d), [t, c.hkv, c.d]);
+  using tv = f32(k, rng.randn(t * c.hkv * c.d), [t, c.hkv, c.d]);
+  using tdout = f32(k, rng.randn(t * c.hq * c.d), [t, c.hq, c.d]);
+  using tcu = i32(k, sh.cu);
+  const run = (precision: "f32" | "bf16") => {
+    using out = nans(k, [t, c.hq, c.d]);
+    using lse = nans(k, [c.hq, t]);
+    attentionForward(k, out, lse, tq, tk, tv, tcu, undefined, precision);
+    using dq = nans(k, [t, c.hq, c.d]);
+    using dk = nans(k, [t, c.hkv, c.d]);
+    using dv = nans(k, [t, c.hkv, c.d]);
+    attentionBackward(k, { dq, dk, dv }, tdout, tq, tk, tv, out, lse, tcu, undefined, precision);
+    return [out, lse, dq, dk, dv].map((x) => x.toArray());
+  };
+  const [f32Run, bf16Run] = [run("f32"), run("bf16")];
+  f32Run.forEach((x, i) => assert.deepEqual(bf16Run[i], x, `output ${i}`));
+  // A bad cu_seqlens is reported under the bf16 call's own name.
+  using badCu = i32(k, Int32Array.of(0, 5, 3, t));
+  using out = nans(k, [t, c.hq, c.d]);
+  using lse = nans(k, [c.hq, t]);
+  assert.throws(
+    () => attentionForward(k, out, lse, tq, tk, tv, badCu, undefined, "bf16"),
+    /arl_attention_forward_bf16: cu_seqlens must not decrease \(index 2: 3 < 5\)/,
+  );
+  assert.throws(
+    // deno-lint-ignore no-explicit-any
+    () => attentionForward(k, out, lse, tq, tk, tv, tcu, undefined, "fp16" as any),
+    /precision must be f32 or bf16, got 'fp16'/,
+  );
+});
