@@ -875,6 +875,20 @@ function optimCases(seed: number): Case[] {
         return { "toBf16 out": bf16Values(out.read()), "fromBf16 out": back.read() };
       },
     },
+    {
+      op: "toBf16 of 998 values (4 a step, then 2), and of 997 from an offset of 1 (1 a step)",
+      tol: EXACT,
+      run: (s) => {
+        const [tail, unaligned] = [s.bf16(new Uint16Array(998)), s.bf16(new Uint16Array(998))];
+        const x = s.f32(f.subarray(0, 998));
+        toBf16(s.k, tail, x);
+        toBf16(s.k, Tensor.viewOf(unaligned, 2, [997]), Tensor.viewOf(x, 4, [997]));
+        return {
+          "998 values": bf16Values(tail.read()),
+          "997 unaligned": bf16Values(unaligned.read()).subarray(1),
+        };
+      },
+    },
   ];
 }
 

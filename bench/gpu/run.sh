@@ -15,17 +15,19 @@
 # Environment: DENO (default deno), OUT, AGENTRL_CUBLAS (libcublas path; found
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
-# hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 decode_fused decode_unfused).
+# hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
+# decode_unfused).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
-# parts with fp32; decode_fused / decode_unfused time batch-1 decode with the decode
-# fusions and without them (AGENTRL_DECODE_FUSION=0).
+# parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
+# (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
+# time batch-1 decode with the decode fusions and without them (AGENTRL_DECODE_FUSION=0).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 decode_fused decode_unfused; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -144,6 +146,10 @@ part bench 150 "$DENO" run -A bench/gpu/bench.ts --torch "$OUT/torch.json" --jso
 # the same with fp32 weights (TF32 GEMMs), the previous default
 part bench_f32 120 env AGENTRL_PRECISION=f32 "$DENO" run -A bench/gpu/bench.ts \
   --torch "$OUT/torch.json" --json "$OUT/bench_f32.json" && tail -12 "$OUT/bench_f32.log"
+
+# the bf16 benchmark with the fp32 attention kernels, same run (the tensor cores' gain)
+part bench_attn_fp32 120 env AGENTRL_CUDA_ATTENTION=fp32 "$DENO" run -A bench/gpu/bench.ts \
+  --torch "$OUT/torch.json" --json "$OUT/bench_attn_fp32.json" && tail -8 "$OUT/bench_attn_fp32.log"
 
 # 5. batch-1 greedy decode with the decode fusions and without (AGENTRL_DECODE_FUSION=0), same run
 part decode_fused 60 "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_fused.log"

@@ -42,7 +42,7 @@ def main(out: str) -> int:
     # timings of every part
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
-                 "bench", "bench_f32", "decode_fused", "decode_unfused"):
+                 "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -132,6 +132,16 @@ def main(out: str) -> int:
     row("bench", "decode batch 1: PyTorch bf16 weights, of its 2-byte bound",
         f"{num(fb, '.3f')} ({num(torch.get('decode1_bf16_tokens_s'), '.0f')} tokens/s)",
         "info", "info")
+
+    # bf16 training and log-probs with tensor-core attention and with the fp32 kernels (same run)
+    tc = (load("bench.json") or {}).get("ours") or {}
+    fp = (load("bench_attn_fp32.json") or {}).get("ours") or {}
+    for metric, key in (("training", "trainTokensS"), ("log-prob forward", "logprobTokensS")):
+        a, b = tc.get(key), fp.get(key)
+        value = (f"{a / b:.2f}x ({a:.0f} / {b:.0f} tokens/s)" if a and b
+                 else f"{num(a, '.0f')} / {num(b, '.0f')}")
+        row("attention", f"{metric}: tensor cores / AGENTRL_CUDA_ATTENTION=fp32", value, "info",
+            "info")
 
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}

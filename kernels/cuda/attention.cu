@@ -644,19 +644,25 @@ void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, con
 #include "attention_d64.cuh"
 #include "attention_tc.cuh"
 
-// The head-dim-64 kernels, unless AGENTRL_CUDA_ATTENTION=generic (for comparing the two).
-bool use_d64(int32_t d) {
-  static const bool generic = [] {
+// AGENTRL_CUDA_ATTENTION: "generic" runs the generic fp32 kernels for every call, "fp32" the
+// fp32 kernels for the _bf16 calls too (baselines for comparing kernels); unset, the best.
+const char* attention_override() {
+  static const char* value = [] {
     const char* e = std::getenv("AGENTRL_CUDA_ATTENTION");
-    return e != nullptr && std::strcmp(e, "generic") == 0;
+    return e == nullptr ? "" : e;
   }();
-  return d == d64::D && !generic;
+  return value;
 }
 
+// The head-dim-64 fp32 kernels, unless AGENTRL_CUDA_ATTENTION=generic.
+bool use_d64(int32_t d) { return d == d64::D && std::strcmp(attention_override(), "generic") != 0; }
 
-// The tensor-core kernels: head dims 64 and 128, with every row 16-byte aligned.
+// The tensor-core kernels: head dims 64 and 128, every row 16-byte aligned, and no
+// AGENTRL_CUDA_ATTENTION override.
 bool tensor_core_shape(int32_t d, std::initializer_list<const float*> rows) {
   if (d != 64 && d != 128) return false;
+  const char* o = attention_override();
+  if (std::strcmp(o, "fp32") == 0 || std::strcmp(o, "generic") == 0) return false;
   for (const float* p : rows)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return true;
