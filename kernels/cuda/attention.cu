@@ -447,6 +447,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float ps[kDecodeChunk];
   __shared__ float red[32];
   __shared__ float part[kDecodeWarps * kMaxHeadDim];
+  arl::pdl_trigger();  // the next layer's GEMV may start streaming its weights
   const int32_t i = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
   const int32_t slot = slots[i], len = lens[i];
   if (slot < 0 || slot >= s || len < 1 || len > l) {

@@ -33,6 +33,7 @@ struct arl_ctx {
   size_t host_scratch_bytes;
   int32_t num_threads;    // kept for the ABI; the GPU ignores it
   int32_t num_sms;
+  bool pdl;               // launch_pdl uses programmatic dependent launch (see below)
   bool capturing;         // between arl_graph_begin and arl_graph_end (see graph.cu)
   char last_error[512];
 };
@@ -48,6 +49,45 @@ constexpr int kBlock = 256;
 inline unsigned grid_for(int64_t n) {
   int64_t blocks = (n + kBlock - 1) / kBlock;
   return unsigned(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
+}
+
+// Programmatic dependent launch (Hopper and later; AGENTRL_CUDA_PDL=0 turns it off): a kernel
+// launched by launch_pdl may start while the kernel before it on the stream is still running
+// (once that kernel's blocks have all started and called pdl_trigger, or finished). Such a
+// kernel may read memory that no kernel writes (weights) at once, but calls pdl_wait() before
+// it reads anything the kernels before it wrote, or writes anything they read: pdl_wait
+// returns when they have finished and their writes are visible. Outside such a launch, and on
+// older GPUs (and in the CUDA emulator, which runs kernels one after the other), both are
+// no-ops.
+__device__ inline void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets a successor launched by launch_pdl start (it still waits in pdl_wait for this kernel).
+__device__ inline void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// Launches kernel on the context's stream, with programmatic dependent launch when ctx->pdl
+// (the kernel must call pdl_wait as above). Check it with check_launch.
+template <typename... P, typename... A>
+void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                A... args) {
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = ctx->stream;
+  config.attrs = attribute;
+  config.numAttrs = ctx->pdl ? 1 : 0;
+  cudaLaunchKernelEx(&config, kernel, args...);
 }
 
 // Turns a CUDA error into ARL_ERR_DEVICE with the runtime's message.

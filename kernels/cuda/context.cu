@@ -290,6 +290,9 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   if (err == cudaSuccess) err = cudaMallocHost(&ctx->flag_host, 16);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&ctx->num_sms, cudaDevAttrMultiProcessorCount, ctx->device);
+  int major = 0;
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx->device);
   if (err != cudaSuccess) {
     snprintf(g_create_error, sizeof(g_create_error), "no usable CUDA device: %s",
              cudaGetErrorString(err));
@@ -300,6 +303,8 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
     delete ctx;
     return nullptr;
   }
+  const char* pdl = std::getenv("AGENTRL_CUDA_PDL");
+  ctx->pdl = major >= 9 && !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
   ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
   ctx->cublas = arl::cublas_create(ctx->stream, &ctx->cublas_workspace);
   g_create_error[0] = '\0';

@@ -69,6 +69,7 @@ arl_status check_tokens(arl_ctx* ctx, const char* fn, const int32_t* tokens, int
 // One block per row: out (T, C) = wte[tokens].
 __global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte,
                                          int32_t c) {
+  arl::pdl_trigger();  // a GEMV after it may start streaming its weights
   const int64_t row = blockIdx.x;
   const float* src = wte + int64_t(tokens[row]) * c;
   float* dst = out + row * c;
@@ -88,6 +89,7 @@ __global__ void embedding_backward_kernel(float* dwte, const float* dout, const 
 __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x,
                                        const float* weight, int32_t c, float eps) {
   __shared__ double shared[32];
+  arl::pdl_trigger();  // a GEMV after it may start streaming its weights
   const int64_t row = blockIdx.x;
   const float* xi = x + row * c;
   float* oi = out + row * c;

@@ -275,7 +275,10 @@ enum cudaStreamCaptureMode {
   cudaStreamCaptureModeThreadLocal = 1,
   cudaStreamCaptureModeRelaxed = 2,
 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+};
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 constexpr unsigned cudaStreamNonBlocking = 1;
 
@@ -287,6 +290,7 @@ typedef struct emu_graph* cudaGraphExec_t;
 const char* cudaGetErrorString(cudaError_t err);
 const char* cudaGetErrorName(cudaError_t err);
 cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
@@ -367,3 +371,40 @@ void launch(void (*kernel)(P...), const char* name, const Config& config, A&&...
 }
 
 }  // namespace emu
+
+// cudaLaunchKernelEx with the one attribute the library uses (programmatic dependent launch:
+// kernels run one after the other here, so it changes nothing).
+enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5 };
+union cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim, blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+
+namespace emu {
+// Records cudaErrorInvalidValue as the last error (a launch attribute the emulator lacks).
+cudaError_t refuse_launch_attribute();
+}  // namespace emu
+
+template <typename... P, typename... A>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(P...),
+                               A&&... args) {
+  for (unsigned i = 0; i < config->numAttrs; i++)
+    if (config->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization)
+      return ::emu::refuse_launch_attribute();
+  ::emu::launch(kernel, "(a kernel launched by cudaLaunchKernelEx)",
+                ::emu::Config(config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                              config->stream),
+                std::forward<A>(args)...);
+  return cudaPeekAtLastError();
+}
+

@@ -470,6 +470,8 @@ void emu::submit(const void* kernel, const char* name, const Config& config, Bod
   execute(name, config, owned.get());
 }
 
+cudaError_t emu::refuse_launch_attribute() { return t_last_error = cudaErrorInvalidValue; }
+
 const char* cudaGetErrorName(cudaError_t err) {
   switch (err) {
     case cudaSuccess: return "cudaSuccess";
@@ -511,6 +513,8 @@ const char* cudaGetErrorString(cudaError_t err) {
   return "unknown error";
 }
 
+cudaError_t cudaPeekAtLastError() { return emu::t_last_error; }
+
 cudaError_t cudaGetLastError() {
   const cudaError_t err = emu::t_last_error;
   emu::t_last_error = cudaSuccess;
@@ -528,9 +532,15 @@ cudaError_t cudaSetDevice(int device) {
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device < 0 || device >= device_count()) return cudaErrorInvalidDevice;
-  if (attr != cudaDevAttrMultiProcessorCount) return cudaErrorInvalidValue;
-  *value = std::max(1, emu::int_from_env("AGENTRL_CUDA_EMU_SMS", 132));
-  return cudaSuccess;
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount:
+      *value = std::max(1, emu::int_from_env("AGENTRL_CUDA_EMU_SMS", 132));
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:  // a Hopper GPU's: the library takes its paths
+      *value = 9;
+      return cudaSuccess;
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t cudaDeviceSynchronize() {
