@@ -5,8 +5,8 @@
 // A block of kGemvWarps warps covers kGemvWarps / S columns with S warps per column (each a
 // slice of K, summed in shared memory), S chosen so that narrow layers still put enough
 // loads in flight. Decode fusions change the input rows on the way in: kInNorm RMS-normalizes
-// them (every block finds the rows' rstd, x being small; the weights are scaled by the norm
-// weight as they stream, each output by its row's rstd); kInSwiglu reads silu(x) * up.
+// them (the weights are scaled by the norm weight as they stream, each sum by its row's rstd,
+// which every block finds after its stream, x being small); kInSwiglu reads silu(x) * up.
 #pragma once
 
 #include "common.cuh"
@@ -86,10 +86,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cols = kGemvWarps / split, slice = warp % split;
   const int64_t j = int64_t(blockIdx.x) * cols + warp / split;
-  float rstd[M];
-#pragma unroll
-  for (int r = 0; r < M; r++) rstd[r] = 1.0f;
-  if (kNorm) rows_rstd<M>(rstd, x, k, eps);
   float acc[M];
 #pragma unroll
   for (int r = 0; r < M; r++) acc[r] = 0.0f;
@@ -148,7 +144,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 #pragma unroll
     for (int r = 0; r < M; r++) part[warp][r] = acc[r];
   }
-  __syncthreads();
+  // rstd only scales the sums, so it is found after the weights streamed, not before (its
+  // barrier, which every thread reaches, also publishes part).
+  float rstd[M];
+#pragma unroll
+  for (int r = 0; r < M; r++) rstd[r] = 1.0f;
+  if (kNorm) rows_rstd<M>(rstd, x, k, eps);
+  else __syncthreads();
   if (slice != 0 || lane != 0 || j >= n) return;
   const float b = bias != nullptr ? bias[j] : 0.0f;
 #pragma unroll
