@@ -191,33 +191,33 @@ export const SYMBOLS = {
     ],
     result: status,
   },
-  arl_swiglu_linear_forward: {
+  arl_rmsnorm_linear_swiglu_forward: {
     parameters: [
       ptr, /* ctx */
-      ptr, /* float* y (M, N) */
-      ptr, /* const float* gate (M, K) */
-      ptr, /* const float* up (M, K) */
-      ptr, /* const float* w (N, K) */
-      ptr, /* const float* bias (N) or NULL */
+      ptr, /* float* y (M, F) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* norm_weight (K) */
+      ptr, /* const float* w (2F, K): gate rows, then up rows */
+      ptr, /* const float* bias (2F) or NULL */
       i32, /* int32_t m */
-      i32, /* int32_t n */
+      i32, /* int32_t f */
       i32, /* int32_t k */
-      i32, /* int32_t accumulate */
+      f32, /* float eps */
     ],
     result: status,
   },
-  arl_swiglu_linear_forward_bf16: {
+  arl_rmsnorm_linear_swiglu_forward_bf16: {
     parameters: [
       ptr, /* ctx */
-      ptr, /* float* y (M, N) */
-      ptr, /* const float* gate (M, K) */
-      ptr, /* const float* up (M, K) */
-      ptr, /* const uint16_t* w (N, K), bf16 */
-      ptr, /* const float* bias (N) or NULL */
+      ptr, /* float* y (M, F) */
+      ptr, /* const float* x (M, K) */
+      ptr, /* const float* norm_weight (K) */
+      ptr, /* const uint16_t* w (2F, K), bf16: gate rows, then up rows */
+      ptr, /* const float* bias (2F) or NULL */
       i32, /* int32_t m */
-      i32, /* int32_t n */
+      i32, /* int32_t f */
       i32, /* int32_t k */
-      i32, /* int32_t accumulate */
+      f32, /* float eps */
     ],
     result: status,
   },

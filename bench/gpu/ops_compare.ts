@@ -42,6 +42,7 @@ import {
   rmsnormBackward,
   rmsnormForward,
   rmsnormLinearForward,
+  rmsnormLinearSwigluForward,
   rope,
   ropeKvCacheWrite,
   sample,
@@ -51,7 +52,6 @@ import {
   sumSquares,
   swigluBackward,
   swigluForward,
-  swigluLinearForward,
   Tensor,
   toBf16,
   valueHeadBackward,
@@ -295,29 +295,41 @@ function matmulCases(seed: number): Case[] {
       });
     }
   }
-  // Decode fusion: SwiGLU inside the GEMV (up to 8 rows; k = 37 unaligned), unfused past 8.
-  for (const [fm, fk] of [[1, 96], [5, 96], [2, 37], [12, 96]] as const) {
-    const q = new Rand(`swiglu linear ${fm}x${fk}`, seed);
-    const [g, u, fw, fb, fy0] = [
-      q.randn(fm * fk, 3),
-      q.randn(fm * fk),
-      q.randn(ln * fk, 0.1),
-      q.randn(ln),
-      q.randn(fm * ln),
+  // Decode fusion: RMSNorm, the stacked gate|up GEMV and SwiGLU of its outputs (up to 8 rows;
+  // k = 37 the unaligned loop, k = 1024 several warps per column), unfused past 8 rows.
+  const rowsK: [number, number][] = [
+    [1, 96],
+    [1, 1024],
+    [2, 37],
+    [3, 96],
+    [5, 1024],
+    [8, 96],
+    [8, 37],
+    [12, 96],
+    [12, 37],
+  ];
+  for (const [fm, fk] of rowsK) {
+    const q = new Rand(`rmsnorm linear swiglu ${fm}x${fk}`, seed);
+    const [fx, nw, fw, fb] = [
+      q.randn(fm * fk, 2),
+      q.uniforms(fk, 0.5, 1.5),
+      q.randn(2 * ln * fk, 0.1),
+      q.randn(2 * ln),
     ];
     const fw16 = bf16Bits(fw);
-    for (const [weights, acc] of [["fp32", false], ["bf16", true], ["fp32", true]] as const) {
+    const combos = [["fp32", true], ["bf16", true], ["bf16", false], ["fp32", false]] as const;
+    for (const [weights, bias] of combos) {
       cases.push({
-        op: `swigluLinearForward ${weights} weights, ${fm} rows k=${fk} bias${
-          acc ? " accumulate" : ""
+        op: `rmsnormLinearSwigluForward ${weights} weights, ${fm} rows k=${fk}${
+          bias ? " bias" : ""
         }`,
         tol: fm > 8 && weights === "bf16" ? TOL_BF16 : fm > 8 ? TOL_GEMM : TOL_FP32,
         run: (s) => {
-          const y = acc ? s.f32(fy0, [fm, ln]) : s.nan([fm, ln]);
-          const ws = weights === "bf16" ? s.bf16(fw16, [ln, fk]) : s.f32(fw, [ln, fk]);
-          const [gs, us] = [s.f32(g, [fm, fk]), s.f32(u, [fm, fk])];
-          swigluLinearForward(s.k, y, gs, us, ws, s.f32(fb), acc);
-          return { y: acc ? delta(y.read(), fy0) : y.read() };
+          const y = s.nan([fm, ln]);
+          const ws = weights === "bf16" ? s.bf16(fw16, [2 * ln, fk]) : s.f32(fw, [2 * ln, fk]);
+          const b = bias ? s.f32(fb) : null;
+          rmsnormLinearSwigluForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(nw), ws, b, 1e-6);
+          return { y: y.read() };
         },
       });
     }

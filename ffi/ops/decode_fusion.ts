@@ -36,29 +36,40 @@ export function rmsnormLinearForward(
 }
 
 /**
- * y (M, N) (+)= (silu(gate) * up) (M, K) . w (N, K)^T + bias (N): SwiGLU and the linear layer
- * in one call, the product rows never stored. w is fp32 or bf16.
+ * y (M, F) = silu(g) * u where [g | u] = rmsnorm(x (M, K); normWeight (K), eps) . w (2F, K)^T +
+ * bias (2F): the norm, the stacked gate|up linear layer (w's first F rows the gate, the next F
+ * the up projection) and SwiGLU in one call, neither the normalized rows nor g and u stored.
+ * w is fp32 or bf16.
  */
-export function swigluLinearForward(
+export function rmsnormLinearSwigluForward(
   k: Kernels,
   y: Tensor,
-  gate: Tensor,
-  up: Tensor,
+  x: Tensor,
+  normWeight: Tensor,
   w: Tensor,
-  bias: Tensor | null = null,
-  accumulate = false,
+  bias: Tensor | null,
+  eps: number,
 ): void {
-  expectTensor(gate, "gate", "f32", [-1, -1]);
-  const [m, kk] = [dim(gate, 0), dim(gate, 1)];
-  expectTensor(up, "up", "f32", [m, kk]);
+  expectTensor(x, "x", "f32", [-1, -1]);
+  const [m, kk] = [dim(x, 0), dim(x, 1)];
+  expectTensor(normWeight, "normWeight", "f32", [kk]);
   const bf16 = expectWeight(w, "w", [-1, kk]);
-  const n = dim(w, 0);
-  expectTensor(y, "y", "f32", [m, n]);
-  if (bias) expectTensor(bias, "bias", "f32", [n]);
-  const name = bf16 ? "arl_swiglu_linear_forward_bf16" : "arl_swiglu_linear_forward";
-  const fn = bf16 ? k.sym.arl_swiglu_linear_forward_bf16 : k.sym.arl_swiglu_linear_forward;
-  const acc = accumulate ? 1 : 0;
-  k.check(name, fn(k.ctx, y.ptr, gate.ptr, up.ptr, w.ptr, ptrOf(bias), m, n, kk, acc));
+  const f = dim(w, 0) / 2;
+  if (!Number.isInteger(f)) {
+    throw new RangeError(
+      `w must have an even number of rows (gate, then up), got [${w.shape.join(", ")}]`,
+    );
+  }
+  expectTensor(y, "y", "f32", [m, f]);
+  if (bias) expectTensor(bias, "bias", "f32", [2 * f]);
+  expectNumber(eps, "eps");
+  const name = bf16
+    ? "arl_rmsnorm_linear_swiglu_forward_bf16"
+    : "arl_rmsnorm_linear_swiglu_forward";
+  const fn = bf16
+    ? k.sym.arl_rmsnorm_linear_swiglu_forward_bf16
+    : k.sym.arl_rmsnorm_linear_swiglu_forward;
+  k.check(name, fn(k.ctx, y.ptr, x.ptr, normWeight.ptr, w.ptr, ptrOf(bias), m, f, kk, eps));
 }
 
 /**

@@ -80,14 +80,14 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
                        double(eps));                                                    \
   } while (0)
 
-// The arguments of arl_swiglu_linear_forward[_bf16] (bias may be null).
-#define ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k) \
-  do {                                                     \
-    ARL_NOT_NULL(ctx, y);                                  \
-    ARL_NOT_NULL(ctx, gate);                               \
-    ARL_NOT_NULL(ctx, up);                                 \
-    ARL_NOT_NULL(ctx, w);                                  \
-    ARL_MNK(ctx, m, n, k);                                 \
+// The arguments of arl_rmsnorm_linear_swiglu_forward[_bf16] (bias may be null): w holds 2F
+// rows of K.
+#define ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps)          \
+  do {                                                                                   \
+    ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);                    \
+    if (2 * (int64_t)(f) * (int64_t)(k) > arl::kMaxElements)                             \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: w (2f x k) = %lld elements is too large", \
+                       __func__, (long long)(2 * (int64_t)(f) * (int64_t)(k)));          \
   } while (0)
 
 // The arguments of arl_rope_kv_cache_write.

@@ -1,5 +1,6 @@
-// Decode fusions (ABI version 4). On the CPU they are the unfused calls in sequence, with the
-// intermediate rows in temporary memory: the CUDA library fuses them to save kernel launches.
+// Decode fusions (ABI versions 4 and 5). On the CPU they are the unfused calls in sequence,
+// with the intermediate rows in temporary memory: the CUDA library fuses them to save kernel
+// launches.
 #include <vector>
 
 #include "common.h"
@@ -32,15 +33,27 @@ arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x
   return linear_entry(ctx, y, h.data(), w, bias, m, n, k, 0);
 }
 
-// silu(gate) * up into temporary rows, then the linear entry point on them.
+// rmsnorm(x) into temporary rows, the linear entry point on the gate rows of w (the first F)
+// and on the up rows, then SwiGLU of the two into y.
 template <typename W>
-arl_status swiglu_linear(arl_ctx* ctx, const char* fn, float* y, const float* gate,
-                         const float* up, const W* w, const float* bias, int32_t m, int32_t n,
-                         int32_t k, int32_t accumulate) {
-  std::vector<float> s;
-  if (arl_status st = arl::guarded(ctx, fn, [&] { s.resize(size_t(m) * size_t(k)); })) return st;
-  if (arl_status st = arl_swiglu_forward(ctx, s.data(), gate, up, int64_t(m) * k)) return st;
-  return linear_entry(ctx, y, s.data(), w, bias, m, n, k, accumulate);
+arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                                 const float* norm_weight, const W* w, const float* bias,
+                                 int32_t m, int32_t f, int32_t k, float eps) {
+  std::vector<float> h, rstd, g, u;
+  if (arl_status s = arl::guarded(ctx, fn, [&] {
+        h.resize(size_t(m) * size_t(k));
+        rstd.resize(size_t(m));
+        g.resize(size_t(m) * size_t(f));
+        u.resize(size_t(m) * size_t(f));
+      }))
+    return s;
+  if (arl_status s = arl_rmsnorm_forward(ctx, h.data(), rstd.data(), x, norm_weight, m, k, eps))
+    return s;
+  if (arl_status s = linear_entry(ctx, g.data(), h.data(), w, bias, m, f, k, 0)) return s;
+  const float* bias_up = bias != nullptr ? bias + f : nullptr;
+  if (arl_status s = linear_entry(ctx, u.data(), h.data(), w + int64_t(f) * k, bias_up, m, f, k, 0))
+    return s;
+  return arl_swiglu_forward(ctx, y, g.data(), u.data(), int64_t(m) * f);
 }
 
 }  // namespace
@@ -64,20 +77,22 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
   return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
-arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
-                                     const float* w, const float* bias, int32_t m, int32_t n,
-                                     int32_t k, int32_t accumulate) {
+arl_status arl_rmsnorm_linear_swiglu_forward(arl_ctx* ctx, float* y, const float* x,
+                                             const float* norm_weight, const float* w,
+                                             const float* bias, int32_t m, int32_t f, int32_t k,
+                                             float eps) {
   ARL_CTX(ctx);
-  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
+  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
+  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
 }
 
-arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
-                                          const float* up, const uint16_t* w, const float* bias,
-                                          int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+arl_status arl_rmsnorm_linear_swiglu_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                                  const float* norm_weight, const uint16_t* w,
+                                                  const float* bias, int32_t m, int32_t f,
+                                                  int32_t k, float eps) {
   ARL_CTX(ctx);
-  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
+  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
+  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
 }
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,

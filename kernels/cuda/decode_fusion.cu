@@ -1,4 +1,4 @@
-// Decode fusions (ABI version 4): calls that a decode step makes back to back, in one kernel
+// Decode fusions (ABI versions 4 and 5): calls that a decode step makes back to back, in one kernel
 // where the rows are few (see agentrl.h).
 #include "common.cuh"
 #include "gemv.cuh"
@@ -87,21 +87,29 @@ arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x
   return linear_entry(ctx, y, h, w, bias, m, n, k, 0);
 }
 
-// y (+)= (silu(gate) * up) . w^T + bias: the fused GEMV for few rows, else SwiGLU into scratch
-// and the linear entry point.
+// [g | u] = rmsnorm(x) . w^T + bias (w: F gate rows, then F up rows); y = silu(g) * u: the
+// fused GEMV for few rows, else the rmsnorm, the gate and up linears and SwiGLU through
+// scratch memory.
 template <typename W>
-arl_status swiglu_linear(arl_ctx* ctx, const char* fn, float* y, const float* gate,
-                         const float* up, const W* w, const float* bias, int32_t m, int32_t n,
-                         int32_t k, int32_t accumulate) {
+arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                                 const float* norm_weight, const W* w, const float* bias,
+                                 int32_t m, int32_t f, int32_t k, float eps) {
   if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, gate, w, bias, m, n, k, accumulate != 0, nullptr, 0.0f, up);
+    arl::gemv_rows(ctx, y, x, w, bias, m, f, k, false, norm_weight, eps, true);
     return arl::check_launch(ctx, fn);
   }
-  const int64_t count = int64_t(m) * k;
-  auto* s = static_cast<float*>(arl::scratch(ctx, fn, size_t(count) * sizeof(float)));
-  if (s == nullptr) return ARL_ERR_ALLOC;
-  if (arl_status st = arl_swiglu_forward(ctx, s, gate, up, count)) return st;
-  return linear_entry(ctx, y, s, w, bias, m, n, k, accumulate);
+  // h (M, K), rstd (M), g (M, F), u (M, F), each 256-byte aligned
+  const auto padded = [](size_t n) { return (n + 63) & ~size_t(63); };
+  const size_t hk = padded(size_t(m) * size_t(k)), mf = padded(size_t(m) * size_t(f));
+  const size_t floats = hk + padded(size_t(m)) + 2 * mf;
+  auto* h = static_cast<float*>(arl::scratch(ctx, fn, floats * sizeof(float)));
+  if (h == nullptr) return ARL_ERR_ALLOC;
+  float *rstd = h + hk, *g = rstd + padded(size_t(m)), *u = g + mf;
+  if (arl_status s = arl_rmsnorm_forward(ctx, h, rstd, x, norm_weight, m, k, eps)) return s;
+  if (arl_status s = linear_entry(ctx, g, h, w, bias, m, f, k, 0)) return s;
+  const float* bias_up = bias != nullptr ? bias + f : nullptr;
+  if (arl_status s = linear_entry(ctx, u, h, w + int64_t(f) * k, bias_up, m, f, k, 0)) return s;
+  return arl_swiglu_forward(ctx, y, g, u, int64_t(m) * f);
 }
 
 }  // namespace
@@ -125,20 +133,22 @@ arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* 
   return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
 }
 
-arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate, const float* up,
-                                     const float* w, const float* bias, int32_t m, int32_t n,
-                                     int32_t k, int32_t accumulate) {
+arl_status arl_rmsnorm_linear_swiglu_forward(arl_ctx* ctx, float* y, const float* x,
+                                             const float* norm_weight, const float* w,
+                                             const float* bias, int32_t m, int32_t f, int32_t k,
+                                             float eps) {
   ARL_CTX(ctx);
-  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
+  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
+  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
 }
 
-arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
-                                          const float* up, const uint16_t* w, const float* bias,
-                                          int32_t m, int32_t n, int32_t k, int32_t accumulate) {
+arl_status arl_rmsnorm_linear_swiglu_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                                  const float* norm_weight, const uint16_t* w,
+                                                  const float* bias, int32_t m, int32_t f,
+                                                  int32_t k, float eps) {
   ARL_CTX(ctx);
-  ARL_SWIGLU_LINEAR_ARGS(ctx, y, gate, up, w, m, n, k);
-  return swiglu_linear(ctx, __func__, y, gate, up, w, bias, m, n, k, accumulate);
+  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
+  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
 }
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,

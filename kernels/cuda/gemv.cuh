@@ -4,9 +4,10 @@
 // every row is 16-byte aligned) and dotted with the M rows of x (small, served from cache).
 // A block of kGemvWarps warps covers kGemvWarps / S columns with S warps per column (each a
 // slice of K, summed in shared memory), S chosen so that narrow layers still put enough
-// loads in flight. Decode fusions change the input rows on the way in: kInNorm RMS-normalizes
-// them (every block finds the rows' rstd, x being small; the weights are scaled by the norm
-// weight as they stream, each output by its row's rstd); kInSwiglu reads silu(x) * up.
+// loads in flight. Decode fusions: kGemvNorm RMS-normalizes the input rows (the weights are
+// scaled by the norm weight as they stream, each sum by its row's rstd, which every block
+// finds after its stream, x being small); kGemvNormSwiglu also applies SwiGLU to the outputs
+// of a stacked gate|up weight (each column's warps stream its gate and its up row).
 #pragma once
 
 #include "common.cuh"
@@ -71,100 +72,126 @@ __device__ inline void rows_rstd(float (&rstd)[M], const float* __restrict__ x, 
   }
 }
 
-enum GemvInput { kInPlain, kInNorm, kInSwiglu };
+// What the GEMV fuses: nothing; the RMSNorm of its input rows; that norm and SwiGLU of its
+// outputs (w holds 2N rows, gate then up; column j dots rows j and N + j, and y (M, N) gets
+// silu(g_j) * u_j).
+enum GemvMode { kGemvPlain, kGemvNorm, kGemvNormSwiglu };
 
 __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
 
-template <int M, typename W, bool kVec, int kIn>
+template <int M, typename W, bool kVec, int kMode>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_rows_kernel(float* __restrict__ y, const float* __restrict__ x,
                      const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
                      int32_t k, int split, bool accumulate, const float* __restrict__ norm_weight,
-                     float eps, const float* __restrict__ up) {
-  constexpr bool kNorm = kIn == kInNorm;
-  __shared__ float part[kGemvWarps][M];
+                     float eps) {
+  constexpr bool kNorm = kMode != kGemvPlain;
+  constexpr int R = kMode == kGemvNormSwiglu ? 2 : 1;  // weight rows per column
+  __shared__ float part[kGemvWarps][R][M];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cols = kGemvWarps / split, slice = warp % split;
   const int64_t j = int64_t(blockIdx.x) * cols + warp / split;
-  float rstd[M];
+  float acc[R][M];
 #pragma unroll
-  for (int r = 0; r < M; r++) rstd[r] = 1.0f;
-  if (kNorm) rows_rstd<M>(rstd, x, k, eps);
-  float acc[M];
+  for (int h = 0; h < R; h++)
 #pragma unroll
-  for (int r = 0; r < M; r++) acc[r] = 0.0f;
+    for (int r = 0; r < M; r++) acc[h][r] = 0.0f;
   if (j < n) {
     const W* wj = w + j * k;
+    const int64_t up = int64_t(n) * k;  // from row j to row N + j
     if (kVec) {
       constexpr int E = Wide16<W>::kCount;
       const int32_t kv = k / E;
 #pragma unroll 4
       for (int32_t i = slice * 32 + lane; i < kv; i += 32 * split) {
-        Wide16<W> a;
-        a.load(wj + int64_t(i) * E);
+        Wide16<W> a[R];
+#pragma unroll
+        for (int h = 0; h < R; h++) a[h].load(wj + h * up + int64_t(i) * E);
         if (kNorm) {
           const float4* g = reinterpret_cast<const float4*>(norm_weight + int64_t(i) * E);
 #pragma unroll
           for (int q = 0; q < E / 4; q++) {
             const float4 gq = __ldg(g + q);
-            a.v[4 * q] *= gq.x;
-            a.v[4 * q + 1] *= gq.y;
-            a.v[4 * q + 2] *= gq.z;
-            a.v[4 * q + 3] *= gq.w;
+#pragma unroll
+            for (int h = 0; h < R; h++) {
+              a[h].v[4 * q] *= gq.x;
+              a[h].v[4 * q + 1] *= gq.y;
+              a[h].v[4 * q + 2] *= gq.z;
+              a[h].v[4 * q + 3] *= gq.w;
+            }
           }
         }
 #pragma unroll
         for (int r = 0; r < M; r++) {
-          const int64_t at = int64_t(r) * k + int64_t(i) * E;
-          const float4* xr = reinterpret_cast<const float4*>(x + at);
+          const float4* xr = reinterpret_cast<const float4*>(x + int64_t(r) * k + int64_t(i) * E);
 #pragma unroll
           for (int q = 0; q < E / 4; q++) {
-            float4 b = __ldg(xr + q);
-            if (kIn == kInSwiglu) {
-              const float4 u = __ldg(reinterpret_cast<const float4*>(up + at) + q);
-              b = make_float4(silu(b.x) * u.x, silu(b.y) * u.y, silu(b.z) * u.z, silu(b.w) * u.w);
+            const float4 b = __ldg(xr + q);
+#pragma unroll
+            for (int h = 0; h < R; h++) {
+              const float* v = &a[h].v[4 * q];
+              acc[h][r] = fmaf(v[0], b.x, fmaf(v[1], b.y, fmaf(v[2], b.z, fmaf(v[3], b.w,
+                          acc[h][r]))));
             }
-            acc[r] = fmaf(a.v[4 * q], b.x, fmaf(a.v[4 * q + 1], b.y,
-                     fmaf(a.v[4 * q + 2], b.z, fmaf(a.v[4 * q + 3], b.w, acc[r]))));
           }
         }
       }
     } else {
       for (int32_t i = slice * 32 + lane; i < k; i += 32 * split) {
-        const float a = widen(__ldg(&wj[i])) * (kNorm ? __ldg(&norm_weight[i]) : 1.0f);
+        const float g = kNorm ? __ldg(&norm_weight[i]) : 1.0f;
+        float a[R];
+#pragma unroll
+        for (int h = 0; h < R; h++) a[h] = widen(__ldg(&wj[h * up + i])) * g;
 #pragma unroll
         for (int r = 0; r < M; r++) {
-          float xv = __ldg(&x[int64_t(r) * k + i]);
-          if (kIn == kInSwiglu) xv = silu(xv) * __ldg(&up[int64_t(r) * k + i]);
-          acc[r] = fmaf(a, xv, acc[r]);
+          const float xv = __ldg(&x[int64_t(r) * k + i]);
+#pragma unroll
+          for (int h = 0; h < R; h++) acc[h][r] = fmaf(a[h], xv, acc[h][r]);
         }
       }
     }
   }
 #pragma unroll
-  for (int r = 0; r < M; r++)
-    for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+  for (int h = 0; h < R; h++)
+#pragma unroll
+    for (int r = 0; r < M; r++)
+      for (int o = 16; o > 0; o >>= 1) acc[h][r] += __shfl_xor_sync(0xffffffffu, acc[h][r], o);
   if (lane == 0) {
 #pragma unroll
-    for (int r = 0; r < M; r++) part[warp][r] = acc[r];
+    for (int h = 0; h < R; h++)
+#pragma unroll
+      for (int r = 0; r < M; r++) part[warp][h][r] = acc[h][r];
   }
-  __syncthreads();
+  // rstd only scales the sums, so it is found after the weights streamed, not before (its
+  // barrier, which every thread reaches, also publishes part).
+  float rstd[M];
+#pragma unroll
+  for (int r = 0; r < M; r++) rstd[r] = 1.0f;
+  if (kNorm) rows_rstd<M>(rstd, x, k, eps);
+  else __syncthreads();
   if (slice != 0 || lane != 0 || j >= n) return;
-  const float b = bias != nullptr ? bias[j] : 0.0f;
+  float b[R];
+#pragma unroll
+  for (int h = 0; h < R; h++) b[h] = bias != nullptr ? bias[h * int64_t(n) + j] : 0.0f;
 #pragma unroll
   for (int r = 0; r < M; r++) {
-    float sum = 0.0f;
-    for (int t = 0; t < split; t++) sum += part[warp + t][r];
-    sum *= rstd[r];
+    float sum[R];
+#pragma unroll
+    for (int h = 0; h < R; h++) {
+      sum[h] = 0.0f;
+      for (int t = 0; t < split; t++) sum[h] += part[warp + t][h][r];
+      sum[h] *= rstd[r];
+    }
     float* out = &y[int64_t(r) * n + j];
-    *out = accumulate ? *out + sum + b : sum + b;
+    if (R == 2) *out = silu(sum[0] + b[0]) * (sum[R - 1] + b[R - 1]);
+    else *out = accumulate ? *out + sum[0] + b[0] : sum[0] + b[0];
   }
 }
 
 template <int M, typename W>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
                  int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps,
-                 const float* up) {
+                 bool swiglu) {
   // Warps per column: enough warps in all (~16 per SM) without slices under 128 values.
   int split = 1;
   while (split < kGemvWarps && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
@@ -175,42 +202,44 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   constexpr int E = Wide16<W>::kCount;
   const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
                                    reinterpret_cast<uintptr_t>(w) |
-                                   reinterpret_cast<uintptr_t>(norm_weight) |
-                                   reinterpret_cast<uintptr_t>(up)) & 15) == 0;
+                                   reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
   const unsigned threads = kGemvWarps * 32;
-#define ARL_GEMV(VEC, IN)                                                     \
-  gemv_rows_kernel<M, W, VEC, IN><<<blocks, threads, 0, ctx->stream>>>(       \
-      y, x, w, bias, n, k, split, accumulate, norm_weight, eps, up)
-  if (norm_weight != nullptr) {
-    if (vec) ARL_GEMV(true, kInNorm);
-    else ARL_GEMV(false, kInNorm);
-  } else if (up != nullptr) {
-    if (vec) ARL_GEMV(true, kInSwiglu);
-    else ARL_GEMV(false, kInSwiglu);
+#define ARL_GEMV(VEC, MODE)                                                   \
+  gemv_rows_kernel<M, W, VEC, MODE><<<blocks, threads, 0, ctx->stream>>>(     \
+      y, x, w, bias, n, k, split, accumulate, norm_weight, eps)
+  if (swiglu) {
+    if (vec) ARL_GEMV(true, kGemvNormSwiglu);
+    else ARL_GEMV(false, kGemvNormSwiglu);
+  } else if (norm_weight != nullptr) {
+    if (vec) ARL_GEMV(true, kGemvNorm);
+    else ARL_GEMV(false, kGemvNorm);
   } else {
-    if (vec) ARL_GEMV(true, kInPlain);
-    else ARL_GEMV(false, kInPlain);
+    if (vec) ARL_GEMV(true, kGemvPlain);
+    else ARL_GEMV(false, kGemvPlain);
   }
 #undef ARL_GEMV
 }
 
 // Launches the GEMV for m in 1..kGemvRows (the caller checks the launch). With norm_weight,
-// x's rows are RMS-normalized first (eps) and scaled by it; with up, the rows read are
-// silu(x) * up (x the gate).
+// x's rows are RMS-normalized first (eps) and scaled by it; with swiglu (and norm_weight), w
+// and bias hold 2n rows (gate, up) and y (m, n) = silu(gate) * up, not accumulated.
 template <typename W>
 void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
                int32_t n, int32_t k, bool accumulate, const float* norm_weight = nullptr,
-               float eps = 0.0f, const float* up = nullptr) {
+               float eps = 0.0f, bool swiglu = false) {
+#define ARL_GEMV_ROWS(M) \
+  launch_gemv<M>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, swiglu)
   switch (m) {
-    case 1: return launch_gemv<1>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 2: return launch_gemv<2>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 3: return launch_gemv<3>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 4: return launch_gemv<4>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 5: return launch_gemv<5>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 6: return launch_gemv<6>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    case 7: return launch_gemv<7>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
-    default: return launch_gemv<8>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, up);
+    case 1: return ARL_GEMV_ROWS(1);
+    case 2: return ARL_GEMV_ROWS(2);
+    case 3: return ARL_GEMV_ROWS(3);
+    case 4: return ARL_GEMV_ROWS(4);
+    case 5: return ARL_GEMV_ROWS(5);
+    case 6: return ARL_GEMV_ROWS(6);
+    case 7: return ARL_GEMV_ROWS(7);
+    default: return ARL_GEMV_ROWS(8);
   }
+#undef ARL_GEMV_ROWS
 }
 
 }  // namespace arl

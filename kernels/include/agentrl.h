@@ -174,19 +174,24 @@ ARL_API arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const
                                                    const float* bias, int32_t m, int32_t n,
                                                    int32_t k, float eps);
 /*
- * Decode fusion (ABI version 4): y (M, N) = (silu(gate) * up) (M, K) . w (N, K)^T + bias (N;
- * may be NULL), added to y when accumulate != 0; the product rows never stored. Fused into
- * the CUDA library's few-row GEMV (M <= 8); otherwise, and on the CPU, arl_swiglu_forward
- * into scratch memory, then arl_linear_forward. _bf16: w in bf16.
+ * Decode fusion (ABI version 5): [g | u] = rmsnorm(x (M, K); norm_weight (K), eps) .
+ * w (2F, K)^T + bias (2F; may be NULL), w being the gate rows then the up rows;
+ * y (M, F) = silu(g) * u, neither g nor u stored. The CUDA library's few-row GEMV (M <= 8)
+ * computes gate column j and up column j in the same warps and writes silu(g_j) * u_j, so
+ * SwiGLU runs once per output; otherwise, and on the CPU, it is arl_rmsnorm_forward into
+ * scratch memory, arl_linear_forward of the gate rows and of the up rows, then
+ * arl_swiglu_forward. _bf16: w in bf16.
  */
-ARL_API arl_status arl_swiglu_linear_forward(arl_ctx* ctx, float* y, const float* gate,
-                                             const float* up, const float* w, const float* bias,
-                                             int32_t m, int32_t n, int32_t k,
-                                             int32_t accumulate);
-ARL_API arl_status arl_swiglu_linear_forward_bf16(arl_ctx* ctx, float* y, const float* gate,
-                                                  const float* up, const uint16_t* w,
-                                                  const float* bias, int32_t m, int32_t n,
-                                                  int32_t k, int32_t accumulate);
+ARL_API arl_status arl_rmsnorm_linear_swiglu_forward(arl_ctx* ctx, float* y, const float* x,
+                                                     const float* norm_weight, const float* w,
+                                                     const float* bias, int32_t m, int32_t f,
+                                                     int32_t k, float eps);
+ARL_API arl_status arl_rmsnorm_linear_swiglu_forward_bf16(arl_ctx* ctx, float* y,
+                                                          const float* x,
+                                                          const float* norm_weight,
+                                                          const uint16_t* w, const float* bias,
+                                                          int32_t m, int32_t f, int32_t k,
+                                                          float eps);
 /* dx (T, C) = (written); dweight (C) += ... */
 ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
                                         const float* dout, const float* x, const float* rstd,

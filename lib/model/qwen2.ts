@@ -65,11 +65,11 @@ import {
   rmsnormBackward,
   rmsnormForward,
   rmsnormLinearForward,
+  rmsnormLinearSwigluForward,
   rope,
   ropeKvCacheWrite,
   swigluBackward,
   swigluForward,
-  swigluLinearForward,
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "./config.ts";
@@ -190,6 +190,9 @@ interface LayerWeights {
   qkv?: Tensor;
   bqkv?: Tensor | null;
   gu?: Tensor;
+  /** fp32 gate and up stacked (2F, C): the parameters' own rows, back to back in the layout
+   * (when the padding allows), for the fused decode MLP. */
+  gu32?: Tensor;
 }
 
 interface Weights {
@@ -377,6 +380,12 @@ export class Qwen2Model implements Disposable {
     const view = (name: string, shape?: readonly number[]) =>
       BufferLayout.view(buffer, this.layout.get(name), shape);
     const opt = (name: string) => (this.layout.has(name) ? view(name) : null);
+    // gate and up as one (2F, C) matrix, if nothing pads the layout between them
+    const stacked = (gate: string, up: string): { gu32?: Tensor } => {
+      const [g, u] = [this.layout.get(gate), this.layout.get(up)];
+      if (u.offset !== g.offset + g.size) return {};
+      return { gu32: Tensor.viewOf(buffer, g.offset * 4, [2 * g.shape[0]!, g.shape[1]!]) };
+    };
     const layers: LayerWeights[] = [];
     for (let i = 0; i < cfg.num_hidden_layers; i++) {
       const p = `model.layers.${i}`;
@@ -393,6 +402,7 @@ export class Qwen2Model implements Disposable {
         wg: view(`${p}.mlp.gate_proj.weight`),
         wu: view(`${p}.mlp.up_proj.weight`),
         wd: view(`${p}.mlp.down_proj.weight`),
+        ...stacked(`${p}.mlp.gate_proj.weight`, `${p}.mlp.up_proj.weight`),
       });
     }
     const embed = view("model.embed_tokens.weight");
@@ -879,8 +889,8 @@ export class Qwen2Model implements Disposable {
     const cfg = this.config;
     const k = this.kernels;
     // Few rows on the GPU: each RMSNorm rides in the projections that read it, SwiGLU in the
-    // down projection, RoPE with the cache write (one kernel each). The CPU library would run
-    // the unfused calls anyway (through temporary rows), so it keeps them.
+    // stacked gate|up projection, RoPE with the cache write (one kernel each). The CPU library
+    // would run the unfused calls anyway (through temporary rows), so it keeps them.
     // AGENTRL_DECODE_FUSION=0 runs the unfused calls on the GPU too (a benchmark baseline).
     const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
     const eps = cfg.rms_norm_eps;
@@ -908,19 +918,20 @@ export class Qwen2Model implements Disposable {
       }
       attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, this.#scale);
       linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
-      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, eps);
-      if (d.gu && w.gu) {
-        normed(d.gu, w.ln2, w.gu, null);
+      const gateUp = w.gu ?? w.gu32;
+      if (fuse && gateUp) { // the norm, gate|up and SwiGLU in one GEMV
+        rmsnormLinearSwigluForward(k, d.s, d.x, w.ln2, gateUp, null, eps);
       } else {
-        normed(d.g, w.ln2, w.wg, null);
-        normed(d.u, w.ln2, w.wu, null);
-      }
-      if (fuse) {
-        swigluLinearForward(k, d.x, d.g, d.u, w.wd, null, true);
-      } else {
+        if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, eps);
+        if (d.gu && w.gu) {
+          normed(d.gu, w.ln2, w.gu, null);
+        } else {
+          normed(d.g, w.ln2, w.wg, null);
+          normed(d.u, w.ln2, w.wu, null);
+        }
         swigluForward(k, d.s, d.g, d.u);
-        linearForward(k, d.x, d.s, w.wd, null, true);
       }
+      linearForward(k, d.x, d.s, w.wd, null, true); // the residual added by the GEMM
     }
   }
 

@@ -1,8 +1,9 @@
 // The decode fusions on the CPU: rmsnormLinearForward is rmsnormForward then linearForward,
-// swigluLinearForward swigluForward then linearForward (bit for bit: the CPU library runs
-// exactly those calls), for fp32 and bf16 weights, and
-// matches the float64 reference; bad arguments get clear errors. The CUDA kernels that fuse
-// them are compared with these results by bench/gpu/ops_compare.ts (emulated in emu.test.ts).
+// rmsnormLinearSwigluForward rmsnormForward, linearForward on the gate rows and on the up rows,
+// then swigluForward (bit for bit: the CPU library runs exactly those calls), for fp32 and
+// bf16 weights, and both match the float64 reference; bad arguments get clear errors. The
+// CUDA kernels that fuse them are compared with these results by bench/gpu/ops_compare.ts
+// (emulated in emu.test.ts).
 import assert from "node:assert/strict";
 import {
   KernelError,
@@ -10,10 +11,10 @@ import {
   linearForward,
   rmsnormForward,
   rmsnormLinearForward,
+  rmsnormLinearSwigluForward,
   rope,
   ropeKvCacheWrite,
   swigluForward,
-  swigluLinearForward,
   Tensor,
   toBf16,
 } from "../../ffi/mod.ts";
@@ -95,73 +96,97 @@ Deno.test("rmsnormLinearForward: mismatched shapes, a bad eps and null pointers 
   });
 });
 
-Deno.test("swigluLinearForward equals swigluForward then linearForward, with accumulate and bias", () => {
+Deno.test("rmsnormLinearSwigluForward equals rmsnormForward, the gate and up linears, then swigluForward", () => {
   using k = openKernels();
-  const rng = new Rng("swiglu linear");
-  for (const [m, n, kk] of [[1, 33, 40], [5, 17, 64], [12, 9, 96]] as const) {
-    const g = rng.randn(m * kk, 3), u = rng.randn(m * kk), w = rng.randn(n * kk, 0.3);
-    const bias = rng.randn(n), y0 = rng.randn(m * n);
-    using tg = f32(k, g, [m, kk]);
-    using tu = f32(k, u, [m, kk]);
-    using tw = f32(k, w, [n, kk]);
-    using w16 = new Tensor(k, [n, kk], "bf16");
+  const rng = new Rng("rmsnorm linear swiglu");
+  for (const [m, f, kk] of [[1, 33, 40], [5, 17, 64], [12, 9, 96]] as const) {
+    const x = rng.randn(m * kk, 2), nw = rng.uniformArray(kk, 0.5, 1.5);
+    const w = rng.randn(2 * f * kk, 0.3), bias = rng.randn(2 * f);
+    using tx = f32(k, x, [m, kk]);
+    using tnw = f32(k, nw, [kk]);
+    using tw = f32(k, w, [2 * f, kk]);
+    using w16 = new Tensor(k, [2 * f, kk], "bf16");
     toBf16(k, w16, tw);
-    using tb = f32(k, bias, [n]);
+    using tb = f32(k, bias, [2 * f]);
     for (const weights of [tw, w16]) {
-      for (const acc of [false, true]) {
-        using s = nans(k, [m, kk]);
-        using expected = f32(k, y0, [m, n]);
-        swigluForward(k, s, tg, tu);
-        linearForward(k, expected, s, weights, tb, acc);
-        using y = f32(k, y0, [m, n]);
-        swigluLinearForward(k, y, tg, tu, weights, tb, acc);
-        const what = `${m}x${kk} -> ${n}, ${weights.dtype} weights${acc ? ", accumulate" : ""}`;
+      // the gate rows (the first f) and the up rows of w, and of the bias
+      const size = weights.dtype === "bf16" ? 2 : 4;
+      using wg = Tensor.viewOf(weights, 0, [f, kk]);
+      using wu = Tensor.viewOf(weights, f * kk * size, [f, kk]);
+      using bg = Tensor.viewOf(tb, 0, [f]);
+      using bu = Tensor.viewOf(tb, 4 * f, [f]);
+      for (const withBias of [true, false]) {
+        using h = nans(k, [m, kk]);
+        using rstd = nans(k, [m]);
+        using g = nans(k, [m, f]);
+        using u = nans(k, [m, f]);
+        using expected = nans(k, [m, f]);
+        rmsnormForward(k, h, rstd, tx, tnw, 1e-6);
+        linearForward(k, g, h, wg, withBias ? bg : null);
+        linearForward(k, u, h, wu, withBias ? bu : null);
+        swigluForward(k, expected, g, u);
+        using y = nans(k, [m, f]);
+        rmsnormLinearSwigluForward(k, y, tx, tnw, weights, withBias ? tb : null, 1e-6);
+        const what = `${m}x${kk} -> ${f}, ${weights.dtype} weights${withBias ? ", bias" : ""}`;
         assert.deepEqual(Array.from(y.view()), Array.from(expected.view()), what);
       }
     }
-    const ref = linearForwardRef(swigluRef(g, u), w, bias, m, n, kk, y0);
-    using y = f32(k, y0, [m, n]);
-    swigluLinearForward(k, y, tg, tu, tw, tb, true);
-    assertClose(y.view(), ref.y, `${m}x${kk} against the reference`, {
+    const hRef = rmsnormRef(x, nw, m, kk, 1e-6).out;
+    const gRef = linearForwardRef(hRef, w.subarray(0, f * kk), bias.subarray(0, f), m, f, kk);
+    const uRef = linearForwardRef(hRef, w.subarray(f * kk), bias.subarray(f), m, f, kk);
+    const ref = swigluRef(gRef.y, uRef.y);
+    using y = nans(k, [m, f]);
+    rmsnormLinearSwigluForward(k, y, tx, tnw, tw, tb, 1e-6);
+    assertClose(y.view(), ref, `${m}x${kk} against the reference`, {
       rtol: 1e-5,
-      atol: 1e-5 * maxAbs(ref.y),
+      atol: 1e-5 * maxAbs(ref),
     });
   }
 });
 
-Deno.test("swigluLinearForward: mismatched shapes and null pointers are clear errors", () => {
+Deno.test("rmsnormLinearSwigluForward: odd or mismatched shapes, bad sizes and eps, null pointers are clear errors", () => {
   using k = openKernels();
-  using g = f32(k, new Float32Array(6), [2, 3]);
-  using u = f32(k, new Float32Array(6), [2, 3]);
+  using x = f32(k, new Float32Array(6), [2, 3]);
+  using nw = f32(k, new Float32Array(3).fill(1), [3]);
   using w = f32(k, new Float32Array(12), [4, 3]);
-  using y = nans(k, [2, 4]);
-  using u2 = f32(k, new Float32Array(8), [2, 4]);
+  using y = nans(k, [2, 2]);
+  using w3 = f32(k, new Float32Array(9), [3, 3]);
   assert.throws(
-    () => swigluLinearForward(k, y, g, u2, w),
-    /up must have shape \[2, 3\], got \[2, 4\]/,
+    () => rmsnormLinearSwigluForward(k, y, x, nw, w3, null, 1e-6),
+    /w must have an even number of rows \(gate, then up\), got \[3, 3\]/,
   );
-  using y5 = nans(k, [2, 5]);
+  using y4 = nans(k, [2, 4]);
   assert.throws(
-    () => swigluLinearForward(k, y5, g, u, w),
-    /y must have shape \[2, 4\], got \[2, 5\]/,
+    () => rmsnormLinearSwigluForward(k, y4, x, nw, w, null, 1e-6),
+    /y must have shape \[2, 2\], got \[2, 4\]/,
   );
-  const status = k.sym.arl_swiglu_linear_forward(
-    k.ctx,
-    y.ptr,
-    g.ptr,
-    null,
-    w.ptr,
-    null,
-    2,
-    4,
-    3,
-    0,
+  using b2 = f32(k, new Float32Array(2), [2]);
+  assert.throws(
+    () => rmsnormLinearSwigluForward(k, y, x, nw, w, b2, 1e-6),
+    /bias must have shape \[4\], got \[2\]/,
   );
-  assert.throws(() => k.check("arl_swiglu_linear_forward", status), (e: unknown) => {
+  const native = (message: RegExp) => (e: unknown) => {
     assert.ok(e instanceof KernelError, String(e));
-    assert.match(e.message, /arl_swiglu_linear_forward: up must not be null/);
+    assert.match(e.message, message);
     return true;
-  });
+  };
+  assert.throws(
+    () => rmsnormLinearSwigluForward(k, y, x, nw, w, null, -1),
+    native(/arl_rmsnorm_linear_swiglu_forward: eps must be >= 0, got -1/),
+  );
+  const name = "arl_rmsnorm_linear_swiglu_forward";
+  const call = (xp: Deno.PointerValue, m: number, f: number, kk: number) =>
+    k.check(name, k.sym[name](k.ctx, y.ptr, xp, nw.ptr, w.ptr, null, m, f, kk, 0));
+  assert.throws(() => call(null, 2, 2, 3), native(new RegExp(`${name}: x must not be null`)));
+  assert.throws(
+    () => call(x.ptr, 2, 0, 3),
+    native(new RegExp(`${name}: f must be positive, got 0`)),
+  );
+  // f x k fits the element limit (2^40), w's 2f x k does not
+  assert.throws(
+    () => call(x.ptr, 1, 2 ** 20, 2 ** 20),
+    native(new RegExp(`${name}: w \\(2f x k\\) = 2199023255552 elements is too large`)),
+  );
 });
 
 Deno.test("ropeKvCacheWrite equals rope on q and k, then kvCacheWrite; bad positions and slots are errors", () => {
