@@ -42,7 +42,8 @@ def main(out: str) -> int:
     # timings of every part
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
-                 "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused"):
+                 "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
+                 "decode_nopdl"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -145,13 +146,18 @@ def main(out: str) -> int:
 
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
-    for name in ("decode_fused", "decode_unfused"):
+    for name in ("decode_fused", "decode_unfused", "decode_nopdl"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
     value = (f"{fused / unfused:.2f}x ({fused:.0f} / {unfused:.0f} tokens/s)"
              if fused and unfused else f"{num(fused, '.0f')} / {num(unfused, '.0f')}")
     row("decode", "batch 1: decode fusions / AGENTRL_DECODE_FUSION=0", value, "info", "info")
+    nopdl = rates["decode_nopdl"]
+    value = (f"{fused / nopdl:.2f}x ({fused:.0f} / {nopdl:.0f} tokens/s)"
+             if fused and nopdl else f"{num(fused, '.0f')} / {num(nopdl, '.0f')}")
+    row("decode", "batch 1: programmatic dependent launch / AGENTRL_CUDA_PDL=0", value, "info",
+        "info")
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [

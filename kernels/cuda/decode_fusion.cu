@@ -16,6 +16,7 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
                                            int32_t hkv, int32_t l, int32_t d, float theta,
                                            int in_shared, int* flag, int64_t* flag_index) {
   extern __shared__ float trig[];
+  arl::pdl_trigger();
   const int32_t half = d / 2, i = blockIdx.x;
   const int32_t pos = positions[i], slot = slots[i];
   if (pos < 0) {

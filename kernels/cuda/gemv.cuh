@@ -16,6 +16,7 @@ namespace arl {
 
 constexpr int32_t kGemvRows = 8;
 constexpr int kGemvWarps = 8;
+constexpr int kGemvPrefetch = 4;  // 16-byte weight loads per lane (and weight row) before pdl_wait
 
 __device__ inline float widen(float v) { return v; }
 __device__ inline float widen(uint16_t v) { return __uint_as_float(uint32_t(v) << 16); }
@@ -25,8 +26,8 @@ template <typename W>
 struct Wide16 {
   static constexpr int kCount = 16 / sizeof(W);
   float v[kCount];
-  __device__ inline void load(const W* p) {
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  __device__ inline void load(const W* p) { set(__ldg(reinterpret_cast<const uint4*>(p))); }
+  __device__ inline void set(const uint4 raw) {
     const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
     if constexpr (sizeof(W) == 4) {
 #pragma unroll
@@ -96,17 +97,28 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   for (int h = 0; h < R; h++)
 #pragma unroll
     for (int r = 0; r < M; r++) acc[h][r] = 0.0f;
-  if (j < n) {
-    const W* wj = w + j * k;
-    const int64_t up = int64_t(n) * k;  // from row j to row N + j
-    if (kVec) {
-      constexpr int E = Wide16<W>::kCount;
-      const int32_t kv = k / E;
-#pragma unroll 4
-      for (int32_t i = slice * 32 + lane; i < kv; i += 32 * split) {
-        Wide16<W> a[R];
+  pdl_trigger();
+  const W* wj = w + j * k;
+  const int64_t up = int64_t(n) * k;  // from row j to row N + j
+  constexpr int E = Wide16<W>::kCount;
+  const int32_t kv = kVec ? k / E : 0, first = slice * 32 + lane, step = 32 * split;
+  // Weights are no kernel's output: the first kGemvPrefetch steps' loads go out before
+  // pdl_wait, overlapping the kernel before this one (under programmatic dependent launch).
+  uint4 pre[kGemvPrefetch][R];
+  if (kVec && j < n) {
 #pragma unroll
-        for (int h = 0; h < R; h++) a[h].load(wj + h * up + int64_t(i) * E);
+    for (int p = 0; p < kGemvPrefetch; p++)
+#pragma unroll
+      for (int h = 0; h < R; h++)
+        if (first + p * step < kv)
+          pre[p][h] = __ldg(reinterpret_cast<const uint4*>(wj + h * up +
+                                                           int64_t(first + p * step) * E));
+  }
+  pdl_wait();
+  if (j < n) {
+    if (kVec) {
+      // One step: the 16 weight bytes a[h] at i (scaled by the norm weight) against x's rows.
+      auto dot_step = [&](Wide16<W> (&a)[R], int32_t i) {
         if (kNorm) {
           const float4* g = reinterpret_cast<const float4*>(norm_weight + int64_t(i) * E);
 #pragma unroll
@@ -135,6 +147,21 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
             }
           }
         }
+      };
+#pragma unroll
+      for (int p = 0; p < kGemvPrefetch; p++) {
+        if (first + p * step >= kv) break;
+        Wide16<W> a[R];
+#pragma unroll
+        for (int h = 0; h < R; h++) a[h].set(pre[p][h]);
+        dot_step(a, first + p * step);
+      }
+#pragma unroll 4
+      for (int32_t i = first + kGemvPrefetch * step; i < kv; i += step) {
+        Wide16<W> a[R];
+#pragma unroll
+        for (int h = 0; h < R; h++) a[h].load(wj + h * up + int64_t(i) * E);
+        dot_step(a, i);
       }
     } else {
       for (int32_t i = slice * 32 + lane; i < k; i += 32 * split) {
@@ -204,9 +231,9 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
                                    reinterpret_cast<uintptr_t>(w) |
                                    reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
   const unsigned threads = kGemvWarps * 32;
-#define ARL_GEMV(VEC, MODE)                                                   \
-  gemv_rows_kernel<M, W, VEC, MODE><<<blocks, threads, 0, ctx->stream>>>(     \
-      y, x, w, bias, n, k, split, accumulate, norm_weight, eps)
+#define ARL_GEMV(VEC, MODE)                                                                \
+  launch_pdl(ctx, gemv_rows_kernel<M, W, VEC, MODE>, dim3(blocks), dim3(threads), 0, y, x, w, \
+             bias, n, k, split, accumulate, norm_weight, eps)
   if (swiglu) {
     if (vec) ARL_GEMV(true, kGemvNormSwiglu);
     else ARL_GEMV(false, kGemvNormSwiglu);
