@@ -466,6 +466,21 @@ function layerCases(seed: number, cpu: Kernels): Case[] {
         swigluBackward(s.k, dgate, dup, s.f32(dout, shape), s.f32(gate, shape), s.f32(up, shape));
         return { dgate: dgate.read(), dup: dup.read() };
       },
+    }, {
+      // 1009 values from an offset of one float: the CUDA kernels' one-by-one path
+      op: "swigluForward, swigluBackward, add (unaligned)",
+      tol: TOL_FP32,
+      run: (s) => {
+        const m = n - 1;
+        const at = (t: Tensor<"f32">) => Tensor.viewOf(t, 4, [m]);
+        const [g, u, go] = [at(s.f32(gate)), at(s.f32(up)), at(s.f32(dout))];
+        const [out, dgate, dup, sum] = [s.nan([n]), s.nan([n]), s.nan([n]), s.nan([n])];
+        swigluForward(s.k, at(out), g, u);
+        swigluBackward(s.k, at(dgate), at(dup), go, g, u);
+        add(s.k, at(sum), g, u);
+        const tail = (t: Tensor<"f32">) => t.read().subarray(1);
+        return { out: tail(out), dgate: tail(dgate), dup: tail(dup), "a + b": tail(sum) };
+      },
     });
   }
   {

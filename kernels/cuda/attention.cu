@@ -447,7 +447,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float ps[kDecodeChunk];
   __shared__ float red[32];
   __shared__ float part[kDecodeWarps * kMaxHeadDim];
-  arl::pdl_trigger();  // the next layer's GEMV may start streaming its weights
+  arl::pdl_trigger();  // the o-projection GEMV after it may start streaming its weights
+  arl::pdl_wait();     // q and the cache rows come from the kernels before (launch_pdl)
   const int32_t i = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
   const int32_t slot = slots[i], len = lens[i];
   if (slot < 0 || slot >= s || len < 1 || len > l) {
@@ -632,12 +633,13 @@ void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, con
                    int32_t s, int32_t hq, int32_t hkv, int32_t l, int32_t d, float scale,
                    int splits) {
   if (splits == 1)
-    attention_decode_kernel<512, kDpl><<<dim3(n, hq, 1), 512, 0, ctx->stream>>>(
-        out, nullptr, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, 1, nullptr,
-        ctx->flag, ctx->flag_index);
+    arl::launch_pdl(ctx, attention_decode_kernel<512, kDpl>, dim3(n, hq, 1), dim3(512), 0, out,
+                    static_cast<float*>(nullptr), q, k_cache, v_cache, slots, lens, s, hq, hkv, l,
+                    d, scale, 1, static_cast<int*>(nullptr), ctx->flag, ctx->flag_index);
   else
-    attention_decode_kernel<128, kDpl><<<dim3(n, hq, splits), 128, 0, ctx->stream>>>(
-        out, partial, q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, splits,
+    arl::launch_pdl(
+        ctx, attention_decode_kernel<128, kDpl>, dim3(n, hq, splits), dim3(128), 0, out, partial,
+        q, k_cache, v_cache, slots, lens, s, hq, hkv, l, d, scale, splits,
         reinterpret_cast<int*>(reinterpret_cast<char*>(partial) + decode_records_bytes(ctx)),
         ctx->flag, ctx->flag_index);
 }

@@ -17,6 +17,7 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
                                            int in_shared, int* flag, int64_t* flag_index) {
   extern __shared__ float trig[];
   arl::pdl_trigger();
+  arl::pdl_wait();  // q, k and v come from the GEMV before (launch_pdl)
   const int32_t half = d / 2, i = blockIdx.x;
   const int32_t pos = positions[i], slot = slots[i];
   if (pos < 0) {
@@ -160,9 +161,9 @@ arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_ca
   ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta);
   // Positions and slots are flagged by the kernel (reported at the next synchronizing call).
   const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
-  rope_kv_cache_write_kernel<<<n, 256, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
-      q, k, k_cache, v_cache, v, slots, positions, hq, s, hkv, l, d, theta, in_shared, ctx->flag,
-      ctx->flag_index);
+  arl::launch_pdl(ctx, rope_kv_cache_write_kernel, dim3(unsigned(n)), dim3(256),
+                  in_shared ? size_t(d) * sizeof(float) : 0, q, k, k_cache, v_cache, v, slots,
+                  positions, hq, s, hkv, l, d, theta, in_shared, ctx->flag, ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -1,5 +1,6 @@
 // Token embedding, RMSNorm, RoPE, SwiGLU and the residual add on a CUDA device.
 #include <climits>
+#include <initializer_list>
 
 #include "common.cuh"
 #include "rope.cuh"
@@ -196,32 +197,81 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
   }
 }
 
-__global__ void swiglu_forward_kernel(float* out, const float* gate, const float* up, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
-  }
+// The elementwise kernels below take four values a step (16-byte loads and stores) when every
+// pointer is 16-byte aligned (vec), then the rest one by one; launched with vec_grid(n) blocks.
+// Each value is computed as in the one-by-one loop, so results do not depend on the path.
+bool aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+unsigned vec_grid(int64_t n) { return arl::grid_for((n + 3) / 4); }
+
+__device__ inline float4 load4(const float* p, int64_t i) {
+  return __ldg(reinterpret_cast<const float4*>(p) + i);
+}
+
+__device__ inline void store4(float* p, int64_t i, float4 v) {
+  reinterpret_cast<float4*>(p)[i] = v;
+}
+
+__device__ inline float silu_of(float g) { return g / (1.0f + expf(-g)); }
+
+__global__ void swiglu_forward_kernel(float* out, const float* gate, const float* up, int64_t n,
+                                      bool vec) {
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t done = vec ? n / 4 * 4 : 0;
+  if (vec)
+    for (int64_t i = first; i < n / 4; i += stride) {
+      const float4 g = load4(gate, i), u = load4(up, i);
+      store4(out, i,
+             make_float4(silu_of(g.x) * u.x, silu_of(g.y) * u.y, silu_of(g.z) * u.z,
+                         silu_of(g.w) * u.w));
+    }
+  for (int64_t i = done + first; i < n; i += stride) out[i] = silu_of(gate[i]) * up[i];
+}
+
+// dgate, dup of one value.
+__device__ inline void swiglu_grad(float& dgate, float& dup, float go, float g, float u) {
+  const float s = 1.0f / (1.0f + expf(-g));
+  dup = go * (g * s);
+  dgate = go * u * s * (1.0f + g * (1.0f - s));
 }
 
 __global__ void swiglu_backward_kernel(float* dgate, float* dup, const float* dout,
-                                       const float* gate, const float* up, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    const float s = 1.0f / (1.0f + expf(-g));
-    const float silu = g * s;
-    const float go = dout[i];
-    dup[i] = go * silu;
-    dgate[i] = go * up[i] * s * (1.0f + g * (1.0f - s));
-  }
+                                       const float* gate, const float* up, int64_t n, bool vec) {
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t done = vec ? n / 4 * 4 : 0;
+  if (vec)
+    for (int64_t i = first; i < n / 4; i += stride) {
+      const float4 go = load4(dout, i), g = load4(gate, i), u = load4(up, i);
+      float4 dg, du;
+      swiglu_grad(dg.x, du.x, go.x, g.x, u.x);
+      swiglu_grad(dg.y, du.y, go.y, g.y, u.y);
+      swiglu_grad(dg.z, du.z, go.z, g.z, u.z);
+      swiglu_grad(dg.w, du.w, go.w, g.w, u.w);
+      store4(dgate, i, dg);
+      store4(dup, i, du);
+    }
+  for (int64_t i = done + first; i < n; i += stride)
+    swiglu_grad(dgate[i], dup[i], dout[i], gate[i], up[i]);
 }
 
 // out may alias a or b.
-__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = a[i] + b[i];
+__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n, bool vec) {
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t done = vec ? n / 4 * 4 : 0;
+  if (vec)
+    for (int64_t i = first; i < n / 4; i += stride) {
+      const float4 x = reinterpret_cast<const float4*>(a)[i];
+      const float4 y = reinterpret_cast<const float4*>(b)[i];
+      store4(out, i, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
+    }
+  for (int64_t i = done + first; i < n; i += stride) out[i] = a[i] + b[i];
 }
 
 // Threads per block for the per-row kernels.
@@ -347,7 +397,8 @@ arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate, const
   ARL_NOT_NULL(ctx, gate);
   ARL_NOT_NULL(ctx, up);
   ARL_COUNT(ctx, n);
-  swiglu_forward_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, gate, up, n);
+  swiglu_forward_kernel<<<vec_grid(n), arl::kBlock, 0, ctx->stream>>>(
+      out, gate, up, n, aligned16({out, gate, up}));
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }
@@ -361,8 +412,8 @@ arl_status arl_swiglu_backward(arl_ctx* ctx, float* dgate, float* dup, const flo
   ARL_NOT_NULL(ctx, gate);
   ARL_NOT_NULL(ctx, up);
   ARL_COUNT(ctx, n);
-  swiglu_backward_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(dgate, dup, dout,
-                                                                            gate, up, n);
+  swiglu_backward_kernel<<<vec_grid(n), arl::kBlock, 0, ctx->stream>>>(
+      dgate, dup, dout, gate, up, n, aligned16({dgate, dup, dout, gate, up}));
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }
@@ -373,7 +424,7 @@ arl_status arl_add(arl_ctx* ctx, float* out, const float* a, const float* b, int
   ARL_NOT_NULL(ctx, a);
   ARL_NOT_NULL(ctx, b);
   ARL_COUNT(ctx, n);
-  add_kernel<<<arl::grid_for(n), arl::kBlock, 0, ctx->stream>>>(out, a, b, n);
+  add_kernel<<<vec_grid(n), arl::kBlock, 0, ctx->stream>>>(out, a, b, n, aligned16({out, a, b}));
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }
