@@ -155,6 +155,7 @@ __device__ inline void write_rows(float* __restrict__ dst, int64_t stride, int32
 // The lane's row of the warp's tiles (two lanes per row) and of the block's rows.
 struct LaneRow {
   int in_warp, half;  // row in the warp tile; which 32 columns of it this lane takes
+  int rot;            // where in its 32 columns the lane starts (no two lanes share a bank)
   int32_t row;        // packed row (query or key)
   bool valid;         // row < t
   int32_t start, end;  // its sequence's rows [start, end)
@@ -165,6 +166,9 @@ __device__ inline LaneRow lane_row(const int32_t* cu, int32_t b, int32_t t) {
   LaneRow r;
   r.in_warp = lane >> 1;
   r.half = lane & 1;
+  // Rows are 4 banks apart (fp32 tiles of 64 + 4 or 128 + 4 floats): with column
+  // (i + rot) % 32 at step i, the 32 lanes read 32 different banks.
+  r.rot = 2 * (r.in_warp >> 3) + r.half;
   r.row = blockIdx.x * kBlock + warp * kRows + r.in_warp;
   r.valid = r.row < t;
   r.start = r.end = 0;
@@ -231,8 +235,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     float mt = -INFINITY;
 #pragma unroll 8
     for (int i = 0; i < 32; i++) {
-      const int32_t key = k0 + col0 + i;
-      if (me.valid && key >= me.start && key <= me.row) mt = fmaxf(mt, srow[i]);
+      const int c = (i + me.rot) & 31;
+      const int32_t key = k0 + col0 + c;
+      if (me.valid && key >= me.start && key <= me.row) mt = fmaxf(mt, srow[c]);
     }
     mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
     const bool any = mt != -INFINITY;
@@ -241,8 +246,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (any)
 #pragma unroll 8
       for (int i = 0; i < 32; i++) {
-        const int32_t key = k0 + col0 + i;
-        if (key >= me.start && key <= me.row) sum += __expf(srow[i] - m_new);
+        const int c = (i + me.rot) & 31;
+        const int32_t key = k0 + col0 + c;
+        if (key >= me.start && key <= me.row) sum += __expf(srow[c] - m_new);
       }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     if (any) {
@@ -266,9 +272,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncwarp();
 #pragma unroll 8
     for (int i = 0; i < 32; i++) {
-      const int32_t key = k0 + col0 + i;
+      const int c = (i + me.rot) & 31;
+      const int32_t key = k0 + col0 + c;
       const bool in = me.valid && key >= me.start && key <= me.row;
-      prow[i] = __float2bfloat16_rn(in ? __expf(srow[i] - row_lse) : 0.f);
+      prow[c] = __float2bfloat16_rn(in ? __expf(srow[c] - row_lse) : 0.f);
     }
     __syncwarp();
     accumulate<D>(o, pw, vs);
@@ -330,10 +337,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncwarp();
 #pragma unroll 8
     for (int i = 0; i < 32; i++) {
-      const int32_t key = k0 + col0 + i;
+      const int c = (i + me.rot) & 31;
+      const int32_t key = k0 + col0 + c;
       const bool in = me.valid && key >= me.start && key <= me.row;
-      const float ds = in ? __expf(srow[i] - row_lse) * (dprow[i] - row_delta) : 0.f;
-      dsrow[i] = __float2bfloat16_rn(ds);
+      const float ds = in ? __expf(srow[c] - row_lse) * (dprow[c] - row_delta) : 0.f;
+      dsrow[c] = __float2bfloat16_rn(ds);
     }
     __syncwarp();
     accumulate<D>(acc, dsw, ks);  // dq += dS . K (times scale at the end)
@@ -408,11 +416,12 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncwarp();
 #pragma unroll 8
     for (int i = 0; i < 32; i++) {
-      const int32_t qi = q0 + col0 + i;
+      const int c = (i + me.rot) & 31;
+      const int32_t qi = q0 + col0 + c;
       const bool in = me.valid && qi >= me.row && qi < me.end;
-      const float p = in ? __expf(srow[i] - ls[col0 + i]) : 0.f;
-      prow[i] = __float2bfloat16_rn(p);
-      dsrow[i] = __float2bfloat16_rn(p * (dprow[i] - es[col0 + i]));
+      const float p = in ? __expf(srow[c] - ls[col0 + c]) : 0.f;
+      prow[c] = __float2bfloat16_rn(p);
+      dsrow[c] = __float2bfloat16_rn(p * (dprow[c] - es[col0 + c]));
     }
     __syncwarp();
     accumulate<D>(dva, pw, gs);   // dv += P^T . dout

@@ -472,17 +472,20 @@ __global__ void __launch_bounds__(kGreedyThreads)
     last = atomicAdd(&done[r], 1) == splits - 1;
   }
   __syncthreads();
-  if (!last || threadIdx.x != 0) return;
+  if (!last || warp != 0) return;  // the last block's first warp merges the records
   __threadfence();
   const GreedyPart* p = parts + int64_t(r) * splits;
   float m = -INFINITY;
   uint32_t best = 0xffffffffu;
-  for (int i = 0; i < splits; i++) take_max(m, best, __ldcg(&p[i].max), __ldcg(&p[i].arg));
+  for (int i = lane; i < splits; i += 32) take_max(m, best, __ldcg(&p[i].max), __ldcg(&p[i].arg));
+  warp_argmax(m, best);
   double sum = 0.0;  // the blocks' sums, rescaled from their maxima to the row's
-  for (int i = 0; i < splits; i++) {
+  for (int i = lane; i < splits; i += 32) {
     const float pm = __ldcg(&p[i].max);
     if (pm != -INFINITY) sum += __ldcg(&p[i].sum) * exp(double(pm) - double(m));
   }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane != 0) return;
   if (!(m > -INFINITY)) sum = __ldcg(&p[0].sum);  // all -inf or NaN: as sample_kernel
   const uint32_t chosen = best < uint32_t(v) ? best : 0;  // all -inf or NaN: 0, as on the CPU
   const double lse = __dadd_rn(double(m), log(sum));
@@ -539,7 +542,7 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
   int64_t splits = 1;
   if (all_greedy && int64_t(n) * 2 < ctx->num_sms) {
     splits = (2 * int64_t(ctx->num_sms) + n - 1) / n;
-    splits = min(splits, int64_t((v + 4095) / 4096));  // at least 4096 logits a block
+    splits = min(splits, int64_t((v + 1023) / 1024));  // at least 1024 logits a block
   }
   const size_t o_parts = place(rows * size_t(splits) * sizeof(GreedyPart)),
                o_done = place(rows * sizeof(int));
