@@ -53,6 +53,32 @@ const ATTENTION_BACKWARD = {
   result: status,
 } as const;
 
+// The q|k|v decode fusion (the _bf16 one takes w as uint16_t*).
+const RMSNORM_QKV_ROPE = {
+  parameters: [
+    ptr, /* ctx */
+    ptr, /* float* y (M, (HQ + 2 HKV) D) */
+    ptr, /* const float* x (M, K) */
+    ptr, /* const float* norm_weight (K) */
+    ptr, /* const float* or uint16_t* w ((HQ + 2 HKV) D, K) */
+    ptr, /* const float* bias ((HQ + 2 HKV) D) or null */
+    i32, /* int32_t m */
+    i32, /* int32_t k */
+    f32, /* float eps */
+    ptr, /* float* k_cache (S, HKV, L, D) */
+    ptr, /* float* v_cache (S, HKV, L, D) */
+    ptr, /* const int32_t* slots (M) */
+    ptr, /* const int32_t* positions (M) */
+    i32, /* int32_t hq */
+    i32, /* int32_t s */
+    i32, /* int32_t hkv */
+    i32, /* int32_t l */
+    i32, /* int32_t d */
+    f32, /* float theta */
+  ],
+  result: status,
+} as const;
+
 /** The symbol table shared by the CPU and CUDA libraries. */
 export const SYMBOLS = {
   arl_ctx_create: { parameters: [i32 /* int32_t num_threads */], result: ptr },
@@ -241,6 +267,8 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  arl_rmsnorm_qkv_rope_forward: RMSNORM_QKV_ROPE,
+  arl_rmsnorm_qkv_rope_forward_bf16: RMSNORM_QKV_ROPE,
   arl_linear_backward_bf16: {
     parameters: [
       ptr, /* ctx */

@@ -43,6 +43,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rmsnormLinearSwigluForward,
+  rmsnormQkvRopeForward,
   rope,
   ropeKvCacheWrite,
   sample,
@@ -330,6 +331,44 @@ function matmulCases(seed: number): Case[] {
           const b = bias ? s.f32(fb) : null;
           rmsnormLinearSwigluForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(nw), ws, b, 1e-6);
           return { y: y.read() };
+        },
+      });
+    }
+  }
+  // Decode fusion: RMSNorm, the stacked q|k|v GEMV, RoPE of q and k and the cache write (up to 8
+  // rows, GQA 4:2, d 16; k = 37 the unaligned loop), unfused past 8 rows.
+  for (const [fm, fk] of [[1, 96], [2, 37], [3, 1024], [8, 96], [9, 96]] as const) {
+    const [hq, hkv, hd, S, L] = [4, 2, 16, 3, 12];
+    const qn = (hq + 2 * hkv) * hd;
+    const q = new Rand(`rmsnorm qkv rope ${fm}x${fk}`, seed);
+    const [fx, nw, fw, fb] = [
+      q.randn(fm * fk, 2),
+      q.uniforms(fk, 0.5, 1.5),
+      q.randn(qn * fk, 0.1),
+      q.randn(qn),
+    ];
+    const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+    const slots = Int32Array.from({ length: fm }, (_, i) => i % S);
+    const positions = Int32Array.from({ length: fm }, (_, i) => (5 * i + 3) % L);
+    const fw16 = bf16Bits(fw);
+    for (const weights of ["fp32", "bf16"] as const) {
+      cases.push({
+        op: `rmsnormQkvRopeForward ${weights} weights, ${fm} rows k=${fk}`,
+        tol: fm > 8 && weights === "bf16" ? TOL_BF16 : fm > 8 ? TOL_GEMM : TOL_FP32,
+        run: (s) => {
+          const y = s.nan([fm, qn]);
+          const ws = weights === "bf16" ? s.bf16(fw16, [qn, fk]) : s.f32(fw, [qn, fk]);
+          const cache = [S, hkv, L, hd];
+          const [kCache, vCache] = [s.f32(kc0, cache), s.f32(vc0, cache)];
+          rmsnormQkvRopeForward(s.k, y, s.f32(fx, [fm, fk]), s.f32(nw), ws, s.f32(fb), 1e-6, {
+            hq,
+            kCache,
+            vCache,
+            slots: s.i32(slots),
+            positions: s.i32(positions),
+            theta: 10000,
+          });
+          return { y: y.read(), kCache: kCache.read(), vCache: vCache.read() };
         },
       });
     }
@@ -958,7 +997,7 @@ function sampleCases(seed: number): Case[] {
 // ---- graphs ---------------------------------------------------------------
 
 /** A random Qwen2 small enough to compare on both devices (biases set too). */
-function graphModel(k: Kernels): Qwen2Model {
+function graphModel(k: Kernels, precision: "f32" | "bf16" = "f32"): Qwen2Model {
   const config: Qwen2Config = {
     vocab_size: 96,
     hidden_size: 64,
@@ -975,7 +1014,7 @@ function graphModel(k: Kernels): Qwen2Model {
     bos_token_id: null,
     eos_token_id: null,
   };
-  const model = new Qwen2Model(k, config, { seed: 3, precision: "f32" }); // compared with the CPU
+  const model = new Qwen2Model(k, config, { seed: 3, precision }); // compared with the CPU
   const all = model.params.read() as Float32Array;
   const r = new Rand("graph model biases", 0);
   for (const g of model.layout.regions) {
@@ -1049,6 +1088,30 @@ function graphCases(seed: number): Case[] {
           Int32Array.from([0, 1]),
           Int32Array.from([0, 1]),
         )!;
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }, {
+    // one sequence, bf16 weights: the stacked q|k|v path, fused with RoPE and the cache on CUDA
+    op: "decode with graphs, bf16 weights, batch 1 (8 steps after a 4-token prefill)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      using model = graphModel(s.k, "bf16");
+      using cache = model.createKvCache(1, 16);
+      const out: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      const logits = model.forwardCached(
+        cache,
+        prompt,
+        Int32Array.from([0, 1, 2, 3]),
+        new Int32Array(4),
+        Int32Array.from([3]),
+      )!;
+      out.push(...logits.read());
+      for (let step = 0; step < 8; step++) {
+        const [pos, zero] = [Int32Array.from([4 + step]), new Int32Array(1)];
+        const l = model.forwardCached(cache, tokens.subarray(4 + step, 5 + step), pos, zero, zero)!;
         out.push(...l.read());
       }
       return { logits: Float32Array.from(out) };

@@ -119,3 +119,72 @@ export function ropeKvCacheWrite(
     ),
   );
 }
+
+/**
+ * The q|k|v projection of a decode step in one call: y (M, (HQ + 2 HKV) D) =
+ * rmsnorm(x (M, K); normWeight, eps) . w^T + bias, with w the stacked q, k and v weights
+ * ((HQ + 2 HKV) D, K; fp32 or bf16), then each row's q and k parts rotated at positions (M)
+ * (RoPE, theta) and its rotated k and its v written to kCache, vCache (S, HKV, L, D) at
+ * (slots, positions), as {@linkcode ropeKvCacheWrite} does. HQ is the number of query heads.
+ */
+export function rmsnormQkvRopeForward(
+  k: Kernels,
+  y: Tensor,
+  x: Tensor,
+  normWeight: Tensor,
+  w: Tensor,
+  bias: Tensor | null,
+  eps: number,
+  rope: {
+    hq: number;
+    kCache: Tensor;
+    vCache: Tensor;
+    slots: Tensor;
+    positions: Tensor;
+    theta: number;
+  },
+): void {
+  expectTensor(x, "x", "f32", [-1, -1]);
+  const [m, kk] = [dim(x, 0), dim(x, 1)];
+  expectTensor(normWeight, "normWeight", "f32", [kk]);
+  expectTensor(rope.kCache, "kCache", "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = rope.kCache.shape as [number, number, number, number];
+  expectTensor(rope.vCache, "vCache", "f32", [s, hkv, l, d]);
+  if (!Number.isInteger(rope.hq) || rope.hq < 1) {
+    throw new RangeError(`hq must be a positive integer, got ${rope.hq}`);
+  }
+  const n = (rope.hq + 2 * hkv) * d;
+  const bf16 = expectWeight(w, "w", [n, kk]);
+  expectTensor(y, "y", "f32", [m, n]);
+  if (bias) expectTensor(bias, "bias", "f32", [n]);
+  expectTensor(rope.slots, "slots", "i32", [m]);
+  expectTensor(rope.positions, "positions", "i32", [m]);
+  expectNumber(eps, "eps");
+  expectNumber(rope.theta, "theta", true);
+  const name = bf16 ? "arl_rmsnorm_qkv_rope_forward_bf16" : "arl_rmsnorm_qkv_rope_forward";
+  const fn = bf16 ? k.sym.arl_rmsnorm_qkv_rope_forward_bf16 : k.sym.arl_rmsnorm_qkv_rope_forward;
+  k.check(
+    name,
+    fn(
+      k.ctx,
+      y.ptr,
+      x.ptr,
+      normWeight.ptr,
+      w.ptr,
+      ptrOf(bias),
+      m,
+      kk,
+      eps,
+      rope.kCache.ptr,
+      rope.vCache.ptr,
+      rope.slots.ptr,
+      rope.positions.ptr,
+      rope.hq,
+      s,
+      hkv,
+      l,
+      d,
+      rope.theta,
+    ),
+  );
+}

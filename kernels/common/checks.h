@@ -3,6 +3,7 @@
 // (clears the last error and makes the context's device current).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "../include/agentrl.h"
@@ -88,6 +89,21 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
     if (2 * (int64_t)(f) * (int64_t)(k) > arl::kMaxElements)                             \
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: w (2f x k) = %lld elements is too large", \
                        __func__, (long long)(2 * (int64_t)(f) * (int64_t)(k)));          \
+  } while (0)
+
+// The arguments of arl_rmsnorm_qkv_rope_forward[_bf16] (bias may be null).
+#define ARL_RMSNORM_QKV_ROPE_ARGS(ctx, y, x, norm_weight, w, m, k, eps, k_cache, v_cache, slots, \
+                                  positions, hq, s, hkv, l, d, theta)                           \
+  do {                                                                                          \
+    ARL_POSITIVE(ctx, hq);                                                                      \
+    ARL_POSITIVE(ctx, hkv);                                                                     \
+    ARL_POSITIVE(ctx, d);                                                                       \
+    if (((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d) > INT32_MAX)                                  \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: (hq + 2 hkv) x d = %lld columns is too many",     \
+                       __func__, (long long)(((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d)));      \
+    ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, ((hq) + 2 * (hkv)) * (d), k, eps);   \
+    ARL_ROPE_KV_ARGS(ctx, y, y, k_cache, v_cache, y, slots, positions, m, hq, s, hkv, l, d,     \
+                     theta);                                                                    \
   } while (0)
 
 // The arguments of arl_rope_kv_cache_write.

@@ -56,6 +56,43 @@ arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const f
   return arl_swiglu_forward(ctx, y, g.data(), u.data(), int64_t(m) * f);
 }
 
+// rmsnorm_linear into y, then arl_rope_kv_cache_write on copies of each row's q, k and v
+// parts (the call takes them contiguous), the rotated q and k copied back into y.
+template <typename W>
+arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                            const float* norm_weight, const W* w, const float* bias, int32_t m,
+                            int32_t k, float eps, float* k_cache, float* v_cache,
+                            const int32_t* slots, const int32_t* positions, int32_t hq, int32_t s,
+                            int32_t hkv, int32_t l, int32_t d, float theta) {
+  const int64_t qd = int64_t(hq) * d, kvd = int64_t(hkv) * d, n = qd + 2 * kvd;
+  if (arl_status st = rmsnorm_linear(ctx, fn, y, x, norm_weight, w, bias, m, int32_t(n), k, eps))
+    return st;
+  std::vector<float> q, kk, v;
+  if (arl_status st = arl::guarded(ctx, fn, [&] {
+        q.resize(size_t(m * qd));
+        kk.resize(size_t(m * kvd));
+        v.resize(size_t(m * kvd));
+      }))
+    return st;
+  const auto copy = [](float* dst, const float* src, int64_t count) {
+    for (int64_t i = 0; i < count; i++) dst[i] = src[i];
+  };
+  for (int64_t r = 0; r < m; r++) {
+    copy(q.data() + r * qd, y + r * n, qd);
+    copy(kk.data() + r * kvd, y + r * n + qd, kvd);
+    copy(v.data() + r * kvd, y + r * n + qd + kvd, kvd);
+  }
+  if (arl_status st = arl_rope_kv_cache_write(ctx, q.data(), kk.data(), k_cache, v_cache,
+                                              v.data(), slots, positions, m, hq, s, hkv, l, d,
+                                              theta))
+    return st;
+  for (int64_t r = 0; r < m; r++) {
+    copy(y + r * n, q.data() + r * qd, qd);
+    copy(y + r * n + qd, kk.data() + r * kvd, kvd);
+  }
+  return ARL_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -104,6 +141,32 @@ arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_ca
   if (arl_status st = arl_rope(ctx, q, q, positions, n, hq, d, theta, 0)) return st;
   if (arl_status st = arl_rope(ctx, k, k, positions, n, hkv, d, theta, 0)) return st;
   return arl_kv_cache_write(ctx, k_cache, v_cache, k, v, slots, positions, n, s, hkv, l, d);
+}
+
+arl_status arl_rmsnorm_qkv_rope_forward(arl_ctx* ctx, float* y, const float* x,
+                                        const float* norm_weight, const float* w,
+                                        const float* bias, int32_t m, int32_t k, float eps,
+                                        float* k_cache, float* v_cache, const int32_t* slots,
+                                        const int32_t* positions, int32_t hq, int32_t s,
+                                        int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_QKV_ROPE_ARGS(ctx, y, x, norm_weight, w, m, k, eps, k_cache, v_cache, slots,
+                            positions, hq, s, hkv, l, d, theta);
+  return rmsnorm_qkv_rope(ctx, __func__, y, x, norm_weight, w, bias, m, k, eps, k_cache, v_cache,
+                          slots, positions, hq, s, hkv, l, d, theta);
+}
+
+arl_status arl_rmsnorm_qkv_rope_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                             const float* norm_weight, const uint16_t* w,
+                                             const float* bias, int32_t m, int32_t k, float eps,
+                                             float* k_cache, float* v_cache, const int32_t* slots,
+                                             const int32_t* positions, int32_t hq, int32_t s,
+                                             int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_QKV_ROPE_ARGS(ctx, y, x, norm_weight, w, m, k, eps, k_cache, v_cache, slots,
+                            positions, hq, s, hkv, l, d, theta);
+  return rmsnorm_qkv_rope(ctx, __func__, y, x, norm_weight, w, bias, m, k, eps, k_cache, v_cache,
+                          slots, positions, hq, s, hkv, l, d, theta);
 }
 
 }  // extern "C"

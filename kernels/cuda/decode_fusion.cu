@@ -14,7 +14,8 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
                                            const float* v, const int32_t* slots,
                                            const int32_t* positions, int32_t hq, int32_t s,
                                            int32_t hkv, int32_t l, int32_t d, float theta,
-                                           int in_shared, int* flag, int64_t* flag_index) {
+                                           int in_shared, int* flag, int64_t* flag_index,
+                                           int64_t q_stride, int64_t kv_stride) {
   extern __shared__ float trig[];
   arl::pdl_trigger();
   arl::pdl_wait();  // q, k and v come from the GEMV before (launch_pdl)
@@ -44,7 +45,7 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
       rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
     }
     const bool is_k = hh >= hq;
-    float* row = is_k ? k + (int64_t(i) * hkv + (hh - hq)) * d : q + (int64_t(i) * hq + hh) * d;
+    float* row = is_k ? k + i * kv_stride + int64_t(hh - hq) * d : q + i * q_stride + int64_t(hh) * d;
     const float a = row[j], b = row[j + half];
     const float ra = a * cs - b * sn, rb = b * cs + a * sn;
     row[j] = ra;
@@ -58,7 +59,7 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
   if (!cached) return;
   for (int32_t e = threadIdx.x; e < hkv * d; e += blockDim.x) {
     const int32_t h = e / d, c = e - h * d;
-    v_cache[((int64_t(slot) * hkv + h) * l + pos) * d + c] = v[(int64_t(i) * hkv + h) * d + c];
+    v_cache[((int64_t(slot) * hkv + h) * l + pos) * d + c] = v[i * kv_stride + int64_t(h) * d + c];
   }
 }
 
@@ -114,6 +115,40 @@ arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const f
   return arl_swiglu_forward(ctx, y, g, u, int64_t(m) * f);
 }
 
+// rope_kv_cache_write_kernel over n rows of q, k and v that start q_stride and kv_stride
+// floats apart (the caller checks the launch).
+void launch_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_cache,
+                    const float* v, const int32_t* slots, const int32_t* positions, int32_t n,
+                    int32_t hq, int32_t s, int32_t hkv, int32_t l, int32_t d, float theta,
+                    int64_t q_stride, int64_t kv_stride) {
+  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
+  arl::launch_pdl(ctx, rope_kv_cache_write_kernel, dim3(unsigned(n)), dim3(256),
+                  in_shared ? size_t(d) * sizeof(float) : 0, q, k, k_cache, v_cache, v, slots,
+                  positions, hq, s, hkv, l, d, theta, in_shared, ctx->flag, ctx->flag_index,
+                  q_stride, kv_stride);
+}
+
+// y = rmsnorm(x) . w^T + bias for a stacked q|k|v weight, then RoPE and the cache write of each
+// row's parts: the fused GEMV for few rows, else rmsnorm_linear and the RoPE kernel on y's rows.
+template <typename W>
+arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float* x,
+                            const float* norm_weight, const W* w, const float* bias, int32_t m,
+                            int32_t k, float eps, float* k_cache, float* v_cache,
+                            const int32_t* slots, const int32_t* positions, int32_t hq, int32_t s,
+                            int32_t hkv, int32_t l, int32_t d, float theta) {
+  const int32_t n = (hq + 2 * hkv) * d;
+  if (m <= arl::kGemvRows) {
+    const arl::GemvRope rope{k_cache, v_cache, slots,    positions, hq,      hkv,
+                             d,       s,       l,        theta,     ctx->flag, ctx->flag_index};
+    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps, false, &rope);
+    return arl::check_launch(ctx, fn);
+  }
+  if (arl_status st = rmsnorm_linear(ctx, fn, y, x, norm_weight, w, bias, m, n, k, eps)) return st;
+  launch_rope_kv(ctx, y, y + int64_t(hq) * d, k_cache, v_cache, y + int64_t(hq + hkv) * d, slots,
+                 positions, m, hq, s, hkv, l, d, theta, n, n);
+  return arl::check_launch(ctx, fn);
+}
+
 }  // namespace
 
 extern "C" {
@@ -160,12 +195,36 @@ arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_ca
   ARL_CTX(ctx);
   ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta);
   // Positions and slots are flagged by the kernel (reported at the next synchronizing call).
-  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
-  arl::launch_pdl(ctx, rope_kv_cache_write_kernel, dim3(unsigned(n)), dim3(256),
-                  in_shared ? size_t(d) * sizeof(float) : 0, q, k, k_cache, v_cache, v, slots,
-                  positions, hq, s, hkv, l, d, theta, in_shared, ctx->flag, ctx->flag_index);
+  launch_rope_kv(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta,
+                 int64_t(hq) * d, int64_t(hkv) * d);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
+}
+
+arl_status arl_rmsnorm_qkv_rope_forward(arl_ctx* ctx, float* y, const float* x,
+                                        const float* norm_weight, const float* w,
+                                        const float* bias, int32_t m, int32_t k, float eps,
+                                        float* k_cache, float* v_cache, const int32_t* slots,
+                                        const int32_t* positions, int32_t hq, int32_t s,
+                                        int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_QKV_ROPE_ARGS(ctx, y, x, norm_weight, w, m, k, eps, k_cache, v_cache, slots,
+                            positions, hq, s, hkv, l, d, theta);
+  return rmsnorm_qkv_rope(ctx, __func__, y, x, norm_weight, w, bias, m, k, eps, k_cache, v_cache,
+                          slots, positions, hq, s, hkv, l, d, theta);
+}
+
+arl_status arl_rmsnorm_qkv_rope_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                             const float* norm_weight, const uint16_t* w,
+                                             const float* bias, int32_t m, int32_t k, float eps,
+                                             float* k_cache, float* v_cache, const int32_t* slots,
+                                             const int32_t* positions, int32_t hq, int32_t s,
+                                             int32_t hkv, int32_t l, int32_t d, float theta) {
+  ARL_CTX(ctx);
+  ARL_RMSNORM_QKV_ROPE_ARGS(ctx, y, x, norm_weight, w, m, k, eps, k_cache, v_cache, slots,
+                            positions, hq, s, hkv, l, d, theta);
+  return rmsnorm_qkv_rope(ctx, __func__, y, x, norm_weight, w, bias, m, k, eps, k_cache, v_cache,
+                          slots, positions, hq, s, hkv, l, d, theta);
 }
 
 }  // extern "C"

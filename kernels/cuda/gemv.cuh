@@ -76,22 +76,107 @@ __device__ inline void rows_rstd(float (&rstd)[M], const float* __restrict__ x, 
 // What the GEMV fuses: nothing; the RMSNorm of its input rows; that norm and SwiGLU of its
 // outputs (w holds 2N rows, gate then up; column j dots rows j and N + j, and y (M, N) gets
 // silu(g_j) * u_j).
-enum GemvMode { kGemvPlain, kGemvNorm, kGemvNormSwiglu };
+enum GemvMode { kGemvPlain, kGemvNorm, kGemvNormSwiglu, kGemvNormRope };
+
+// kGemvNormRope: w is a stacked q|k|v weight, N = (hq + 2 hkv) d rows. A block's columns are
+// whole RoPE pairs (c, c + d/2) of a head; each row's q and k outputs are rotated at its
+// position, and its rotated k and its v go to the KV cache at (slot, position), with
+// arl_rope_kv_cache_write's checks and deferred errors (rows past a bad position are neither
+// rotated nor cached).
+struct GemvRope {
+  float* k_cache;
+  float* v_cache;
+  const int32_t* slots;
+  const int32_t* positions;
+  int32_t hq, hkv, d, s, l;
+  float theta;
+  int* flag;
+  int64_t* flag_index;
+};
 
 __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// kGemvNormRope's end (every thread of the block calls it): the columns' sums (rstd, bias) go
+// through shared memory so that the thread of each pair's first column rotates both halves and
+// writes them, and the cache rows.
+template <int M>
+__device__ inline void rope_epilogue(float* __restrict__ y, const float (&part)[kGemvWarps][1][M],
+                                     const float (&rstd)[M], const float* __restrict__ bias,
+                                     int32_t n, int64_t j, int split, int col, int32_t half,
+                                     double inv_freq, const GemvRope& rope) {
+  __shared__ float fin[kGemvWarps][M];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const bool owner = warp % split == 0 && lane == 0 && j < n;  // of column j's sums
+  if (owner) {
+    const float b = bias != nullptr ? bias[j] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < M; r++) {
+      float sum = 0.0f;
+      for (int t = 0; t < split; t++) sum += part[warp + t][0][r];
+      fin[col][r] = sum * rstd[r] + b;
+    }
+  }
+  __syncthreads();
+  if (!owner || col % 2 != 0) return;
+  const int32_t d = rope.d, head = int32_t(j / d), o = int32_t(j % d);
+  const bool rotated = head < rope.hq + rope.hkv, is_k = rotated && head >= rope.hq;
+  for (int r = 0; r < M; r++) {
+    const int32_t pos = rope.positions[r], slot = rope.slots[r];
+    float a = fin[col][r], b = fin[col + 1][r];
+    float* out = y + int64_t(r) * n + j;
+    const bool first = blockIdx.x == 0 && col == 0;  // flags each row's bad values once
+    if (pos < 0) {
+      if (first) arl_set_flag(rope.flag, rope.flag_index, kDeferredNegativePosition, r);
+      out[0] = a;
+      out[half] = b;
+      continue;
+    }
+    const bool bad_slot = slot < 0 || slot >= rope.s, cached = !bad_slot && pos < rope.l;
+    if (!cached && first)
+      arl_set_flag(rope.flag, rope.flag_index,
+                   bad_slot ? kDeferredCacheSlot : kDeferredCachePosition,
+                   (int64_t(r) << 32) | uint32_t(bad_slot ? slot : pos));
+    if (rotated) {
+      double sn, cs;
+      sincos(double(pos) * inv_freq, &sn, &cs);
+      const float c = float(cs), si = float(sn);
+      const float ra = a * c - b * si, rb = b * c + a * si;
+      a = ra;
+      b = rb;
+    }
+    out[0] = a;
+    out[half] = b;
+    if (!cached || !(is_k || !rotated)) continue;
+    const int32_t kvh = is_k ? head - rope.hq : head - rope.hq - rope.hkv;
+    float* cache = (is_k ? rope.k_cache : rope.v_cache) +
+                   ((int64_t(slot) * rope.hkv + kvh) * rope.l + pos) * d + o;
+    cache[0] = a;
+    cache[half] = b;
+  }
+}
 
 template <int M, typename W, bool kVec, int kMode>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_rows_kernel(float* __restrict__ y, const float* __restrict__ x,
                      const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
                      int32_t k, int split, bool accumulate, const float* __restrict__ norm_weight,
-                     float eps) {
+                     float eps, GemvRope rope) {
   constexpr bool kNorm = kMode != kGemvPlain;
+  constexpr bool kRope = kMode == kGemvNormRope;
   constexpr int R = kMode == kGemvNormSwiglu ? 2 : 1;  // weight rows per column
   __shared__ float part[kGemvWarps][R][M];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int cols = kGemvWarps / split, slice = warp % split;
-  const int64_t j = int64_t(blockIdx.x) * cols + warp / split;
+  const int cols = kGemvWarps / split, slice = warp % split, col = warp / split;
+  int64_t j = int64_t(blockIdx.x) * cols + col;
+  int32_t half = 0;
+  double inv_freq = 0.0;  // theta^(-2 o / d) of the pair's offset o, as rope_trig finds it
+  if (kRope) {  // local columns 2p and 2p + 1: pair p's halves
+    half = rope.d / 2;
+    const int64_t pair = int64_t(blockIdx.x) * (cols / 2) + col / 2;
+    const int32_t o = int32_t(pair % half);
+    j = pair < n / 2 ? pair / half * rope.d + o + (col % 2) * half : n;
+    inv_freq = pow(double(rope.theta), -2.0 * o / rope.d);
+  }
   float acc[R][M];
 #pragma unroll
   for (int h = 0; h < R; h++)
@@ -196,6 +281,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   for (int r = 0; r < M; r++) rstd[r] = 1.0f;
   if (kNorm) rows_rstd<M>(rstd, x, k, eps);
   else __syncthreads();
+  if constexpr (kRope) {
+    rope_epilogue<M>(y, part, rstd, bias, n, j, split, col, half, inv_freq, rope);
+    return;
+  }
   if (slice != 0 || lane != 0 || j >= n) return;
   float b[R];
 #pragma unroll
@@ -218,14 +307,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 template <int M, typename W>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
                  int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps,
-                 bool swiglu) {
-  // Warps per column: enough warps in all (~16 per SM) without slices under 128 values.
+                 bool swiglu, const GemvRope* rope) {
+  // Warps per column: enough warps in all (~16 per SM) without slices under 128 values (with
+  // RoPE at most 4, so that a block holds whole pairs).
+  const int max_split = rope != nullptr ? kGemvWarps / 2 : kGemvWarps;
   int split = 1;
-  while (split < kGemvWarps && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
+  while (split < max_split && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
          k / (split * 2) >= 128)
     split *= 2;
   const int cols = kGemvWarps / split;
-  const unsigned blocks = unsigned((int64_t(n) + cols - 1) / cols);
+  const unsigned blocks = unsigned((int64_t(n) + cols - 1) / cols);  // n even with RoPE
+  const GemvRope none{};
   constexpr int E = Wide16<W>::kCount;
   const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
                                    reinterpret_cast<uintptr_t>(w) |
@@ -233,8 +325,11 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   const unsigned threads = kGemvWarps * 32;
 #define ARL_GEMV(VEC, MODE)                                                                \
   launch_pdl(ctx, gemv_rows_kernel<M, W, VEC, MODE>, dim3(blocks), dim3(threads), 0, y, x, w, \
-             bias, n, k, split, accumulate, norm_weight, eps)
-  if (swiglu) {
+             bias, n, k, split, accumulate, norm_weight, eps, rope != nullptr ? *rope : none)
+  if (rope != nullptr) {
+    if (vec) ARL_GEMV(true, kGemvNormRope);
+    else ARL_GEMV(false, kGemvNormRope);
+  } else if (swiglu) {
     if (vec) ARL_GEMV(true, kGemvNormSwiglu);
     else ARL_GEMV(false, kGemvNormSwiglu);
   } else if (norm_weight != nullptr) {
@@ -249,13 +344,15 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
 
 // Launches the GEMV for m in 1..kGemvRows (the caller checks the launch). With norm_weight,
 // x's rows are RMS-normalized first (eps) and scaled by it; with swiglu (and norm_weight), w
-// and bias hold 2n rows (gate, up) and y (m, n) = silu(gate) * up, not accumulated.
+// and bias hold 2n rows (gate, up) and y (m, n) = silu(gate) * up, not accumulated; with rope
+// (and norm_weight), w is a stacked q|k|v weight and the outputs are roped and cached
+// (kGemvNormRope).
 template <typename W>
 void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
                int32_t n, int32_t k, bool accumulate, const float* norm_weight = nullptr,
-               float eps = 0.0f, bool swiglu = false) {
+               float eps = 0.0f, bool swiglu = false, const GemvRope* rope = nullptr) {
 #define ARL_GEMV_ROWS(M) \
-  launch_gemv<M>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, swiglu)
+  launch_gemv<M>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, swiglu, rope)
   switch (m) {
     case 1: return ARL_GEMV_ROWS(1);
     case 2: return ARL_GEMV_ROWS(2);

@@ -279,6 +279,29 @@ ARL_API arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, flo
                                            int32_t n, int32_t hq, int32_t s, int32_t hkv,
                                            int32_t l, int32_t d, float theta);
 /*
+ * Decode fusion (ABI version 5): arl_rmsnorm_linear_forward of x (M, K) with a stacked q|k|v
+ * weight w (N = (HQ + 2 HKV) D rows: q, then k, then v) and bias (N, may be null) into
+ * y (M, N), then, for each row, arl_rope_kv_cache_write of its q (the first HQ D values) and k
+ * (the next HKV D) at positions[i], with the rotated k and the v (the last HKV D) written to
+ * k_cache, v_cache (S, HKV, L, D) at (slots[i], positions[i]): the same checks and deferred
+ * errors. One kernel in the CUDA library for M <= 8. _bf16: w in bf16.
+ */
+ARL_API arl_status arl_rmsnorm_qkv_rope_forward(arl_ctx* ctx, float* y, const float* x,
+                                                const float* norm_weight, const float* w,
+                                                const float* bias, int32_t m, int32_t k,
+                                                float eps, float* k_cache, float* v_cache,
+                                                const int32_t* slots, const int32_t* positions,
+                                                int32_t hq, int32_t s, int32_t hkv, int32_t l,
+                                                int32_t d, float theta);
+ARL_API arl_status arl_rmsnorm_qkv_rope_forward_bf16(arl_ctx* ctx, float* y, const float* x,
+                                                     const float* norm_weight, const uint16_t* w,
+                                                     const float* bias, int32_t m, int32_t k,
+                                                     float eps, float* k_cache, float* v_cache,
+                                                     const int32_t* slots,
+                                                     const int32_t* positions, int32_t hq,
+                                                     int32_t s, int32_t hkv, int32_t l, int32_t d,
+                                                     float theta);
+/*
  * Attention of N new query tokens against the cache: query i attends to
  * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a
  * decode step uses lens[i] = position + 1). out, q (N, HQ, D).

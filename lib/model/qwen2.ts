@@ -66,6 +66,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rmsnormLinearSwigluForward,
+  rmsnormQkvRopeForward,
   rope,
   ropeKvCacheWrite,
   swigluBackward,
@@ -901,16 +902,29 @@ export class Qwen2Model implements Disposable {
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#wc.layers[l]!;
       if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
-      if (d.qkv && w.qkv) { // one token, stacked bf16 weights: one GEMV
-        normed(d.qkv, w.ln1, w.qkv, w.bqkv ?? null);
+      const [kc, vc] = [cache.k[l]!, cache.v[l]!];
+      // One token with stacked bf16 weights: one GEMV; fused, it also ropes and caches.
+      const stacked = d.qkv && w.qkv ? { y: d.qkv, w: w.qkv } : null;
+      if (stacked && fuse) {
+        rmsnormQkvRopeForward(k, stacked.y, d.x, w.ln1, stacked.w, w.bqkv ?? null, eps, {
+          hq: cfg.num_attention_heads,
+          kCache: kc,
+          vCache: vc,
+          slots: d.slots,
+          positions: d.positions,
+          theta: cfg.rope_theta,
+        });
+      } else if (stacked) {
+        normed(stacked.y, w.ln1, stacked.w, w.bqkv ?? null);
       } else {
         normed(d.q, w.ln1, w.wq, w.bq);
         normed(d.k, w.ln1, w.wk, w.bk);
         normed(d.v, w.ln1, w.wv, w.bv);
       }
-      if (fuse) { // RoPE and the cache write in one call
-        const [kc, vc] = [cache.k[l]!, cache.v[l]!];
-        ropeKvCacheWrite(k, d.q3, d.k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
+      if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
+        if (!stacked) {
+          ropeKvCacheWrite(k, d.q3, d.k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
+        }
       } else {
         rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
         rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);

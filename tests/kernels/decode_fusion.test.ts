@@ -12,6 +12,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rmsnormLinearSwigluForward,
+  rmsnormQkvRopeForward,
   rope,
   ropeKvCacheWrite,
   swigluForward,
@@ -233,5 +234,101 @@ Deno.test("ropeKvCacheWrite equals rope on q and k, then kvCacheWrite; bad posit
   assert.throws(
     () => ropeKvCacheWrite(k, q4, k2, kc2, vc2, tv, ts, tp, 1e4),
     /q must have shape \[\*, \*, 8\], got \[3, 4, 4\]/,
+  );
+});
+
+Deno.test("rmsnormQkvRopeForward equals rmsnormLinearForward, then ropeKvCacheWrite on the q, k and v parts", () => {
+  using k = openKernels();
+  const rng = new Rng("rmsnorm qkv rope");
+  const [m, kk, hq, hkv, d, s, l] = [3, 24, 4, 2, 8, 2, 6];
+  const n = (hq + 2 * hkv) * d;
+  const x = rng.randn(m * kk, 2), nw = rng.uniformArray(kk, 0.5, 1.5);
+  const w = rng.randn(n * kk, 0.3), bias = rng.randn(n);
+  const kc0 = rng.randn(s * hkv * l * d), vc0 = rng.randn(s * hkv * l * d);
+  const cache = [s, hkv, l, d];
+  using tx = f32(k, x, [m, kk]);
+  using tnw = f32(k, nw, [kk]);
+  using tw = f32(k, w, [n, kk]);
+  using w16 = new Tensor(k, [n, kk], "bf16");
+  toBf16(k, w16, tw);
+  using tb = f32(k, bias, [n]);
+  using ts = i32(k, Int32Array.of(1, 0, 1));
+  using tp = i32(k, Int32Array.of(5, 2, 0));
+  for (const weights of [tw, w16]) {
+    // unfused: the projection, then the parts copied out, roped and cached, copied back
+    using expected = nans(k, [m, n]);
+    rmsnormLinearForward(k, expected, tx, tnw, weights, tb, 1e-6);
+    const rows = expected.toArray() as Float32Array;
+    const part = (from: number, width: number) =>
+      Float32Array.from(
+        { length: m * width },
+        (_, i) => rows[Math.floor(i / width) * n + from + (i % width)]!,
+      );
+    using q = f32(k, part(0, hq * d), [m, hq, d]);
+    using kp = f32(k, part(hq * d, hkv * d), [m, hkv, d]);
+    using vp = f32(k, part((hq + hkv) * d, hkv * d), [m, hkv, d]);
+    using kc1 = f32(k, kc0, cache);
+    using vc1 = f32(k, vc0, cache);
+    ropeKvCacheWrite(k, q, kp, kc1, vc1, vp, ts, tp, 1e4);
+    const [qv, kv] = [q.toArray() as Float32Array, kp.toArray() as Float32Array];
+    for (let r = 0; r < m; r++) {
+      rows.set(qv.subarray(r * hq * d, (r + 1) * hq * d), r * n);
+      rows.set(kv.subarray(r * hkv * d, (r + 1) * hkv * d), r * n + hq * d);
+    }
+    // fused
+    using y = nans(k, [m, n]);
+    using kc2 = f32(k, kc0, cache);
+    using vc2 = f32(k, vc0, cache);
+    const rope = { hq, kCache: kc2, vCache: vc2, slots: ts, positions: tp, theta: 1e4 };
+    rmsnormQkvRopeForward(k, y, tx, tnw, weights, tb, 1e-6, rope);
+    const what = `${weights.dtype} weights`;
+    assert.deepEqual(Array.from(y.view()), Array.from(rows), `${what}: y`);
+    assert.deepEqual(Array.from(kc2.view()), Array.from(kc1.view()), `${what}: kCache`);
+    assert.deepEqual(Array.from(vc2.view()), Array.from(vc1.view()), `${what}: vCache`);
+    assert.notDeepEqual(Array.from(kc2.view()), Array.from(kc0), `${what}: the cache was written`);
+  }
+  // bad arguments
+  using y = nans(k, [m, n]);
+  using kc = f32(k, kc0, cache);
+  using vc = f32(k, vc0, cache);
+  const rope = { hq, kCache: kc, vCache: vc, slots: ts, positions: tp, theta: 1e4 };
+  using badSlot = i32(k, Int32Array.of(1, 2, 0));
+  assert.throws(
+    () => rmsnormQkvRopeForward(k, y, tx, tnw, tw, tb, 1e-6, { ...rope, slots: badSlot }),
+    /arl_kv_cache_write: slot 2 of token 1 is outside \[0, 2\)/,
+  );
+  using w5 = f32(k, new Float32Array((n - d) * kk), [n - d, kk]);
+  assert.throws(
+    () => rmsnormQkvRopeForward(k, y, tx, tnw, w5, null, 1e-6, rope),
+    /w must have shape \[64, 24\], got \[56, 24\]/,
+  );
+  assert.throws(
+    () => rmsnormQkvRopeForward(k, y, tx, tnw, tw, tb, 1e-6, { ...rope, hq: 0 }),
+    /hq must be a positive integer, got 0/,
+  );
+  const status = k.sym.arl_rmsnorm_qkv_rope_forward(
+    k.ctx,
+    y.ptr,
+    tx.ptr,
+    tnw.ptr,
+    tw.ptr,
+    null,
+    m,
+    kk,
+    1e-6,
+    kc.ptr,
+    vc.ptr,
+    ts.ptr,
+    tp.ptr,
+    hq,
+    s,
+    hkv,
+    l,
+    7,
+    1e4,
+  );
+  assert.throws(
+    () => k.check("arl_rmsnorm_qkv_rope_forward", status),
+    /arl_rmsnorm_qkv_rope_forward: head dim 7 must be even/,
   );
 });
