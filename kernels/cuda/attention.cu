@@ -660,10 +660,18 @@ const char* attention_override() {
 // The head-dim-64 fp32 kernels, unless AGENTRL_CUDA_ATTENTION=generic.
 bool use_d64(int32_t d) { return d == d64::D && std::strcmp(attention_override(), "generic") != 0; }
 
-// The tensor-core kernels: head dims 64 and 128, every row 16-byte aligned, and no
-// AGENTRL_CUDA_ATTENTION override.
-bool tensor_core_shape(int32_t d, std::initializer_list<const float*> rows) {
+// The tensor-core kernels: head dims 64 and 128, every row 16-byte aligned, shared memory for
+// the pass (backward needs the most: head dim 128 takes 119 KB, more than GPUs of compute
+// capability 8.6/8.9/12.x give a block), and no AGENTRL_CUDA_ATTENTION override.
+bool tensor_core_shape(const arl_ctx* ctx, bool backward, int32_t d,
+                       std::initializer_list<const float*> rows) {
   if (d != 64 && d != 128) return false;
+  const size_t need =
+      d == 64 ? (backward ? std::max(tc::Shape<64>::kDqBytes, tc::Shape<64>::kDkdvBytes)
+                          : tc::Shape<64>::kForwardBytes)
+              : (backward ? std::max(tc::Shape<128>::kDqBytes, tc::Shape<128>::kDkdvBytes)
+                          : tc::Shape<128>::kForwardBytes);
+  if (need + 64 > size_t(ctx->max_smem)) return false;  // 64: the kernels' static variables
   const char* o = attention_override();
   if (std::strcmp(o, "fp32") == 0 || std::strcmp(o, "generic") == 0) return false;
   for (const float* p : rows)
@@ -720,7 +728,7 @@ arl_status attention_forward(arl_ctx* ctx, const char* fn, bool tensor_cores, fl
   if (arl_status s = check_heads(ctx, fn, hq, hkv, d)) return s;
   std::vector<int32_t> cu;
   if (arl_status s = arl::fetch_cu_seqlens(ctx, fn, cu, cu_seqlens, b, t)) return s;
-  if (tensor_cores && tensor_core_shape(d, {q, k, v}))
+  if (tensor_cores && tensor_core_shape(ctx, false, d, {q, k, v}))
     return d == 64 ? tc_forward<64>(ctx, fn, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale)
                    : tc_forward<128>(ctx, fn, out, lse, q, k, v, cu_seqlens, b, t, hq, hkv, scale);
   if (use_d64(d)) {
@@ -752,10 +760,20 @@ arl_status attention_backward(arl_ctx* ctx, const char* fn, bool tensor_cores, f
   if (arl_status s = check_heads(ctx, fn, hq, hkv, d)) return s;
   std::vector<int32_t> cu;
   if (arl_status s = arl::fetch_cu_seqlens(ctx, fn, cu, cu_seqlens, b, t)) return s;
-  const bool tc = tensor_cores && tensor_core_shape(d, {dout, q, k, v});
+  bool tc = tensor_cores && tensor_core_shape(ctx, true, d, {dout, q, k, v});
   // delta (HQ, T), then with the tensor cores and shared kv heads dk and dv per query head
+  // (group-size times dk and dv: when that does not fit, the fp32 kernels, which need none)
   const size_t parts = tc && hq != hkv ? 2 * size_t(hq) * t * d : 0;
-  auto* delta = static_cast<float*>(arl::scratch(ctx, fn, sizeof(float) * (size_t(t) * hq + parts)));
+  float* delta = nullptr;
+  if (parts != 0) {
+    delta = static_cast<float*>(arl::scratch(ctx, fn, sizeof(float) * (size_t(t) * hq + parts)));
+    if (delta == nullptr) {
+      ctx->last_error[0] = '\0';
+      tc = false;
+    }
+  }
+  if (delta == nullptr)
+    delta = static_cast<float*>(arl::scratch(ctx, fn, sizeof(float) * size_t(t) * hq));
   if (delta == nullptr) return ARL_ERR_ALLOC;
   const int64_t warps = int64_t(t) * hq;
   attention_delta_kernel<<<unsigned((warps * 32 + 255) / 256), 256, 0, ctx->stream>>>(

@@ -33,7 +33,8 @@ struct arl_ctx {
   size_t host_scratch_bytes;
   int32_t num_threads;    // kept for the ABI; the GPU ignores it
   int32_t num_sms;
-  bool pdl;               // launch_pdl uses programmatic dependent launch (see below)
+  bool pdl;               // launch_pdl may use programmatic dependent launch (see below)
+  int32_t max_smem;       // dynamic shared memory a block may opt in to, in bytes
   bool capturing;         // between arl_graph_begin and arl_graph_end (see graph.cu)
   char last_error[512];
 };
@@ -51,7 +52,9 @@ inline unsigned grid_for(int64_t n) {
   return unsigned(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
 }
 
-// Programmatic dependent launch (Hopper and later; AGENTRL_CUDA_PDL=0 turns it off): a kernel
+// Programmatic dependent launch (Hopper and later, kernels built for it; AGENTRL_CUDA_PDL=0
+// turns it off; only while a graph is recorded, i.e. in the model's decode replays, so that a
+// direct call never reads weights that the call before it is still writing): a kernel
 // launched by launch_pdl may start while the kernel before it on the stream is still running
 // (once that kernel's blocks have all started and called pdl_trigger, or finished). Such a
 // kernel may read memory that no kernel writes (weights) at once, but calls pdl_wait() before
@@ -66,6 +69,9 @@ __device__ inline void pdl_wait() {
 }
 
 // Lets a successor launched by launch_pdl start (it still waits in pdl_wait for this kernel).
+// A kernel that writes weights must not call it: the GEMVs read their weights before pdl_wait,
+// which is safe because every kernel that can run before them without finishing (one that
+// calls this, or one such a kernel follows) writes activations only.
 __device__ inline void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
@@ -86,7 +92,7 @@ void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_
   config.dynamicSmemBytes = shared;
   config.stream = ctx->stream;
   config.attrs = attribute;
-  config.numAttrs = ctx->pdl ? 1 : 0;
+  config.numAttrs = ctx->pdl && ctx->capturing ? 1 : 0;
   cudaLaunchKernelEx(&config, kernel, args...);
 }
 

@@ -291,9 +291,15 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   if (err == cudaSuccess) err = cudaMallocHost(&ctx->flag_host, 16);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&ctx->num_sms, cudaDevAttrMultiProcessorCount, ctx->device);
-  int major = 0;
+  int major = 0, max_smem = 0;
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx->device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device);
+  // The kernels' griddepcontrol instructions exist from PTX 9.0 on: a GPU newer than the
+  // build's targets runs the sm_80 PTX, which has none.
+  cudaFuncAttributes probe{};
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&probe, fill_kernel);
   if (err != cudaSuccess) {
     snprintf(g_create_error, sizeof(g_create_error), "no usable CUDA device: %s",
              cudaGetErrorString(err));
@@ -305,7 +311,8 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
     return nullptr;
   }
   const char* pdl = std::getenv("AGENTRL_CUDA_PDL");
-  ctx->pdl = major >= 9 && !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
+  ctx->pdl = major >= 9 && probe.ptxVersion >= 90 && !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
+  ctx->max_smem = max_smem;
   ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
   ctx->cublas = arl::cublas_create(ctx->stream, &ctx->cublas_workspace);
   g_create_error[0] = '\0';

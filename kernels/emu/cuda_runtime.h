@@ -278,6 +278,11 @@ enum cudaStreamCaptureMode {
 enum cudaDeviceAttr {
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+struct cudaFuncAttributes {
+  int binaryVersion;
+  int ptxVersion;
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 constexpr unsigned cudaStreamNonBlocking = 1;
@@ -328,6 +333,11 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func);
+template <typename F>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* func) {
+  return cudaFuncGetAttributes(attr, reinterpret_cast<const void*>(func));
+}
 template <typename F>
 cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
   return cudaFuncSetAttribute(reinterpret_cast<const void*>(func), attr, value);

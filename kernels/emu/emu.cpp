@@ -539,8 +539,19 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     case cudaDevAttrComputeCapabilityMajor:  // a Hopper GPU's: the library takes its paths
       *value = 9;
       return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:  // an H100's unless AGENTRL_CUDA_EMU_SMEM
+      *value = std::max(48 * 1024, emu::int_from_env("AGENTRL_CUDA_EMU_SMEM", 227 * 1024));
+      return cudaSuccess;
   }
   return cudaErrorInvalidValue;
+}
+
+// Kernels built as if for sm_90 (what the library's build gives a Hopper GPU).
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (attr == nullptr || func == nullptr) return cudaErrorInvalidValue;
+  attr->binaryVersion = 90;
+  attr->ptxVersion = 90;
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize() {

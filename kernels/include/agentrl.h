@@ -93,7 +93,10 @@ ARL_API arl_status arl_bf16_to_f32(arl_ctx* ctx, float* out, const uint16_t* x, 
  * memory holds at launch time. Calls that wait for the GPU (host results,
  * arl_copy, id checks that read back) or need scratch memory fail while
  * recording, and so does arl_graph_end then. The CPU library has no graphs:
- * arl_graph_begin returns ARL_ERR_UNSUPPORTED.
+ * arl_graph_begin returns ARL_ERR_UNSUPPORTED. On Hopper and later GPUs a recording uses
+ * programmatic dependent launch for the decode kernels: a linear of at most 8 rows may read
+ * its weights while the call before it still runs, so within a recording w must not be written
+ * by the call just before the linear.
  */
 typedef struct arl_graph arl_graph;
 ARL_API arl_status arl_graph_begin(arl_ctx* ctx);
@@ -244,9 +247,12 @@ ARL_API arl_status arl_attention_backward(arl_ctx* ctx, float* dq, float* dk, fl
  * Mixed precision (ABI version 5): the two calls above with the products on bf16 operands
  * and fp32 accumulation, for models whose weights are bf16. The CUDA library rounds q, k, v
  * and dout to bf16 and runs the score, P.V and gradient products on the tensor cores (WMMA;
- * head dims 64 and 128 with 16-byte aligned rows, other shapes take the fp32 kernels), with
- * softmax in fp32 and the probabilities and score gradients rounded to bf16 between
- * products. The CPU library computes them exactly as the fp32 calls.
+ * head dims 64 and 128 with 16-byte aligned rows, where the GPU gives a block enough shared
+ * memory and, for the backward pass with kv heads shared, the per-query-head dk and dv fit in
+ * device memory; otherwise the fp32 kernels), with softmax in fp32 and the probabilities and
+ * score gradients rounded to bf16 between products. A backward pass that takes the fp32
+ * kernels after a tensor-core forward (dout unaligned, say) still works: its lse is off by bf16
+ * rounding. The CPU library computes them exactly as the fp32 calls.
  */
 ARL_API arl_status arl_attention_forward_bf16(arl_ctx* ctx, float* out, float* lse,
                                               const float* q, const float* k, const float* v,

@@ -252,3 +252,47 @@ Deno.test({
     assert.equal(lines[3], "read ok", "the flag is cleared once reported");
   },
 });
+
+Deno.test({
+  name:
+    `the CUDA library, emulated: bf16 attention takes the fp32 kernels where a block cannot get the shared memory${why}`,
+  ignore,
+  async fn() {
+    // Head dim 128: the tensor-core forward needs 93 KB, the backward 119 KB. With 100 KB a block
+    // (compute capability 8.9's limit), the bf16 backward must be the fp32 one exactly and the
+    // forward must still differ from it (tensor cores); with an H100's 227 KB both differ.
+    const script = `import { attentionBackward, attentionForward, Kernels, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const [t, h, d] = [70, 2, 128];
+      let seed = 1;
+      const rand = (n) => Float32Array.from({ length: n }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5);
+      const f = (shape) => Tensor.from(k, rand(shape.reduce((a, b) => a * b)), shape);
+      const [q, kk, v, dout] = [f([t, h, d]), f([t, h, d]), f([t, h, d]), f([t, h, d])];
+      const cu = Tensor.from(k, Int32Array.of(0, 30, t));
+      const same = (a, b) => a.every((x, i) => x === b[i]);
+      const run = (precision) => {
+        const [out, lse] = [new Tensor(k, [t, h, d], "f32"), new Tensor(k, [h, t], "f32")];
+        attentionForward(k, out, lse, q, kk, v, cu, undefined, precision);
+        const g = { dq: new Tensor(k, [t, h, d], "f32"), dk: new Tensor(k, [t, h, d], "f32"), dv: new Tensor(k, [t, h, d], "f32") };
+        // the backward of both precisions from the fp32 forward's out and lse
+        const [o32, l32] = [new Tensor(k, [t, h, d], "f32"), new Tensor(k, [h, t], "f32")];
+        attentionForward(k, o32, l32, q, kk, v, cu, undefined, "f32");
+        attentionBackward(k, g, dout, q, kk, v, o32, l32, cu, undefined, precision);
+        return { out: out.read(), dq: g.dq.read(), dk: g.dk.read() };
+      };
+      const [a, b] = [run("f32"), run("bf16")];
+      console.log("forward " + (same(a.out, b.out) ? "same" : "differs"));
+      console.log("backward " + (same(a.dq, b.dq) && same(a.dk, b.dk) ? "same" : "differs"));`;
+    for (const [smem, backward] of [["102400", "same"], ["232448", "differs"]] as const) {
+      const { code, text } = await run(Deno.execPath(), ["eval", script], {
+        AGENTRL_KERNELS_CUDA: EMU_LIB,
+        AGENTRL_CUDA_EMU_SMEM: smem,
+        NO_COLOR: "1",
+      });
+      assert.equal(code, 0, text);
+      assert.equal(text.trim(), `forward differs\nbackward ${backward}`, `${smem} bytes: ${text}`);
+    }
+  },
+});
