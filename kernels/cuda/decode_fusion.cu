@@ -80,7 +80,7 @@ arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x
                           const float* norm_weight, const W* w, const float* bias, int32_t m,
                           int32_t n, int32_t k, float eps) {
   if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
+    arl::gemv_rows<arl::kGemvNorm>(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
     return arl::check_launch(ctx, fn);
   }
   const size_t rows = size_t(m) * size_t(k);
@@ -98,7 +98,7 @@ arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const f
                                  const float* norm_weight, const W* w, const float* bias,
                                  int32_t m, int32_t f, int32_t k, float eps) {
   if (m <= arl::kGemvRows) {
-    arl::gemv_rows(ctx, y, x, w, bias, m, f, k, false, norm_weight, eps, true);
+    arl::gemv_rows<arl::kGemvNormSwiglu>(ctx, y, x, w, bias, m, f, k, false, norm_weight, eps);
     return arl::check_launch(ctx, fn);
   }
   // h (M, K), rstd (M), g (M, F), u (M, F), each 256-byte aligned
@@ -140,7 +140,8 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
   if (m <= arl::kGemvRows) {
     const arl::GemvRope rope{k_cache, v_cache, slots,    positions, hq,      hkv,
                              d,       s,       l,        theta,     ctx->flag, ctx->flag_index};
-    arl::gemv_rows(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps, false, &rope);
+    arl::gemv_rows<arl::kGemvNormRope>(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps,
+                                       &rope);
     return arl::check_launch(ctx, fn);
   }
   if (arl_status st = rmsnorm_linear(ctx, fn, y, x, norm_weight, w, bias, m, n, k, eps)) return st;

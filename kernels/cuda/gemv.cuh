@@ -304,55 +304,44 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
 }
 
-template <int M, typename W>
+template <int M, typename W, int kMode>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
                  int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps,
-                 bool swiglu, const GemvRope* rope) {
+                 const GemvRope* rope) {
   // Warps per column: enough warps in all (~16 per SM) without slices under 128 values (with
   // RoPE at most 4, so that a block holds whole pairs).
-  const int max_split = rope != nullptr ? kGemvWarps / 2 : kGemvWarps;
+  const int max_split = kMode == kGemvNormRope ? kGemvWarps / 2 : kGemvWarps;
   int split = 1;
   while (split < max_split && int64_t(n) * split < int64_t(ctx->num_sms) * 16 &&
          k / (split * 2) >= 128)
     split *= 2;
   const int cols = kGemvWarps / split;
   const unsigned blocks = unsigned((int64_t(n) + cols - 1) / cols);  // n even with RoPE
-  const GemvRope none{};
   constexpr int E = Wide16<W>::kCount;
   const bool vec = k % E == 0 && ((reinterpret_cast<uintptr_t>(x) |
                                    reinterpret_cast<uintptr_t>(w) |
                                    reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
-  const unsigned threads = kGemvWarps * 32;
-#define ARL_GEMV(VEC, MODE)                                                                \
-  launch_pdl(ctx, gemv_rows_kernel<M, W, VEC, MODE>, dim3(blocks), dim3(threads), 0, y, x, w, \
-             bias, n, k, split, accumulate, norm_weight, eps, rope != nullptr ? *rope : none)
-  if (rope != nullptr) {
-    if (vec) ARL_GEMV(true, kGemvNormRope);
-    else ARL_GEMV(false, kGemvNormRope);
-  } else if (swiglu) {
-    if (vec) ARL_GEMV(true, kGemvNormSwiglu);
-    else ARL_GEMV(false, kGemvNormSwiglu);
-  } else if (norm_weight != nullptr) {
-    if (vec) ARL_GEMV(true, kGemvNorm);
-    else ARL_GEMV(false, kGemvNorm);
-  } else {
-    if (vec) ARL_GEMV(true, kGemvPlain);
-    else ARL_GEMV(false, kGemvPlain);
-  }
-#undef ARL_GEMV
+  const GemvRope args = rope != nullptr ? *rope : GemvRope{};
+  const dim3 grid(blocks), block(kGemvWarps * 32);
+  if (vec)
+    launch_pdl(ctx, gemv_rows_kernel<M, W, true, kMode>, grid, block, 0, y, x, w, bias, n, k,
+               split, accumulate, norm_weight, eps, args);
+  else
+    launch_pdl(ctx, gemv_rows_kernel<M, W, false, kMode>, grid, block, 0, y, x, w, bias, n, k,
+               split, accumulate, norm_weight, eps, args);
 }
 
-// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch). With norm_weight,
-// x's rows are RMS-normalized first (eps) and scaled by it; with swiglu (and norm_weight), w
-// and bias hold 2n rows (gate, up) and y (m, n) = silu(gate) * up, not accumulated; with rope
-// (and norm_weight), w is a stacked q|k|v weight and the outputs are roped and cached
-// (kGemvNormRope).
-template <typename W>
+// Launches the GEMV for m in 1..kGemvRows (the caller checks the launch); kMode says what it
+// fuses (each call site compiles only its mode's kernels). kGemvNorm: x's rows are
+// RMS-normalized first (norm_weight, eps); kGemvNormSwiglu: also w and bias hold 2n rows (gate,
+// up) and y (m, n) = silu(gate) * up, not accumulated; kGemvNormRope: w is a stacked q|k|v
+// weight and the outputs are roped and cached (rope).
+template <int kMode = kGemvPlain, typename W>
 void gemv_rows(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias, int32_t m,
                int32_t n, int32_t k, bool accumulate, const float* norm_weight = nullptr,
-               float eps = 0.0f, bool swiglu = false, const GemvRope* rope = nullptr) {
+               float eps = 0.0f, const GemvRope* rope = nullptr) {
 #define ARL_GEMV_ROWS(M) \
-  launch_gemv<M>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, swiglu, rope)
+  launch_gemv<M, W, kMode>(ctx, y, x, w, bias, n, k, accumulate, norm_weight, eps, rope)
   switch (m) {
     case 1: return ARL_GEMV_ROWS(1);
     case 2: return ARL_GEMV_ROWS(2);
