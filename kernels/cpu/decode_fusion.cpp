@@ -1,6 +1,7 @@
 // Decode fusions (ABI versions 4 and 5). On the CPU they are the unfused calls in sequence,
 // with the intermediate rows in temporary memory: the CUDA library fuses them to save kernel
 // launches.
+#include <algorithm>
 #include <vector>
 
 #include "common.h"
@@ -74,21 +75,18 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
         v.resize(size_t(m * kvd));
       }))
     return st;
-  const auto copy = [](float* dst, const float* src, int64_t count) {
-    for (int64_t i = 0; i < count; i++) dst[i] = src[i];
-  };
   for (int64_t r = 0; r < m; r++) {
-    copy(q.data() + r * qd, y + r * n, qd);
-    copy(kk.data() + r * kvd, y + r * n + qd, kvd);
-    copy(v.data() + r * kvd, y + r * n + qd + kvd, kvd);
+    std::copy_n(y + r * n, qd, q.data() + r * qd);
+    std::copy_n(y + r * n + qd, kvd, kk.data() + r * kvd);
+    std::copy_n(y + r * n + qd + kvd, kvd, v.data() + r * kvd);
   }
   if (arl_status st = arl_rope_kv_cache_write(ctx, q.data(), kk.data(), k_cache, v_cache,
                                               v.data(), slots, positions, m, hq, s, hkv, l, d,
                                               theta))
     return st;
   for (int64_t r = 0; r < m; r++) {
-    copy(y + r * n, q.data() + r * qd, qd);
-    copy(y + r * n + qd, kk.data() + r * kvd, kvd);
+    std::copy_n(q.data() + r * qd, qd, y + r * n);
+    std::copy_n(kk.data() + r * kvd, kvd, y + r * n + qd);
   }
   return ARL_OK;
 }

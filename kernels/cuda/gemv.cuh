@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     const int64_t pair = int64_t(blockIdx.x) * (cols / 2) + col / 2;
     const int32_t o = int32_t(pair % half);
     j = pair < n / 2 ? pair / half * rope.d + o + (col % 2) * half : n;
-    inv_freq = pow(double(rope.theta), -2.0 * o / rope.d);
+    if (lane == 0) inv_freq = pow(double(rope.theta), -2.0 * o / rope.d);  // the epilogue's lane
   }
   float acc[R][M];
 #pragma unroll
