@@ -21,6 +21,7 @@ export { KernelGraph } from "./graph.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/layers.ts";
 export * from "./ops/decode_fusion.ts";
+export * from "./ops/decode_layer.ts";
 export * from "./ops/attention.ts";
 export * from "./ops/logprob.ts";
 export * from "./ops/losses.ts";

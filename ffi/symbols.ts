@@ -269,6 +269,38 @@ export const SYMBOLS = {
   },
   arl_rmsnorm_qkv_rope_forward: RMSNORM_QKV_ROPE,
   arl_rmsnorm_qkv_rope_forward_bf16: RMSNORM_QKV_ROPE,
+  arl_decode_layer_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* x (C), updated */
+      ptr, /* float* qkv ((HQ + 2 HKV) D) */
+      ptr, /* float* attn (HQ D) */
+      ptr, /* float* act (F) */
+      ptr, /* const float* ln1 (C) */
+      ptr, /* const uint16_t* w_qkv ((HQ + 2 HKV) D, C) */
+      ptr, /* const float* b_qkv or null */
+      ptr, /* const uint16_t* w_o (C, HQ D) */
+      ptr, /* const float* ln2 (C) */
+      ptr, /* const uint16_t* w_gu (2F, C) */
+      ptr, /* const uint16_t* w_down (C, F) */
+      ptr, /* float* k_cache (S, HKV, L, D) */
+      ptr, /* float* v_cache */
+      ptr, /* const int32_t* slot (1) */
+      ptr, /* const int32_t* position (1) */
+      ptr, /* const int32_t* len (1) */
+      i32, /* int32_t c */
+      i32, /* int32_t f */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t d */
+      i32, /* int32_t s */
+      i32, /* int32_t l */
+      f32, /* float eps */
+      f32, /* float theta */
+      f32, /* float scale */
+    ],
+    result: i32,
+  },
   arl_linear_backward_bf16: {
     parameters: [
       ptr, /* ctx */

@@ -11,7 +11,8 @@
  * prints a table and exits 1 if any output is out of tolerance; without a CUDA
  * device it says "skipped: no CUDA device" and exits 0. `--self-check`
  * compares two CPU contexts (1 thread against all cores) instead: a check of
- * this harness that needs no GPU.
+ * this harness that needs no GPU. `AGENTRL_OPS_ONLY=text` runs only the ops whose name
+ * contains `text`.
  *
  * @module
  */
@@ -22,6 +23,7 @@ import {
   attentionDecode,
   attentionForward,
   type AttentionPrecision,
+  decodeLayer,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -372,6 +374,68 @@ function matmulCases(seed: number): Case[] {
         },
       });
     }
+  }
+  // A whole decoder layer for one token: one cooperative kernel for head dims 64 and 128 (the
+  // cache's last position, a split boundary and the first token); head dim 32 takes the
+  // separate calls.
+  for (
+    const [c, f, hq, hkv, hd, pos, bias] of [
+      [96, 160, 4, 2, 64, 37, true],
+      [96, 160, 4, 2, 64, 79, true],
+      [96, 160, 4, 2, 64, 0, false],
+      [64, 96, 2, 1, 128, 50, false],
+      [64, 96, 4, 2, 32, 20, true],
+    ] as const
+  ) {
+    const [S, L, slot] = [3, 80, 1];
+    const nq = (hq + 2 * hkv) * hd;
+    const q = new Rand(`decode layer ${c} ${hd} ${pos}`, seed);
+    const x0 = q.randn(c, 1);
+    const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
+    const [wqkv, bqkv] = [bf16Bits(q.randn(nq * c, 0.1)), q.randn(nq, 0.1)];
+    const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
+    const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
+    const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+    cases.push({
+      op: `decodeLayer c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}${
+        bias ? "" : " no bias"
+      }`,
+      tol: TOL_FP32,
+      run: (s) => {
+        const x = s.f32(x0);
+        const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
+        const cache = [S, hkv, L, hd];
+        const [kCache, vCache] = [s.f32(kc0, cache), s.f32(vc0, cache)];
+        const w = {
+          ln1: s.f32(ln1),
+          qkv: s.bf16(wqkv, [nq, c]),
+          bqkv: bias ? s.f32(bqkv) : null,
+          o: s.bf16(wo, [c, hq * hd]),
+          ln2: s.f32(ln2),
+          gateUp: s.bf16(wgu, [2 * f, c]),
+          down: s.bf16(wd, [c, f]),
+        };
+        decodeLayer(s.k, x, w, {
+          kCache,
+          vCache,
+          slot: s.i32(Int32Array.of(slot)),
+          position: s.i32(Int32Array.of(pos)),
+          len: s.i32(Int32Array.of(pos + 1)),
+          hq,
+          eps: 1e-6,
+          theta: 10000,
+          scale: 1 / Math.sqrt(hd),
+        }, rows);
+        return {
+          x: x.read(),
+          qkv: rows.qkv.read(),
+          attn: rows.attn.read(),
+          act: rows.act.read(),
+          kCache: kCache.read(),
+          vCache: vCache.read(),
+        };
+      },
+    });
   }
   cases.push({
     op: "linearBackward bf16 weights",
@@ -1230,7 +1294,11 @@ export function compareOps(cpu: Kernels, cuda: Kernels, seed = 20240611): OpRow[
       run: (s: Scope) => ({ version: [s.k.sym.arl_abi_version()] }),
     },
   ];
-  const rows = cases.flatMap((c) => runCase(c, cpu, cuda));
+  // AGENTRL_OPS_ONLY=text: only the ops whose name contains it (a quick check of one kernel).
+  const only = Deno.env.get("AGENTRL_OPS_ONLY");
+  const rows = cases.filter((c) => !only || c.op.includes(only)).flatMap((c) =>
+    runCase(c, cpu, cuda)
+  );
   // fmaPeak: only that it runs and reports a positive rate on both.
   try {
     // The CPU emulator (backend "cuda-emulated") runs each GPU thread's loop on one core.

@@ -578,16 +578,40 @@ __global__ void __launch_bounds__(kThreads)
   combine_splits(out + row * d, partial + row * splits * (d + 2), d, splits);
 }
 
-// Bytes of split records in ctx->decode_partial (the per-row counters follow them).
+}  // namespace
+
+namespace arl {
+
 size_t decode_records_bytes(const arl_ctx* ctx) {
   return size_t(3) * ctx->num_sms * (kMaxHeadDim + 2) * sizeof(float);
 }
 
+bool decode_buffers(arl_ctx* ctx) {
+  if (ctx->decode_partial != nullptr) return true;
+  if (ctx->capturing) return false;
+  const size_t bytes = decode_records_bytes(ctx);
+  const size_t counters = (size_t(ctx->num_sms) + 2) * sizeof(int);
+  if (cudaMalloc(&ctx->decode_partial, bytes + counters) != cudaSuccess ||
+      cudaMemset(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters) != cudaSuccess) {
+    cudaGetLastError();
+    if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
+    ctx->decode_partial = nullptr;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace arl
+
+namespace {
+
+using arl::decode_records_bytes;
+
 // Splits per (token, head) for n tokens of hq heads over caches of l positions: enough
 // blocks for every SM twice over, at most kDecodeMaxSplits, at least kDecodeMinKeysPerSplit
 // positions each (of the cache's length: the real lengths are on the device), and within
-// the context's fixed buffer of split records (allocated once, outside graph recording, so
-// that a recorded graph's pointer stays valid). 1 when no buffer can be had.
+// the context's fixed buffer of split records (arl::decode_buffers). 1 when no buffer can be
+// had.
 int decode_splits(arl_ctx* ctx, int32_t n, int32_t hq, int32_t l, int32_t d) {
   const int64_t rows = int64_t(n) * hq;
   if (rows >= ctx->num_sms) return 1;
@@ -595,21 +619,9 @@ int decode_splits(arl_ctx* ctx, int32_t n, int32_t hq, int32_t l, int32_t d) {
   splits = min(splits, int64_t(kDecodeMaxSplits));
   splits = min(splits, int64_t((l + kDecodeMinKeysPerSplit - 1) / kDecodeMinKeysPerSplit));
   if (splits < 2) return 1;
-  // records for up to 2 * num_sms + rows blocks (< 3 * num_sms) of kMaxHeadDim + 2 floats,
-  // then decode_done_counters(ctx) per-row counts of finished splits (zero between calls)
-  const size_t bytes = decode_records_bytes(ctx);
-  if (ctx->decode_partial == nullptr) {
-    if (ctx->capturing) return 1;
-    const size_t counters = size_t(ctx->num_sms) * sizeof(int);
-    if (cudaMalloc(&ctx->decode_partial, bytes + counters) != cudaSuccess ||
-        cudaMemset(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters) != cudaSuccess) {
-      cudaGetLastError();
-      if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
-      ctx->decode_partial = nullptr;
-      return 1;
-    }
-  }
-  if (size_t(rows * splits) * (d + 2) * sizeof(float) > bytes) return 1;
+  // records for up to 2 * num_sms + rows blocks (< 3 * num_sms) of kMaxHeadDim + 2 floats
+  if (!arl::decode_buffers(ctx)) return 1;
+  if (size_t(rows * splits) * (d + 2) * sizeof(float) > decode_records_bytes(ctx)) return 1;
   return int(splits);
 }
 

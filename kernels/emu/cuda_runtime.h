@@ -68,6 +68,8 @@ namespace emu {
 // Block-wide barrier; warp-wide barrier (the lanes of the calling thread's warp).
 void sync_block();
 void sync_warp();
+// Grid-wide barrier of a cooperative launch (every thread of every block of the grid).
+void sync_grid();
 // The calling lane (0..31) and a pointer to its warp's exchange slots (double-buffered by
 // the warp's barrier count, so one barrier per exchange suffices).
 uint64_t* warp_slots(int* lane);
@@ -258,6 +260,7 @@ enum cudaError_t {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorIllegalState = 401,
   cudaErrorLaunchFailure = 719,
+  cudaErrorCooperativeLaunchTooLarge = 720,
   cudaErrorStreamCaptureUnsupported = 900,
   cudaErrorStreamCaptureInvalidated = 901,
   cudaErrorStreamCaptureUnmatched = 903,
@@ -278,6 +281,7 @@ enum cudaStreamCaptureMode {
 enum cudaDeviceAttr {
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
 };
 struct cudaFuncAttributes {
@@ -351,6 +355,7 @@ struct Config {
   dim3 grid, block;
   size_t shared;
   cudaStream_t stream;
+  bool cooperative = false;  // all blocks resident at once (emu::sync_grid allowed)
   Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr)
       : grid(g), block(b), shared(s), stream(st) {}
 };
@@ -382,10 +387,15 @@ void launch(void (*kernel)(P...), const char* name, const Config& config, A&&...
 
 }  // namespace emu
 
-// cudaLaunchKernelEx with the one attribute the library uses (programmatic dependent launch:
-// kernels run one after the other here, so it changes nothing).
-enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5 };
+// cudaLaunchKernelEx with the two attributes the library uses: programmatic dependent launch
+// (kernels run one after the other here, so it changes nothing) and cooperative launch (the
+// grid's blocks run together, as fibers of one scheduler, so that emu::sync_grid can hold them).
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 5,
+};
 union cudaLaunchAttributeValue {
+  int cooperative;
   int programmaticStreamSerializationAllowed;
 };
 struct cudaLaunchAttribute {
@@ -408,13 +418,14 @@ cudaError_t refuse_launch_attribute();
 template <typename... P, typename... A>
 cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(P...),
                                A&&... args) {
-  for (unsigned i = 0; i < config->numAttrs; i++)
-    if (config->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization)
+  ::emu::Config c(config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream);
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative)
+      c.cooperative = config->attrs[i].val.cooperative != 0;
+    else if (config->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization)
       return ::emu::refuse_launch_attribute();
-  ::emu::launch(kernel, "(a kernel launched by cudaLaunchKernelEx)",
-                ::emu::Config(config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                              config->stream),
-                std::forward<A>(args)...);
+  }
+  ::emu::launch(kernel, "(a kernel launched by cudaLaunchKernelEx)", c, std::forward<A>(args)...);
   return cudaPeekAtLastError();
 }
 

@@ -1,5 +1,6 @@
 // The CUDA emulator's runtime: the fiber scheduler that runs a launch's blocks one at a time
-// (every thread of a block a fiber, switched at barriers), and the slice of the CUDA runtime
+// (every thread of a block a fiber, switched at barriers; a cooperative launch's blocks all at
+// once, so that a grid-wide barrier can hold them), and the slice of the CUDA runtime
 // API the library uses (memory is host memory; streams run their work at once, except while
 // captured into a graph, which records it for replay).
 //
@@ -86,8 +87,12 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr int kMaxThreads = 1024;
+// A cooperative launch's fibers (all of its blocks' threads at once) get smaller stacks of
+// their own, without guard pages (so many would pass the kernel's limit on mappings).
+constexpr size_t kGridStackBytes = 64 * 1024;
+constexpr int kMaxGridThreads = 1 << 17;
 
-enum State { kReady, kWaitBlock, kWaitWarp, kDone };
+enum State { kReady, kWaitBlock, kWaitWarp, kWaitGrid, kDone };
 
 struct Fiber {
   void* sp;
@@ -112,7 +117,7 @@ int int_from_env(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
-// The block being run (one at a time, under g_launch_mutex).
+// A block being run (under g_launch_mutex): one at a time, or a cooperative launch's all at once.
 struct Block {
   Body* body = nullptr;
   const char* kernel = "";
@@ -126,10 +131,22 @@ struct Block {
   int current = -1;
   void* scheduler_sp = nullptr;
   unsigned char* dynamic_shared = nullptr;
-} g_block;
+  uint3 index = {0, 0, 0};                // its blockIdx
+  std::vector<unsigned char> shared_store;  // a cooperative launch's block: its shared memory
+};
+Block g_single;          // the block of an ordinary launch
+Block* g_cur = &g_single;  // the block whose fiber runs
+
+// A cooperative launch's grid-wide barrier: live threads of the grid, and those waiting at it.
+struct Grid {
+  bool active = false;
+  int live = 0;
+  int arrived = 0;
+} g_grid;
 
 std::mutex g_launch_mutex;
 char* g_stacks = nullptr;
+char* g_grid_stacks = nullptr;
 std::mt19937 g_rng(12345);
 const Order g_order = order_from_env();
 thread_local cudaError_t t_last_error = cudaSuccess;
@@ -150,10 +167,26 @@ char* stack_of(int t) {
   return g_stacks + size_t(t) * kStackBytes;
 }
 
-// A fresh stack for thread t that emu_switch resumes into emu_trampoline.
-void* initial_sp(int t) {
+// Stack i of a cooperative launch's fibers.
+char* grid_stack_of(int i) {
+  if (g_grid_stacks == nullptr) {
+    const size_t bytes = kGridStackBytes * kMaxGridThreads;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "CUDA emulator: cannot map %zu bytes of fiber stacks\n", bytes);
+      std::abort();
+    }
+    g_grid_stacks = static_cast<char*>(p);
+  }
+  return g_grid_stacks + size_t(i) * kGridStackBytes;
+}
+
+// A fresh stack (of `bytes` at `stack`) for thread t that emu_switch resumes into
+// emu_trampoline.
+void* initial_sp(char* stack, size_t bytes, int t) {
   // Stack tops staggered by up to 32 KiB: at a 256 KiB stride they would share cache sets.
-  char* top = stack_of(t) + kStackBytes - size_t(t % 512) * 64;
+  char* top = stack + bytes - size_t(t % 512) * 64;
   // emu_switch pops 6 registers and returns: 7 words, after which the trampoline's stack must
   // be 16-byte aligned (it calls emu_fiber_main).
   auto* sp = reinterpret_cast<uint64_t*>(top - 128 - 8);
@@ -164,13 +197,13 @@ void* initial_sp(int t) {
 
 // Back to the scheduler; returns when this thread is resumed.
 void yield() {
-  Block& b = g_block;
+  Block& b = *g_cur;
   const int self = b.current;
   emu_switch(&b.fibers[size_t(self)].sp, b.scheduler_sp);
 }
 
 void release(State waiting, int warp) {
-  Block& b = g_block;
+  Block& b = *g_cur;
   const int begin = warp < 0 ? 0 : warp * 32;
   const int end = warp < 0 ? b.threads : std::min(b.threads, begin + 32);
   for (int t = begin; t < end; t++)
@@ -179,7 +212,7 @@ void release(State waiting, int warp) {
 
 // After `warp` lost a live thread: the barriers its waiters were waiting for may be complete.
 void recheck_barriers(int warp) {
-  Block& b = g_block;
+  Block& b = *g_cur;
   if (b.arrived > 0 && b.arrived == b.live) {
     b.arrived = 0;
     release(kWaitBlock, -1);
@@ -191,25 +224,25 @@ void recheck_barriers(int warp) {
   }
 }
 
-std::string describe_waits() {
-  Block& b = g_block;
-  int at_block = 0, at_warp = 0;
+std::string describe_waits(const Block& b) {
+  int at_block = 0, at_warp = 0, at_grid = 0;
   for (const Fiber& f : b.fibers) {
     at_block += f.state == kWaitBlock;
     at_warp += f.state == kWaitWarp;
+    at_grid += f.state == kWaitGrid;
   }
-  char text[200];
+  char text[240];
   std::snprintf(text, sizeof(text),
-                "%d threads wait at __syncthreads and %d at a warp barrier (shuffle or "
-                "__syncwarp) that cannot complete",
-                at_block, at_warp);
+                "%d threads wait at __syncthreads, %d at a warp barrier (shuffle or "
+                "__syncwarp) and %d at the grid barrier, which cannot complete",
+                at_block, at_warp, at_grid);
   return text;
 }
 
-// Runs one block to completion; false (with a message on stderr) on a barrier deadlock.
-bool run_block(const dim3& index) {
-  Block& b = g_block;
-  blockIdx = {index.x, index.y, index.z};
+// Sets block b up to run from the start at `index` (its threads' stacks from stack(t)).
+template <typename Stack>
+void start_block(Block& b, const dim3& index, Stack stack) {
+  b.index = {index.x, index.y, index.z};
   b.live = b.threads;
   b.arrived = 0;
   const int warps = (b.threads + 31) / 32;
@@ -219,26 +252,92 @@ bool run_block(const dim3& index) {
   b.fibers.resize(size_t(b.threads));
   for (int t = 0; t < b.threads; t++) {
     const unsigned bx = blockDim.x, by = blockDim.y, u = unsigned(t);
-    b.fibers[size_t(t)] = Fiber{initial_sp(t), kReady, 0, {u % bx, u / bx % by, u / (bx * by)}};
+    b.fibers[size_t(t)] = Fiber{stack(t), kReady, 0, {u % bx, u / bx % by, u / (bx * by)}};
     b.warp_live[size_t(t / 32)]++;
   }
+}
+
+// Runs each ready thread of block b once (to its next barrier or its end); whether any ran.
+bool run_ready(Block& b) {
+  g_cur = &b;
+  blockIdx = b.index;
+  if (g_order == Order::kShuffle) std::shuffle(b.order.begin(), b.order.end(), g_rng);
+  bool ran = false;
+  for (int t : b.order) {
+    if (b.fibers[size_t(t)].state != kReady) continue;
+    b.current = t;
+    threadIdx = b.fibers[size_t(t)].index;
+    emu_switch(&b.scheduler_sp, b.fibers[size_t(t)].sp);
+    ran = true;
+  }
+  return ran;
+}
+
+void report_deadlock(const Block& b) {
+  std::fprintf(stderr, "CUDA emulator: kernel %s, block (%u, %u, %u): %s\n", b.kernel, b.index.x,
+               b.index.y, b.index.z, describe_waits(b).c_str());
+}
+
+// Runs one block to completion; false (with a message on stderr) on a barrier deadlock.
+bool run_block(const dim3& index) {
+  Block& b = g_single;
+  start_block(b, index, [](int t) { return initial_sp(stack_of(t), kStackBytes, t); });
   while (b.live > 0) {
-    if (g_order == Order::kShuffle) std::shuffle(b.order.begin(), b.order.end(), g_rng);
-    bool ran = false;
-    for (int t : b.order) {
-      if (b.fibers[size_t(t)].state != kReady) continue;
-      b.current = t;
-      threadIdx = b.fibers[size_t(t)].index;
-      emu_switch(&b.scheduler_sp, b.fibers[size_t(t)].sp);
-      ran = true;
-    }
-    if (!ran) {
-      std::fprintf(stderr, "CUDA emulator: kernel %s, block (%u, %u, %u): %s\n", b.kernel,
-                   index.x, index.y, index.z, describe_waits().c_str());
+    if (!run_ready(b)) {
+      report_deadlock(b);
       return false;
     }
   }
   return true;
+}
+
+// Runs a cooperative launch's blocks together: each pass runs every block's ready threads;
+// when none is ready and every live thread of every block waits at the grid barrier, it opens.
+// False (with a message on stderr) on a deadlock, including a grid barrier that a block which
+// already ended can never reach.
+bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
+  for (size_t i = 0; i < blocks.size(); i++) {
+    const int base = int(i) * blocks[i].threads;
+    start_block(blocks[i], indices[i], [base](int t) {
+      return initial_sp(grid_stack_of(base + t), kGridStackBytes, t);
+    });
+  }
+  g_grid = Grid{true, int(blocks.size()) * blocks[0].threads, 0};
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  bool ok = true;
+  while (g_grid.live > 0) {
+    if (g_order == Order::kShuffle) std::shuffle(order.begin(), order.end(), g_rng);
+    bool ran = false;
+    for (size_t i : order) ran = run_ready(blocks[i]) || ran;
+    if (ran) continue;
+    const bool all_live = std::all_of(blocks.begin(), blocks.end(),
+                                      [](const Block& b) { return b.live > 0; });
+    if (g_grid.arrived > 0 && g_grid.arrived == g_grid.live && all_live) {
+      g_grid.arrived = 0;
+      for (Block& b : blocks)
+        for (Fiber& f : b.fibers)
+          if (f.state == kWaitGrid) f.state = kReady;
+      continue;
+    }
+    for (const Block& b : blocks) {
+      if (b.live == 0 && g_grid.arrived > 0) {
+        std::fprintf(stderr,
+                     "CUDA emulator: kernel %s, block (%u, %u, %u) ended while other blocks wait "
+                     "at the grid barrier\n",
+                     b.kernel, b.index.x, b.index.y, b.index.z);
+        break;
+      }
+      if (b.live > 0) {
+        report_deadlock(b);
+        break;
+      }
+    }
+    ok = false;
+    break;
+  }
+  g_grid = Grid{};
+  return ok;
 }
 
 std::map<const void*, int> g_max_dynamic_shared;
@@ -252,6 +351,8 @@ cudaError_t check_config(const void* kernel, const Config& c) {
   const auto it = g_max_dynamic_shared.find(kernel);
   const size_t limit = it == g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
   if (c.shared > limit) return cudaErrorInvalidValue;
+  if (c.cooperative && threads * c.grid.x * c.grid.y * c.grid.z > uint64_t(kMaxGridThreads))
+    return cudaErrorCooperativeLaunchTooLarge;
   return cudaSuccess;
 }
 
@@ -264,7 +365,7 @@ struct sigaction g_previous_segv, g_previous_bus;
 // fault would have. Other faults go to the handler that was there before.
 void on_fault(int sig, siginfo_t* info, void* context) {
   if (g_running && pthread_equal(pthread_self(), g_running_thread)) {
-    const Block& b = g_block;
+    const Block& b = *g_cur;
     char text[400];
     const int len = std::snprintf(
         text, sizeof(text),
@@ -304,7 +405,8 @@ void execute(const char* name, const Config& c, Body* body) {
   std::lock_guard<std::mutex> lock(g_launch_mutex);
   g_running_thread = pthread_self();
   g_running = 1;
-  Block& b = g_block;
+  Block& b = g_single;
+  g_cur = &b;
   b.body = body;
   b.kernel = name;
   b.threads = int(c.block.x * c.block.y * c.block.z);
@@ -312,8 +414,11 @@ void execute(const char* name, const Config& c, Body* body) {
   for (int t = 0; t < b.threads; t++)
     b.order[size_t(t)] = g_order == Order::kReverse ? b.threads - 1 - t : t;
   // NaN bytes, so that uninitialized reads show; 256-byte aligned, which covers WMMA's rule
-  std::vector<unsigned char> shared(c.shared + 256, 0xff);
-  b.dynamic_shared = shared.data() + (256 - reinterpret_cast<uintptr_t>(shared.data()) % 256) % 256;
+  auto aligned_shared = [&c](std::vector<unsigned char>& store) {
+    store.assign(c.shared + 256, 0xff);
+    return store.data() + (256 - reinterpret_cast<uintptr_t>(store.data()) % 256) % 256;
+  };
+  b.dynamic_shared = aligned_shared(b.shared_store);
   blockDim = c.block;
   gridDim = c.grid;
   std::vector<dim3> blocks;
@@ -323,10 +428,17 @@ void execute(const char* name, const Config& c, Body* body) {
       for (unsigned x = 0; x < c.grid.x; x++) blocks.push_back(dim3(x, y, z));
   if (g_order == Order::kReverse) std::reverse(blocks.begin(), blocks.end());
   if (g_order == Order::kShuffle) std::shuffle(blocks.begin(), blocks.end(), g_rng);
-  for (const dim3& index : blocks) {
-    if (!run_block(index)) {
-      t_last_error = cudaErrorLaunchFailure;
-      break;
+  if (c.cooperative) {
+    std::vector<Block> grid(blocks.size(), b);  // each with its own fibers and shared memory
+    for (Block& gb : grid) gb.dynamic_shared = aligned_shared(gb.shared_store);
+    if (!run_grid(grid, blocks)) t_last_error = cudaErrorLaunchFailure;
+    g_cur = &b;
+  } else {
+    for (const dim3& index : blocks) {
+      if (!run_block(index)) {
+        t_last_error = cudaErrorLaunchFailure;
+        break;
+      }
     }
   }
   b.body = nullptr;
@@ -337,7 +449,7 @@ void execute(const char* name, const Config& c, Body* body) {
 }  // namespace
 
 void sync_block() {
-  Block& b = g_block;
+  Block& b = *g_cur;
   if (++b.arrived == b.live) {
     b.arrived = 0;
     release(kWaitBlock, -1);
@@ -347,8 +459,23 @@ void sync_block() {
   yield();
 }
 
+void sync_grid() {
+  Block& b = *g_cur;
+  if (!g_grid.active) {
+    std::fprintf(stderr,
+                 "CUDA emulator: kernel %s, block (%u, %u, %u), thread (%u, %u, %u): a grid "
+                 "barrier outside a cooperative launch (it would hang on a GPU)\n",
+                 b.kernel, b.index.x, b.index.y, b.index.z, threadIdx.x, threadIdx.y,
+                 threadIdx.z);
+    std::abort();
+  }
+  g_grid.arrived++;
+  b.fibers[size_t(b.current)].state = kWaitGrid;
+  yield();
+}
+
 void sync_warp() {
-  Block& b = g_block;
+  Block& b = *g_cur;
   const int self = b.current, warp = self / 32;
   b.fibers[size_t(self)].warp_barriers++;
   if (++b.warp_arrived[size_t(warp)] == b.warp_live[size_t(warp)]) {
@@ -361,24 +488,25 @@ void sync_warp() {
 }
 
 uint64_t* warp_slots(int* lane) {
-  Block& b = g_block;
+  Block& b = *g_cur;
   const int self = b.current, warp = self / 32;
   *lane = self % 32;
   const unsigned parity = b.fibers[size_t(self)].warp_barriers & 1u;
   return &b.slots[(size_t(warp) * 2 + parity) * 32];
 }
 
-void* dynamic_shared_bytes() { return g_block.dynamic_shared; }
+void* dynamic_shared_bytes() { return g_cur->dynamic_shared; }
 
 }  // namespace emu
 
 extern "C" void emu_fiber_main() {
   using namespace emu;
-  Block& b = g_block;
+  Block& b = *g_cur;
   b.body->run();
   const int self = b.current, warp = self / 32;
   b.fibers[size_t(self)].state = kDone;
   b.live--;
+  if (g_grid.active) g_grid.live--;
   b.warp_live[size_t(warp)]--;
   recheck_barriers(warp);
   void* unused;
@@ -388,7 +516,7 @@ extern "C" void emu_fiber_main() {
 
 namespace emu {
 [[noreturn]] void wmma_fail(const char* call, const char* what) {
-  const Block& b = g_block;
+  const Block& b = *g_cur;
   std::fprintf(stderr, "CUDA emulator: kernel %s, block (%u, %u, %u), thread (%u, %u, %u): %s: %s\n",
                b.kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
                call, what);
@@ -535,6 +663,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   switch (attr) {
     case cudaDevAttrMultiProcessorCount:
       *value = std::max(1, emu::int_from_env("AGENTRL_CUDA_EMU_SMS", 132));
+      return cudaSuccess;
+    case cudaDevAttrCooperativeLaunch:
+      *value = 1;
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor:  // a Hopper GPU's: the library takes its paths
       *value = 9;

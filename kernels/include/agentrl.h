@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 5
+#define ARL_ABI_VERSION 6
 
 typedef int32_t arl_status;
 enum {
@@ -307,6 +307,33 @@ ARL_API arl_status arl_rmsnorm_qkv_rope_forward_bf16(arl_ctx* ctx, float* y, con
                                                      const int32_t* positions, int32_t hq,
                                                      int32_t s, int32_t hkv, int32_t l, int32_t d,
                                                      float theta);
+/*
+ * Decode layer (ABI version 6): one token through a whole decoder layer (pre-norm attention
+ * with RoPE and GQA, then a SwiGLU MLP, each with its residual), the same as these calls in
+ * sequence, which the CPU library makes:
+ *   arl_rmsnorm_qkv_rope_forward_bf16(qkv, x, ln1, w_qkv, b_qkv, 1, C, eps, k_cache, v_cache,
+ *                                     slot, position, HQ, S, HKV, L, D, theta)
+ *   arl_attention_decode(attn, qkv, k_cache, v_cache, slot, len, 1, S, HQ, HKV, L, D, scale)
+ *   arl_linear_forward_bf16(x, attn, w_o, NULL, 1, C, HQ D, 1)
+ *   arl_rmsnorm_linear_swiglu_forward_bf16(act, x, ln2, w_gu, NULL, 1, F, C, eps)
+ *   arl_linear_forward_bf16(x, act, w_down, NULL, 1, C, F, 1)
+ * x (C) is updated in place; qkv ((HQ + 2 HKV) D), attn (HQ D) and act (F) receive those
+ * calls' outputs. w_qkv ((HQ + 2 HKV) D, C), w_o (C, HQ D), w_gu (2F, C: gate rows, then up)
+ * and w_down (C, F) are bf16; b_qkv may be null; slot, position and len point to one int32
+ * each (device memory), and bad values are deferred errors as in those calls. The CUDA
+ * library runs it as one cooperative kernel (grid-wide barriers between the steps) where
+ * D is 64 or 128, C, F and HQ D are multiples of 8 and the weights 16-byte aligned, and as
+ * those calls otherwise.
+ */
+ARL_API arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn,
+                                         float* act, const float* ln1, const uint16_t* w_qkv,
+                                         const float* b_qkv, const uint16_t* w_o,
+                                         const float* ln2, const uint16_t* w_gu,
+                                         const uint16_t* w_down, float* k_cache, float* v_cache,
+                                         const int32_t* slot, const int32_t* position,
+                                         const int32_t* len, int32_t c, int32_t f, int32_t hq,
+                                         int32_t hkv, int32_t d, int32_t s, int32_t l, float eps,
+                                         float theta, float scale);
 /*
  * Attention of N new query tokens against the cache: query i attends to
  * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a

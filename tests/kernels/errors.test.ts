@@ -503,7 +503,7 @@ Deno.test("native: null pointers, non-positive and too large sizes, small leadin
   assert.equal(s.arl_set_num_threads(null, 2), ARL_ERR_NULL);
   assert.equal(s.arl_num_threads(null), 0);
   assert.equal(s.arl_alloc(null, 64n), null);
-  assert.equal(s.arl_abi_version(), 5);
+  assert.equal(s.arl_abi_version(), 6);
 });
 
 Deno.test("native: out-of-range token ids, targets, slots, positions and lengths", () => {

@@ -1,0 +1,127 @@
+/** One token through a whole decoder layer in one call (arl_decode_layer_bf16). @module */
+import type { Kernels } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { dim, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+
+/** The bf16 weights and fp32 norms of one decoder layer, for {@linkcode decodeLayer}. */
+export interface DecodeLayerWeights {
+  /** RMSNorm weight before attention (C). */
+  ln1: Tensor;
+  /** Stacked q|k|v projection ((HQ + 2 HKV) D, C), bf16. */
+  qkv: Tensor;
+  /** Its bias ((HQ + 2 HKV) D), or null. */
+  bqkv: Tensor | null;
+  /** Attention output projection (C, HQ D), bf16. */
+  o: Tensor;
+  /** RMSNorm weight before the MLP (C). */
+  ln2: Tensor;
+  /** Stacked gate|up projection (2F, C: gate rows, then up), bf16. */
+  gateUp: Tensor;
+  /** Down projection (C, F), bf16. */
+  down: Tensor;
+}
+
+/** The token's cache place and the layer's constants, for {@linkcode decodeLayer}. */
+export interface DecodeLayerStep {
+  /** This layer's caches (S, HKV, L, D). */
+  kCache: Tensor;
+  vCache: Tensor;
+  /** One int32 each: the cache slot, the token's position, and the keys it attends to. */
+  slot: Tensor;
+  position: Tensor;
+  len: Tensor;
+  /** Query heads. */
+  hq: number;
+  eps: number;
+  theta: number;
+  /** Attention's score scale (usually 1 / sqrt(D)). */
+  scale: number;
+}
+
+/** The rows a decode layer leaves behind: its calls' outputs (see {@linkcode decodeLayer}). */
+export interface DecodeLayerRows {
+  /** The q|k|v projection with RoPE applied to q and k ((HQ + 2 HKV) D). */
+  qkv: Tensor;
+  /** The attention output before the o projection (HQ D). */
+  attn: Tensor;
+  /** SwiGLU's output (F). */
+  act: Tensor;
+}
+
+/**
+ * One token through a decoder layer: x (C) += attention(rmsnorm(x)) . o^T, then
+ * x += swiglu(rmsnorm(x) . gateUp^T) . down^T, writing the token's rotated key and its value
+ * to the cache. The same as {@linkcode rmsnormQkvRopeForward}, {@linkcode attentionDecode},
+ * `linearForward` (accumulating), {@linkcode rmsnormLinearSwigluForward} and `linearForward`
+ * in sequence; the CUDA library runs it as one kernel for head dims 64 and 128.
+ */
+export function decodeLayer(
+  k: Kernels,
+  x: Tensor,
+  w: DecodeLayerWeights,
+  step: DecodeLayerStep,
+  rows: DecodeLayerRows,
+): void {
+  expectTensor(x, "x", "f32", [-1]);
+  const c = dim(x, 0);
+  expectTensor(step.kCache, "kCache", "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = step.kCache.shape as [number, number, number, number];
+  expectTensor(step.vCache, "vCache", "f32", [s, hkv, l, d]);
+  expectInt(step.hq, "hq");
+  if (step.hq % hkv !== 0) {
+    throw new RangeError(`hq (${step.hq}) must be a multiple of the cache's ${hkv} kv heads`);
+  }
+  const nq = (step.hq + 2 * hkv) * d;
+  expectTensor(w.ln1, "ln1", "f32", [c]);
+  expectTensor(w.qkv, "qkv weight", "bf16", [nq, c]);
+  if (w.bqkv) expectTensor(w.bqkv, "qkv bias", "f32", [nq]);
+  expectTensor(w.o, "o weight", "bf16", [c, step.hq * d]);
+  expectTensor(w.ln2, "ln2", "f32", [c]);
+  expectTensor(w.gateUp, "gateUp weight", "bf16", [-1, c]);
+  const f = dim(w.gateUp, 0) / 2;
+  if (!Number.isInteger(f)) {
+    throw new RangeError(`gateUp must have an even number of rows, got ${dim(w.gateUp, 0)}`);
+  }
+  expectTensor(w.down, "down weight", "bf16", [c, f]);
+  expectTensor(step.slot, "slot", "i32", [1]);
+  expectTensor(step.position, "position", "i32", [1]);
+  expectTensor(step.len, "len", "i32", [1]);
+  expectTensor(rows.qkv, "qkv rows", "f32", [nq]);
+  expectTensor(rows.attn, "attn rows", "f32", [step.hq * d]);
+  expectTensor(rows.act, "act rows", "f32", [f]);
+  expectNumber(step.eps, "eps");
+  expectNumber(step.theta, "theta", true);
+  expectNumber(step.scale, "scale");
+  k.check(
+    "arl_decode_layer_bf16",
+    k.sym.arl_decode_layer_bf16(
+      k.ctx,
+      x.ptr,
+      rows.qkv.ptr,
+      rows.attn.ptr,
+      rows.act.ptr,
+      w.ln1.ptr,
+      w.qkv.ptr,
+      ptrOf(w.bqkv),
+      w.o.ptr,
+      w.ln2.ptr,
+      w.gateUp.ptr,
+      w.down.ptr,
+      step.kCache.ptr,
+      step.vCache.ptr,
+      step.slot.ptr,
+      step.position.ptr,
+      step.len.ptr,
+      c,
+      f,
+      step.hq,
+      hkv,
+      d,
+      s,
+      l,
+      step.eps,
+      step.theta,
+      step.scale,
+    ),
+  );
+}

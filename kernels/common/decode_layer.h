@@ -1,0 +1,83 @@
+// arl_decode_layer_bf16 (see agentrl.h): its argument checks, and the layer as the calls it
+// stands for, in sequence (the CPU library's implementation; the CUDA library's for shapes
+// its one-kernel version does not take). Both libraries compile it against their own entry
+// points.
+#pragma once
+
+#include <cmath>
+
+#include "checks.h"
+
+// The arguments of arl_decode_layer_bf16 (b_qkv may be null), checked under its name.
+#define ARL_DECODE_LAYER_ARGS(ctx)                                                            \
+  do {                                                                                        \
+    ARL_NOT_NULL(ctx, x);                                                                     \
+    ARL_NOT_NULL(ctx, qkv);                                                                   \
+    ARL_NOT_NULL(ctx, attn);                                                                  \
+    ARL_NOT_NULL(ctx, act);                                                                   \
+    ARL_NOT_NULL(ctx, ln1);                                                                   \
+    ARL_NOT_NULL(ctx, w_qkv);                                                                 \
+    ARL_NOT_NULL(ctx, w_o);                                                                   \
+    ARL_NOT_NULL(ctx, ln2);                                                                   \
+    ARL_NOT_NULL(ctx, w_gu);                                                                  \
+    ARL_NOT_NULL(ctx, w_down);                                                                \
+    ARL_NOT_NULL(ctx, k_cache);                                                               \
+    ARL_NOT_NULL(ctx, v_cache);                                                               \
+    ARL_NOT_NULL(ctx, slot);                                                                  \
+    ARL_NOT_NULL(ctx, position);                                                              \
+    ARL_NOT_NULL(ctx, len);                                                                   \
+    ARL_POSITIVE(ctx, c);                                                                     \
+    ARL_POSITIVE(ctx, f);                                                                     \
+    ARL_POSITIVE(ctx, hq);                                                                    \
+    ARL_POSITIVE(ctx, hkv);                                                                   \
+    ARL_POSITIVE(ctx, d);                                                                     \
+    ARL_POSITIVE(ctx, s);                                                                     \
+    ARL_POSITIVE(ctx, l);                                                                     \
+    if (hq % hkv != 0)                                                                        \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: hq (%d) must be a multiple of hkv (%d)",        \
+                       __func__, (int)hq, (int)hkv);                                          \
+    if (d % 2 != 0)                                                                           \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)d);  \
+    ARL_PRODUCT(ctx, (int64_t)(hq) + 2 * (int64_t)(hkv), d);                                  \
+    ARL_PRODUCT(ctx, ((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d), c);                          \
+    ARL_PRODUCT(ctx, 2 * (int64_t)(f), c);                                                    \
+    ARL_PRODUCT(ctx, (int64_t)(s) * (hkv) * (l), d);                                          \
+    if (!((eps) >= 0.0f))                                                                     \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,          \
+                       double(eps));                                                          \
+    if (!((theta) > 0.0f))                                                                    \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0, got %g", __func__,         \
+                       double(theta));                                                        \
+    if (!std::isfinite(scale))                                                                \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: scale must be finite, got %g", __func__,      \
+                       double(scale));                                                        \
+  } while (0)
+
+namespace arl {
+
+// The layer as the five calls agentrl.h lists.
+inline arl_status decode_layer_steps(arl_ctx* ctx, float* x, float* qkv, float* attn,
+                                     float* act, const float* ln1, const uint16_t* w_qkv,
+                                     const float* b_qkv, const uint16_t* w_o, const float* ln2,
+                                     const uint16_t* w_gu, const uint16_t* w_down,
+                                     float* k_cache, float* v_cache, const int32_t* slot,
+                                     const int32_t* position, const int32_t* len, int32_t c,
+                                     int32_t f, int32_t hq, int32_t hkv, int32_t d, int32_t s,
+                                     int32_t l, float eps, float theta, float scale) {
+  if (arl_status st = arl_rmsnorm_qkv_rope_forward_bf16(ctx, qkv, x, ln1, w_qkv, b_qkv, 1, c,
+                                                        eps, k_cache, v_cache, slot, position,
+                                                        hq, s, hkv, l, d, theta))
+    return st;
+  if (arl_status st =
+          arl_attention_decode(ctx, attn, qkv, k_cache, v_cache, slot, len, 1, s, hq, hkv, l, d,
+                               scale))
+    return st;
+  if (arl_status st = arl_linear_forward_bf16(ctx, x, attn, w_o, nullptr, 1, c, hq * d, 1))
+    return st;
+  if (arl_status st =
+          arl_rmsnorm_linear_swiglu_forward_bf16(ctx, act, x, ln2, w_gu, nullptr, 1, f, c, eps))
+    return st;
+  return arl_linear_forward_bf16(ctx, x, act, w_down, nullptr, 1, c, f, 1);
+}
+
+}  // namespace arl

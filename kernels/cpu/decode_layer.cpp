@@ -1,0 +1,23 @@
+// arl_decode_layer_bf16 (ABI version 6): on the CPU, the calls it stands for, in sequence (the
+// CUDA library runs them as one kernel to save the launches between them).
+#include "common.h"
+// (after common.h: the checks need its context)
+#include "../common/decode_layer.h"
+
+extern "C" {
+
+arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn, float* act,
+                                 const float* ln1, const uint16_t* w_qkv, const float* b_qkv,
+                                 const uint16_t* w_o, const float* ln2, const uint16_t* w_gu,
+                                 const uint16_t* w_down, float* k_cache, float* v_cache,
+                                 const int32_t* slot, const int32_t* position, const int32_t* len,
+                                 int32_t c, int32_t f, int32_t hq, int32_t hkv, int32_t d,
+                                 int32_t s, int32_t l, float eps, float theta, float scale) {
+  ARL_CTX(ctx);
+  ARL_DECODE_LAYER_ARGS(ctx);
+  return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
+                                 w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv, d,
+                                 s, l, eps, theta, scale);
+}
+
+}  // extern "C"

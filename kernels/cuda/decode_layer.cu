@@ -1,0 +1,506 @@
+// arl_decode_layer_bf16 (ABI version 6): one token through a whole decoder layer in one
+// cooperative kernel. Batch-1 decode is a chain of small steps, each too little work to hide a
+// kernel boundary; here one block per SM runs the layer's steps as phases separated by
+// grid-wide barriers:
+//   A  x's RMSNorm; qkv = norm(x) . w_qkv^T + b_qkv                     (rows over blocks)
+//   B  RoPE of q and of the new k; the new k and v to the cache; attention partial sums
+//      (online softmax) per (query head, split of the keys), a warp each
+//   C  every block merges the partials into attn (shared memory); x += attn . w_o^T; the
+//      last block writes attn, and q and k roped, out
+//   D  x's RMSNorm; act = silu(norm(x) . w_gate^T) * (norm(x) . w_up^T)
+//   E  x += act . w_down^T
+// First, every block asks L2 to prefetch its rows of all four weights, so that the weight
+// stream (the layer's real cost) runs at full bandwidth under the phases' latencies. Shapes it
+// does not take run as the calls the layer stands for (common/decode_layer.h).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common.cuh"
+// (after common.cuh: the checks need its context)
+#include "../common/decode_layer.h"
+#include "gemv.cuh"
+#include "rope.cuh"
+
+namespace {
+
+constexpr int kLayerWarps = 16;
+constexpr int kLayerThreads = kLayerWarps * 32;
+constexpr int kLayerMaxSplits = 16;       // key splits per head (at most 32: a lane each)
+constexpr int kLayerMinKeysPerSplit = 32;
+constexpr int kLayerMinRows = 8;          // rows of the widest step per block, at least
+constexpr int kLayerBatch = 4;            // 16-byte weight loads per lane and row in flight
+constexpr int kMergeBatch = 8;            // split records a lane reads at once
+constexpr int kSharedHeader = 256;        // bytes: kLayerWarps doubles, then 2 kLayerWarps floats
+
+struct LayerArgs {
+  float* x;
+  float* qkv;
+  float* attn;
+  float* act;
+  const float* ln1;
+  const uint16_t* w_qkv;
+  const float* b_qkv;
+  const uint16_t* w_o;
+  const float* ln2;
+  const uint16_t* w_gu;
+  const uint16_t* w_down;
+  float* k_cache;
+  float* v_cache;
+  const int32_t* slot;
+  const int32_t* position;
+  const int32_t* len;
+  float* partial;     // (HQ, splits) records of D + 2 floats: sums, running max, softmax sum
+  unsigned* barrier;  // two counters (grid_barrier)
+  int32_t c, f, hq, hkv, d, s, l, splits;
+  float eps, theta, scale;
+  int* flag;
+  int64_t* flag_index;
+};
+
+// Grid-wide barrier (every thread of the cooperative grid calls it): the writes before it are
+// visible to every block after it. barrier[0] counts arrivals (the last resets it to 0),
+// barrier[1] counts barriers passed.
+__device__ inline void grid_barrier(unsigned* barrier) {
+#ifdef AGENTRL_CUDA_EMU
+  (void)barrier;
+  emu::sync_grid();
+#else
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned* generation = barrier + 1;
+    const unsigned seen = *generation;
+    __threadfence();
+    if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
+      atomicExch(barrier, 0u);
+      __threadfence();
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      while (*generation == seen) __nanosleep(32);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+#endif
+}
+
+// Asks L2 to fetch `bytes` at p (a hint; nothing in the emulator).
+__device__ inline void prefetch_l2(const void* p, int64_t bytes) {
+#if defined(__CUDA_ARCH__)
+  const char* base = static_cast<const char*>(p);
+  for (int64_t o = int64_t(threadIdx.x) * 128; o < bytes; o += int64_t(blockDim.x) * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+// This block's share [begin, end) of n rows.
+__device__ inline int32_t rows_begin(int32_t n) {
+  return int32_t(int64_t(n) * blockIdx.x / gridDim.x);
+}
+__device__ inline int32_t rows_end(int32_t n) {
+  return int32_t(int64_t(n) * (blockIdx.x + 1) / gridDim.x);
+}
+
+// v (n floats, shared) = x * rstd * g, rstd = 1 / sqrt(mean(x^2) + eps) summed in double as
+// the CPU library does; x is read past L1 (other blocks of this kernel wrote it).
+__device__ void norm_to_shared(float* v, const float* x, const float* __restrict__ g, int32_t n,
+                               float eps, double* red) {
+  double ss = 0.0;
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float xi = __ldcg(x + i);
+    v[i] = xi;
+    ss += double(xi) * xi;
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kLayerWarps; w++) total += red[w];
+  const float rstd = float(1.0 / sqrt(total / n + eps));
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) v[i] = v[i] * rstd * __ldg(g + i);
+  __syncthreads();
+}
+
+// For rows r in [r0, r1) of a bf16 weight w (rows of k, k % 8 == 0, 16-byte aligned): the dot
+// of row r (and with R = 2 of row r + up too) with v (k floats, shared), handed to
+// out(r, sums) by one thread. With few rows a row is split over S warps (slices of k summed
+// through `part`, 2 kLayerWarps floats); each lane keeps kLayerBatch loads per row in flight.
+template <int R, typename Out>
+__device__ void block_gemv(const uint16_t* __restrict__ w, int64_t up, const float* v, int32_t k,
+                           int32_t r0, int32_t r1, float* part, Out out) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t rows = r1 - r0, kv = k / 8;
+  int split = 1;
+  while (split < kLayerWarps && rows * split * 2 <= kLayerWarps && kv / (split * 2) >= 32)
+    split *= 2;
+  const int32_t units = rows * split, per = (kv + split - 1) / split;
+  const float4* v4 = reinterpret_cast<const float4*>(v);
+  for (int32_t u = warp; u < units; u += kLayerWarps) {
+    const int32_t r = r0 + u / split, begin = (u % split) * per, end = min(kv, begin + per);
+    const uint16_t* wr = w + int64_t(r) * k;
+    float acc[R];
+#pragma unroll
+    for (int h = 0; h < R; h++) acc[h] = 0.0f;
+    for (int32_t i0 = begin + lane; i0 < end; i0 += 32 * kLayerBatch) {
+      uint4 raw[kLayerBatch][R] = {};
+#pragma unroll
+      for (int b = 0; b < kLayerBatch; b++)
+#pragma unroll
+        for (int h = 0; h < R; h++)
+          if (i0 + 32 * b < end)
+            raw[b][h] =
+                __ldg(reinterpret_cast<const uint4*>(wr + h * up + int64_t(i0 + 32 * b) * 8));
+#pragma unroll
+      for (int b = 0; b < kLayerBatch; b++) {
+        const int32_t i = i0 + 32 * b;
+        if (i >= end) break;
+        const float4 x0 = v4[2 * i], x1 = v4[2 * i + 1];
+#pragma unroll
+        for (int h = 0; h < R; h++) {
+          arl::Wide16<uint16_t> a;
+          a.set(raw[b][h]);
+          acc[h] = fmaf(a.v[0], x0.x, fmaf(a.v[1], x0.y, fmaf(a.v[2], x0.z, fmaf(a.v[3], x0.w,
+                   fmaf(a.v[4], x1.x, fmaf(a.v[5], x1.y, fmaf(a.v[6], x1.z, fmaf(a.v[7], x1.w,
+                   acc[h]))))))));
+        }
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < R; h++)
+      for (int o = 16; o > 0; o >>= 1) acc[h] += __shfl_xor_sync(0xffffffffu, acc[h], o);
+    if (lane != 0) continue;
+    if (split == 1) {
+      out(r, acc);
+    } else {
+#pragma unroll
+      for (int h = 0; h < R; h++) part[u * R + h] = acc[h];
+    }
+  }
+  if (split == 1) return;
+  __syncthreads();
+  if (int32_t(threadIdx.x) < rows) {
+    float sum[R];
+#pragma unroll
+    for (int h = 0; h < R; h++) {
+      sum[h] = 0.0f;
+      for (int t = 0; t < split; t++) sum[h] += part[(int32_t(threadIdx.x) * split + t) * R + h];
+    }
+    out(r0 + int32_t(threadIdx.x), sum);
+  }
+  __syncthreads();  // part is used again
+}
+
+// Rotates the pair (a, b) of offset j at position pos (arl_rope's angles).
+__device__ inline void rotate(float& a, float& b, int32_t j, int32_t pos, float theta, int32_t d) {
+  float cs, sn;
+  rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
+  const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+  a = ra;
+  b = rb;
+}
+
+// Phase B for one warp: query head h's split p of the first `len` keys, as a record of
+// unnormalized sums, running max and softmax sum. Lane dims are lane + 32 t (t < D); the RoPE
+// pair of dim t is t + D/2. The new key and value (position pos) come from qkv, not the
+// cache; split 0 of a kv group's first head writes them to the cache.
+template <int D>
+__device__ void attention_split(const LayerArgs& a, int32_t h, int32_t p, int32_t splits,
+                                int32_t slot, int32_t pos, int32_t len) {
+  constexpr int kKeys = 32 / D;  // keys per step (their rows in flight together)
+  const int lane = threadIdx.x & 31;
+  const int32_t d = 32 * D, group = a.hq / a.hkv, kvh = h / group;
+  const float* qh = a.qkv + int64_t(h) * d;
+  const float* kh = a.qkv + int64_t(a.hq + kvh) * d;
+  const float* vh = a.qkv + int64_t(a.hq + a.hkv + kvh) * d;
+  float q[D], kn[D], vn[D];
+#pragma unroll
+  for (int t = 0; t < D; t++) {
+    q[t] = __ldcg(qh + lane + 32 * t);
+    kn[t] = __ldcg(kh + lane + 32 * t);
+    vn[t] = __ldcg(vh + lane + 32 * t);
+  }
+#pragma unroll
+  for (int t = 0; t < D / 2; t++) {
+    rotate(q[t], q[t + D / 2], lane + 32 * t, pos, a.theta, d);
+    rotate(kn[t], kn[t + D / 2], lane + 32 * t, pos, a.theta, d);
+  }
+  const int64_t base = ((int64_t(slot) * a.hkv + kvh) * a.l) * d;
+  if (p == 0 && h % group == 0) {
+#pragma unroll
+    for (int t = 0; t < D; t++) {
+      a.k_cache[base + int64_t(pos) * d + lane + 32 * t] = kn[t];
+      a.v_cache[base + int64_t(pos) * d + lane + 32 * t] = vn[t];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < D; t++) q[t] *= a.scale;
+  const float* kb = a.k_cache + base;
+  const float* vb = a.v_cache + base;
+  const int32_t share = (len + splits - 1) / splits;
+  const int32_t j_begin = min(len, p * share), j_end = min(len, j_begin + share);
+  float m = -INFINITY, lsum = 0.0f, acc[D];
+#pragma unroll
+  for (int t = 0; t < D; t++) acc[t] = 0.0f;
+  for (int32_t j0 = j_begin; j0 < j_end; j0 += kKeys) {
+    float kr[kKeys][D], vr[kKeys][D];
+#pragma unroll
+    for (int u = 0; u < kKeys; u++) {
+      const int32_t j = min(j0 + u, j_end - 1);
+#pragma unroll
+      for (int t = 0; t < D; t++) {
+        kr[u][t] = j == pos ? kn[t] : __ldg(kb + int64_t(j) * d + lane + 32 * t);
+        vr[u][t] = j == pos ? vn[t] : __ldg(vb + int64_t(j) * d + lane + 32 * t);
+      }
+    }
+    float dot[kKeys];
+    float mx = m;
+#pragma unroll
+    for (int u = 0; u < kKeys; u++) {
+      dot[u] = 0.0f;
+#pragma unroll
+      for (int t = 0; t < D; t++) dot[u] = fmaf(q[t], kr[u][t], dot[u]);
+      for (int o = 16; o > 0; o >>= 1) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+      if (j0 + u < j_end) mx = fmaxf(mx, dot[u]);
+    }
+    const float corr = __expf(m - mx);
+    lsum *= corr;
+#pragma unroll
+    for (int t = 0; t < D; t++) acc[t] *= corr;
+#pragma unroll
+    for (int u = 0; u < kKeys; u++) {
+      if (j0 + u >= j_end) break;
+      const float pu = __expf(dot[u] - mx);
+      lsum += pu;
+#pragma unroll
+      for (int t = 0; t < D; t++) acc[t] = fmaf(pu, vr[u][t], acc[t]);
+    }
+    m = mx;
+  }
+  float* rec = a.partial + (int64_t(h) * a.splits + p) * (d + 2);
+#pragma unroll
+  for (int t = 0; t < D; t++) rec[lane + 32 * t] = acc[t];
+  if (lane == 0) {
+    rec[d] = m;  // -inf for a split with no keys (its sums are 0)
+    rec[d + 1] = lsum;
+  }
+}
+
+// Phase C's merge: av (HQ D, shared) = each head's records merged (zeros when `attend` is
+// false); a warp per head, a lane per record for the weights.
+template <int D>
+__device__ void merge_heads(float* av, const LayerArgs& a, int32_t splits, bool attend) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t d = 32 * D;
+  for (int32_t h = warp; h < a.hq; h += kLayerWarps) {
+    float o[D];
+#pragma unroll
+    for (int t = 0; t < D; t++) o[t] = 0.0f;
+    if (attend) {
+      const float* recs = a.partial + int64_t(h) * a.splits * (d + 2);
+      const float mp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d) : -INFINITY;
+      const float lp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d + 1) : 0.0f;
+      float mx = mp;
+      for (int s = 16; s > 0; s >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, s));
+      const float weight = lane < splits ? __expf(mp - mx) : 0.0f;
+      float total = lp * weight;
+      for (int s = 16; s > 0; s >>= 1) total += __shfl_xor_sync(0xffffffffu, total, s);
+      for (int32_t s0 = 0; s0 < splits; s0 += kMergeBatch) {
+        float r[kMergeBatch][D];
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; b++)
+#pragma unroll
+          for (int t = 0; t < D; t++)
+            r[b][t] = s0 + b < splits
+                          ? __ldcg(recs + int64_t(s0 + b) * (d + 2) + lane + 32 * t)
+                          : 0.0f;
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; b++) {
+          const float wb = __shfl_sync(0xffffffffu, weight, (s0 + b) & 31);
+          if (s0 + b >= splits) break;
+#pragma unroll
+          for (int t = 0; t < D; t++) o[t] = fmaf(r[b][t], wb, o[t]);
+        }
+      }
+      const float inv = 1.0f / total;
+#pragma unroll
+      for (int t = 0; t < D; t++) o[t] *= inv;
+    }
+#pragma unroll
+    for (int t = 0; t < D; t++) av[h * d + lane + 32 * t] = o[t];
+  }
+  __syncthreads();
+}
+
+template <int D>
+__global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const LayerArgs a) {
+  extern __shared__ __align__(16) uint8_t layer_shared[];
+  double* red = reinterpret_cast<double*>(layer_shared);
+  float* part = reinterpret_cast<float*>(layer_shared + kLayerWarps * sizeof(double));
+  float* vec = reinterpret_cast<float*>(layer_shared + kSharedHeader);
+  const int32_t d = 32 * D, nq = (a.hq + 2 * a.hkv) * d, qd = a.hq * d;
+  // Every weight byte this block reads, to L2 now (in the order the phases need them).
+  {
+    const int32_t q0 = rows_begin(nq), q1 = rows_end(nq), c0 = rows_begin(a.c),
+                  c1 = rows_end(a.c), f0 = rows_begin(a.f), f1 = rows_end(a.f);
+    prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
+    prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
+    prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
+    prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
+    prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2);
+  }
+  const int32_t slot = *a.slot, pos = *a.position, len = *a.len;
+  const bool cached = pos >= 0 && slot >= 0 && slot < a.s && pos < a.l;
+  const bool attend = cached && len >= 1 && len <= a.l;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the calls' deferred errors, the first wins
+    const bool bad_slot = slot < 0 || slot >= a.s;
+    if (pos < 0)
+      arl_set_flag(a.flag, a.flag_index, arl::kDeferredNegativePosition, 0);
+    else if (!cached)
+      arl_set_flag(a.flag, a.flag_index,
+                   bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
+                   bad_slot ? uint32_t(slot) : uint32_t(pos));
+    else if (!attend)
+      arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeLen, uint32_t(len));
+  }
+  // A: qkv = norm(x) . w_qkv^T + b
+  norm_to_shared(vec, a.x, a.ln1, a.c, a.eps, red);
+  block_gemv<1>(a.w_qkv, 0, vec, a.c, rows_begin(nq), rows_end(nq), part,
+                [&](int32_t r, const float (&sum)[1]) {
+                  a.qkv[r] = sum[0] + (a.b_qkv != nullptr ? a.b_qkv[r] : 0.0f);
+                });
+  grid_barrier(a.barrier);
+  // B: attention records, a warp per (head, split)
+  const int32_t splits =
+      min(a.splits, max(1, (len + kLayerMinKeysPerSplit - 1) / kLayerMinKeysPerSplit));
+  if (attend) {
+    const int32_t unit = int32_t(blockIdx.x) * kLayerWarps + int32_t(threadIdx.x >> 5);
+    const int32_t h = unit / a.splits, p = unit % a.splits;
+    if (h < a.hq && p < splits) attention_split<D>(a, h, p, splits, slot, pos, len);
+  }
+  grid_barrier(a.barrier);
+  // C: attn merged in every block; x += attn . w_o^T
+  merge_heads<D>(vec, a, splits, attend);
+  if (blockIdx.x == gridDim.x - 1) {  // the calls' outputs: attn, q and k roped
+    for (int32_t i = threadIdx.x; i < qd; i += blockDim.x) a.attn[i] = vec[i];
+    const int32_t half = d / 2;
+    for (int32_t i = threadIdx.x; pos >= 0 && i < (a.hq + a.hkv) * half; i += blockDim.x) {
+      const int32_t head = i / half, j = i % half;
+      float* row = a.qkv + int64_t(head) * d;
+      float x0 = __ldcg(row + j), x1 = __ldcg(row + j + half);
+      rotate(x0, x1, j, pos, a.theta, d);
+      row[j] = x0;
+      row[j + half] = x1;
+    }
+  }
+  block_gemv<1>(a.w_o, 0, vec, qd, rows_begin(a.c), rows_end(a.c), part,
+                [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
+  grid_barrier(a.barrier);
+  // D: act = silu(gate) * up of norm(x)
+  norm_to_shared(vec, a.x, a.ln2, a.c, a.eps, red);
+  block_gemv<2>(a.w_gu, int64_t(a.f) * a.c, vec, a.c, rows_begin(a.f), rows_end(a.f), part,
+                [&](int32_t r, const float (&sum)[2]) { a.act[r] = arl::silu(sum[0]) * sum[1]; });
+  grid_barrier(a.barrier);
+  // E: x += act . w_down^T
+  for (int32_t i = threadIdx.x; i < a.f; i += blockDim.x) vec[i] = __ldcg(a.act + i);
+  __syncthreads();
+  block_gemv<1>(a.w_down, 0, vec, a.f, rows_begin(a.c), rows_end(a.c), part,
+                [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
+}
+
+// Whether the device can launch cooperative grids (asked once per process).
+bool cooperative_device(int device) {
+  static const int value = [device] {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
+      cudaGetLastError();
+      v = 0;
+    }
+    return v;
+  }();
+  return value != 0;
+}
+
+// AGENTRL_CUDA_DECODE_LAYER=0: always the separate calls (a baseline for benchmarks).
+bool layer_kernel_disabled() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER");
+    return e != nullptr && std::strcmp(e, "0") == 0;
+  }();
+  return value;
+}
+
+template <int D>
+arl_status launch_layer(arl_ctx* ctx, const char* fn, const LayerArgs& args, int blocks,
+                        size_t shared) {
+  if (shared > 48 * 1024) {
+    const cudaError_t err = cudaFuncSetAttribute(
+        decode_layer_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
+  }
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(kLayerThreads);
+  config.dynamicSmemBytes = shared;
+  config.stream = ctx->stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, decode_layer_kernel<D>, args);
+  return arl::check_launch(ctx, fn);
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn, float* act,
+                                 const float* ln1, const uint16_t* w_qkv, const float* b_qkv,
+                                 const uint16_t* w_o, const float* ln2, const uint16_t* w_gu,
+                                 const uint16_t* w_down, float* k_cache, float* v_cache,
+                                 const int32_t* slot, const int32_t* position, const int32_t* len,
+                                 int32_t c, int32_t f, int32_t hq, int32_t hkv, int32_t d,
+                                 int32_t s, int32_t l, float eps, float theta, float scale) {
+  ARL_CTX(ctx);
+  ARL_DECODE_LAYER_ARGS(ctx);
+  // The one-kernel layer: its shapes, a grid that fits the device at once, the shared memory,
+  // and the context's buffer of split records and barrier counters.
+  const int64_t nq = (int64_t(hq) + 2 * hkv) * d, widest = std::max({nq, int64_t(c), int64_t(f)});
+  const int blocks =
+      int(std::min(int64_t(ctx->num_sms), (widest + kLayerMinRows - 1) / kLayerMinRows));
+  const size_t shared =
+      kSharedHeader + size_t(std::max({int64_t(c), int64_t(f), int64_t(hq) * d})) * 4;
+  const bool shapes = (d == 64 || d == 128) && c % 8 == 0 && f % 8 == 0 &&
+                      aligned16(w_qkv) && aligned16(w_o) && aligned16(w_gu) &&
+                      aligned16(w_down) && int64_t(hq) <= int64_t(blocks) * kLayerWarps &&
+                      shared <= size_t(ctx->max_smem);
+  if (!shapes || layer_kernel_disabled() || !cooperative_device(ctx->device) ||
+      !arl::decode_buffers(ctx))
+    return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
+                                   w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv,
+                                   d, s, l, eps, theta, scale);
+  const int64_t records = int64_t(arl::decode_records_bytes(ctx) / sizeof(float)) / (d + 2);
+  const int splits = int(std::max(
+      int64_t(1), std::min({int64_t(kLayerMaxSplits), records / hq,
+                            int64_t(blocks) * kLayerWarps / hq})));
+  char* buffer = static_cast<char*>(ctx->decode_partial);
+  LayerArgs args{x,      qkv,      attn,    act,   ln1,   w_qkv,
+                 b_qkv,  w_o,      ln2,     w_gu,  w_down, k_cache,
+                 v_cache, slot,    position, len,
+                 reinterpret_cast<float*>(buffer),
+                 reinterpret_cast<unsigned*>(buffer + arl::decode_records_bytes(ctx)) +
+                     ctx->num_sms,
+                 c,      f,        hq,      hkv,   d,     s,
+                 l,      splits,   eps,     theta, scale, ctx->flag,
+                 ctx->flag_index};
+  return d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
+                 : launch_layer<4>(ctx, __func__, args, blocks, shared);
+}
+
+}  // extern "C"
