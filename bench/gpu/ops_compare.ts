@@ -1061,7 +1061,11 @@ function sampleCases(seed: number): Case[] {
 // ---- graphs ---------------------------------------------------------------
 
 /** A random Qwen2 small enough to compare on both devices (biases set too). */
-function graphModel(k: Kernels, precision: "f32" | "bf16" = "f32"): Qwen2Model {
+function graphModel(
+  k: Kernels,
+  precision: "f32" | "bf16" = "f32",
+  headDim = 16,
+): Qwen2Model {
   const config: Qwen2Config = {
     vocab_size: 96,
     hidden_size: 64,
@@ -1069,7 +1073,7 @@ function graphModel(k: Kernels, precision: "f32" | "bf16" = "f32"): Qwen2Model {
     num_hidden_layers: 2,
     num_attention_heads: 4,
     num_key_value_heads: 2,
-    head_dim: 16,
+    head_dim: headDim,
     max_position_embeddings: 64,
     rope_theta: 10000,
     rms_norm_eps: 1e-6,
@@ -1177,6 +1181,43 @@ function graphCases(seed: number): Case[] {
         const [pos, zero] = [Int32Array.from([4 + step]), new Int32Array(1)];
         const l = model.forwardCached(cache, tokens.subarray(4 + step, 5 + step), pos, zero, zero)!;
         out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }, {
+    // AGENTRL_DECODE_LAYER=1 (head dim 64): each layer one arl_decode_layer_bf16 call, one
+    // cooperative kernel on CUDA, recorded in the graph
+    op: "decode with graphs, bf16 weights, batch 1, a call per layer (AGENTRL_DECODE_LAYER=1)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      const before = Deno.env.get("AGENTRL_DECODE_LAYER");
+      Deno.env.set("AGENTRL_DECODE_LAYER", "1");
+      let made: Qwen2Model;
+      try {
+        made = graphModel(s.k, "bf16", 64);
+      } finally {
+        if (before === undefined) Deno.env.delete("AGENTRL_DECODE_LAYER");
+        else Deno.env.set("AGENTRL_DECODE_LAYER", before);
+      }
+      using model = made;
+      using cache = model.createKvCache(1, 40);
+      const out: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      out.push(
+        ...model.forwardCached(
+          cache,
+          prompt,
+          Int32Array.of(0, 1, 2, 3),
+          new Int32Array(4),
+          Int32Array.of(3),
+        )!
+          .read(),
+      );
+      // positions 4..39: the layer kernel's key splits (32 keys each) past one and two
+      for (let step = 0; step < 36; step++) {
+        const [pos, zero] = [Int32Array.from([4 + step]), new Int32Array(1)];
+        const t = tokens.subarray(4 + (step % 8), 5 + (step % 8));
+        out.push(...model.forwardCached(cache, t, pos, zero, zero)!.read());
       }
       return { logits: Float32Array.from(out) };
     },

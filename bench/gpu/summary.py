@@ -43,7 +43,7 @@ def main(out: str) -> int:
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
-                 "decode_nopdl"):
+                 "decode_nopdl", "decode_layer"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -146,7 +146,7 @@ def main(out: str) -> int:
 
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
-    for name in ("decode_fused", "decode_unfused", "decode_nopdl"):
+    for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
@@ -158,6 +158,17 @@ def main(out: str) -> int:
              if fused and nopdl else f"{num(fused, '.0f')} / {num(nopdl, '.0f')}")
     row("decode", "batch 1: programmatic dependent launch / AGENTRL_CUDA_PDL=0", value, "info",
         "info")
+    layer = rates["decode_layer"]
+    value = (f"{layer / fused:.2f}x ({layer:.0f} / {fused:.0f} tokens/s)"
+             if fused and layer else f"{num(layer, '.0f')} / {num(fused, '.0f')}")
+    row("decode", "batch 1: a kernel per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
+        "info", "info")
+    # its fraction of the bandwidth bound, scaled from the benchmark's batch-1 rate and fraction
+    ours = (load("bench.json") or {}).get("ours") or {}
+    rate, frac = ours.get("decode1TokensS"), ours.get("decode1BwFraction")
+    f = layer * frac / rate if layer and rate and frac else None
+    row("decode", "batch 1, AGENTRL_DECODE_LAYER=1: fraction of the 2-byte bound", num(f, ".2f"),
+        ">= 0.6", f is not None and f >= 0.6)
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [

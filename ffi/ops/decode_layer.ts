@@ -3,6 +3,12 @@ import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { dim, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
+/** The length of a row tensor: f32, shape (N) or (1, N). */
+function rowLength(t: Tensor, name: string, n = -1): number {
+  expectTensor(t, name, "f32", t.shape.length === 2 ? [1, n] : [n]);
+  return t.shape[t.shape.length - 1]!;
+}
+
 /** The bf16 weights and fp32 norms of one decoder layer, for {@linkcode decodeLayer}. */
 export interface DecodeLayerWeights {
   /** RMSNorm weight before attention (C). */
@@ -38,7 +44,10 @@ export interface DecodeLayerStep {
   scale: number;
 }
 
-/** The rows a decode layer leaves behind: its calls' outputs (see {@linkcode decodeLayer}). */
+/**
+ * The rows a decode layer leaves behind, its calls' outputs (see {@linkcode decodeLayer}):
+ * each shaped (N) or (1, N).
+ */
 export interface DecodeLayerRows {
   /** The q|k|v projection with RoPE applied to q and k ((HQ + 2 HKV) D). */
   qkv: Tensor;
@@ -53,7 +62,8 @@ export interface DecodeLayerRows {
  * x += swiglu(rmsnorm(x) . gateUp^T) . down^T, writing the token's rotated key and its value
  * to the cache. The same as {@linkcode rmsnormQkvRopeForward}, {@linkcode attentionDecode},
  * `linearForward` (accumulating), {@linkcode rmsnormLinearSwigluForward} and `linearForward`
- * in sequence; the CUDA library runs it as one kernel for head dims 64 and 128.
+ * in sequence; the CUDA library runs it as one kernel for head dims 64 and 128. x is (C) or
+ * (1, C).
  */
 export function decodeLayer(
   k: Kernels,
@@ -62,8 +72,7 @@ export function decodeLayer(
   step: DecodeLayerStep,
   rows: DecodeLayerRows,
 ): void {
-  expectTensor(x, "x", "f32", [-1]);
-  const c = dim(x, 0);
+  const c = rowLength(x, "x");
   expectTensor(step.kCache, "kCache", "f32", [-1, -1, -1, -1]);
   const [s, hkv, l, d] = step.kCache.shape as [number, number, number, number];
   expectTensor(step.vCache, "vCache", "f32", [s, hkv, l, d]);
@@ -86,9 +95,9 @@ export function decodeLayer(
   expectTensor(step.slot, "slot", "i32", [1]);
   expectTensor(step.position, "position", "i32", [1]);
   expectTensor(step.len, "len", "i32", [1]);
-  expectTensor(rows.qkv, "qkv rows", "f32", [nq]);
-  expectTensor(rows.attn, "attn rows", "f32", [step.hq * d]);
-  expectTensor(rows.act, "act rows", "f32", [f]);
+  rowLength(rows.qkv, "qkv rows", nq);
+  rowLength(rows.attn, "attn rows", step.hq * d);
+  rowLength(rows.act, "act rows", f);
   expectNumber(step.eps, "eps");
   expectNumber(step.theta, "theta", true);
   expectNumber(step.scale, "scale");

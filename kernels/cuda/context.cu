@@ -221,21 +221,21 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
   switch (code) {
     case kDeferredNegativePosition:
       return fail(ctx, ARL_ERR_VALUE,
-                  "%s: an earlier arl_rope (or arl_rope_kv_cache_write) call was given a negative "
-                  "position at row %lld (its "
-                  "kernel skipped that row; CUDA kernels report bad values at the next call that "
-                  "synchronizes)",
+                  "%s: an earlier arl_rope (or arl_rope_kv_cache_write, arl_decode_layer_bf16) "
+                  "call was given a negative position at row %lld (its kernel skipped that row; "
+                  "CUDA kernels report bad values at the next call that synchronizes)",
                   fn, index);
     case kDeferredCacheSlot:
     case kDeferredCachePosition:
     case kDeferredDecodeSlot:
     case kDeferredDecodeLen: {
       static const char* what_of[] = {
-          "arl_kv_cache_write (or arl_rope_kv_cache_write): slot %d of token %d is outside [0, S)",
-          "arl_kv_cache_write (or arl_rope_kv_cache_write): position %d of token %d is outside "
-          "[0, L)",
+          "arl_kv_cache_write (or arl_rope_kv_cache_write, arl_decode_layer_bf16): slot %d of token "
+          "%d is outside [0, S)",
+          "arl_kv_cache_write (or arl_rope_kv_cache_write, arl_decode_layer_bf16): position %d of "
+          "token %d is outside [0, L)",
           "arl_attention_decode: slot %d of query %d is outside [0, S)",
-          "arl_attention_decode: length %d of query %d is outside [1, L]",
+          "arl_attention_decode (or arl_decode_layer_bf16): length %d of query %d is outside [1, L]",
       };
       char detail[160];
       snprintf(detail, sizeof(detail), what_of[code - kDeferredCacheSlot],

@@ -1,6 +1,6 @@
 /**
- * Switches that the environment can turn off (`NAME=0`), read once per use; without
- * permission to read the environment they stay on.
+ * Switches that the environment can turn off (`NAME=0`) or on (`NAME=1`), read once per use;
+ * without permission to read the environment they keep their defaults.
  *
  * @module
  */
@@ -9,6 +9,15 @@
 export function envSwitchOff(name: string): boolean {
   try {
     return Deno.env.get(name) === "0";
+  } catch {
+    return false; // no env permission: the default
+  }
+}
+
+/** Whether the environment variable `name` is "1". */
+export function envSwitchOn(name: string): boolean {
+  try {
+    return Deno.env.get(name) === "1";
   } catch {
     return false; // no env permission: the default
   }

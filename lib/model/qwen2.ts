@@ -52,6 +52,7 @@ import {
   attentionDecode,
   attentionForward,
   DECODE_FUSION_MAX_ROWS,
+  decodeLayer,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -77,7 +78,7 @@ import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
-import { envSwitchOff } from "./_env_switch.ts";
+import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { InitRng } from "./_random.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
@@ -333,6 +334,7 @@ export class Qwen2Model implements Disposable {
   readonly #decode: Arena;
   readonly #graphs: DecodeGraphs;
   readonly #noDecodeFusion = envSwitchOff("AGENTRL_DECODE_FUSION");
+  readonly #decodeLayer = envSwitchOn("AGENTRL_DECODE_LAYER");
   readonly #head: Arena;
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
@@ -894,6 +896,9 @@ export class Qwen2Model implements Disposable {
     // would run the unfused calls anyway (through temporary rows), so it keeps them.
     // AGENTRL_DECODE_FUSION=0 runs the unfused calls on the GPU too (a benchmark baseline).
     const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
+    // AGENTRL_DECODE_LAYER=1: one token with bf16 weights runs each layer as one call (one
+    // cooperative kernel on the GPU; not yet timed there, so not the default).
+    const wholeLayer = fuse && d.n === 1 && this.#decodeLayer && d.qkv !== null;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
       fuse
@@ -901,8 +906,9 @@ export class Qwen2Model implements Disposable {
         : linearForward(k, y, d.h, w, bias);
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#wc.layers[l]!;
-      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
       const [kc, vc] = [cache.k[l]!, cache.v[l]!];
+      if (wholeLayer && this.#decodeLayerCall(w, kc, vc, d)) continue;
+      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
       // One token with stacked bf16 weights: one GEMV; fused, it also ropes and caches.
       const stacked = d.qkv && w.qkv ? { y: d.qkv, w: w.qkv } : null;
       if (stacked && fuse) {
@@ -947,6 +953,39 @@ export class Qwen2Model implements Disposable {
       }
       linearForward(k, d.x, d.s, w.wd, null, true); // the residual added by the GEMM
     }
+  }
+
+  /** One decode layer as one {@linkcode decodeLayer} call, if its weights are bf16. */
+  #decodeLayerCall(w: LayerWeights, kCache: Tensor, vCache: Tensor, d: DecodeActs): boolean {
+    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
+    if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd) || !d.qkv) return false;
+    const cfg = this.config;
+    decodeLayer(
+      this.kernels,
+      d.x,
+      {
+        ln1: w.ln1,
+        qkv: w.qkv,
+        bqkv: w.bqkv ?? null,
+        o: w.wo,
+        ln2: w.ln2,
+        gateUp: w.gu,
+        down: w.wd,
+      },
+      {
+        kCache,
+        vCache,
+        slot: d.slots,
+        position: d.positions,
+        len: d.lens,
+        hq: cfg.num_attention_heads,
+        eps: cfg.rms_norm_eps,
+        theta: cfg.rope_theta,
+        scale: this.#scale,
+      },
+      { qkv: d.qkv, attn: d.a, act: d.s },
+    );
+    return true;
   }
 
   // ---- lifetime -------------------------------------------------------------

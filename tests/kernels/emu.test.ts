@@ -296,3 +296,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    `the CUDA library, emulated: the one-kernel decode layer reports bad slots, positions and lengths at the next synchronizing call${why}`,
+  ignore,
+  async fn() {
+    const script = `import { decodeLayer, Kernels, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const [c, f, hq, hkv, d, s, l] = [64, 64, 2, 1, 64, 2, 4];
+      const nq = (hq + 2 * hkv) * d;
+      const f32 = (n, v = 0.01, shape = [n]) => Tensor.from(k, new Float32Array(n).fill(v), shape);
+      const bf16 = (r, cols) => {
+        const t = new Tensor(k, [r, cols], "bf16");
+        t.write(new Uint16Array(r * cols).fill(0x3c00));
+        return t;
+      };
+      const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: null, o: bf16(c, hq * d), ln2: f32(c, 1),
+        gateUp: bf16(2 * f, c), down: bf16(c, f) };
+      const [kCache, vCache] = [0, 1].map(() => f32(s * hkv * l * d, 0.01, [s, hkv, l, d]));
+      const rows = { qkv: f32(nq), attn: f32(hq * d), act: f32(f) };
+      const one = (v) => Tensor.from(k, Int32Array.of(v));
+      for (const [slot, pos, len] of [[2, 1, 2], [0, 4, 4], [0, -1, 1], [0, 3, 5], [1, 3, 4]]) {
+        const x = f32(c, 0.5);
+        decodeLayer(k, x, w, { kCache, vCache, slot: one(slot), position: one(pos), len: one(len),
+          hq, eps: 1e-6, theta: 1e4, scale: 0.125 }, rows);
+        try { x.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
+      }`;
+    const { code, text } = await run(Deno.execPath(), ["eval", script], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 5, text);
+    assert.match(lines[0]!, /arl_decode_layer_bf16\): slot 2 of token 0 is outside \[0, S\)/);
+    assert.match(lines[1]!, /arl_decode_layer_bf16\): position 4 of token 0 is outside \[0, L\)/);
+    assert.match(lines[2]!, /arl_decode_layer_bf16\) call was given a negative position at row 0/);
+    assert.match(lines[3]!, /arl_decode_layer_bf16\): length 5 of query 0 is outside \[1, L\]/);
+    assert.equal(lines[4], "read ok", "a good call after the bad ones");
+  },
+});

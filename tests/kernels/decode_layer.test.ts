@@ -1,0 +1,193 @@
+// arl_decode_layer_bf16 on the CPU: the five calls it stands for, in sequence, bit for bit (the
+// CPU library runs exactly those calls), with and without the q|k|v bias; bad arguments get
+// clear errors naming it. The CUDA library's one-kernel version is compared with these results
+// by bench/gpu/ops_compare.ts (emulated in emu.test.ts).
+import assert from "node:assert/strict";
+import {
+  attentionDecode,
+  decodeLayer,
+  type DecodeLayerWeights,
+  KernelError,
+  linearForward,
+  rmsnormLinearSwigluForward,
+  rmsnormQkvRopeForward,
+  Tensor,
+  toBf16,
+} from "../../ffi/mod.ts";
+import type { Kernels } from "../../ffi/kernels.ts";
+import { f32, i32, nans, openKernels, Rng } from "./_helpers.ts";
+
+const [C, F, HQ, HKV, D, S, L] = [24, 40, 4, 2, 8, 2, 12];
+const NQ = (HQ + 2 * HKV) * D;
+
+function bf16(k: Kernels, data: Float32Array, shape: number[]): Tensor {
+  using w = f32(k, data, shape);
+  const t = new Tensor(k, shape, "bf16");
+  toBf16(k, t, w);
+  return t;
+}
+
+/** Random layer weights (bf16 matrices), with or without the q|k|v bias. */
+function layerWeights(k: Kernels, rng: Rng, bias: boolean): DecodeLayerWeights {
+  return {
+    ln1: f32(k, rng.uniformArray(C, 0.5, 1.5), [C]),
+    qkv: bf16(k, rng.randn(NQ * C, 0.3), [NQ, C]),
+    bqkv: bias ? f32(k, rng.randn(NQ, 0.1), [NQ]) : null,
+    o: bf16(k, rng.randn(C * HQ * D, 0.3), [C, HQ * D]),
+    ln2: f32(k, rng.uniformArray(C, 0.5, 1.5), [C]),
+    gateUp: bf16(k, rng.randn(2 * F * C, 0.3), [2 * F, C]),
+    down: bf16(k, rng.randn(C * F, 0.3), [C, F]),
+  };
+}
+
+Deno.test("decodeLayer equals its five calls in sequence, with and without the q|k|v bias", () => {
+  using k = openKernels();
+  const rng = new Rng("decode layer");
+  const x0 = rng.randn(C, 1);
+  const kc0 = rng.randn(S * HKV * L * D), vc0 = rng.randn(S * HKV * L * D);
+  const cache = [S, HKV, L, D];
+  for (const bias of [true, false]) {
+    const w = layerWeights(k, rng, bias);
+    for (const [slot, pos] of [[1, 0], [0, 7], [1, 11]] as const) {
+      using ts = i32(k, Int32Array.of(slot));
+      using tp = i32(k, Int32Array.of(pos));
+      using tl = i32(k, Int32Array.of(pos + 1));
+      // the calls
+      using x1 = f32(k, x0, [1, C]);
+      using kc1 = f32(k, kc0, cache);
+      using vc1 = f32(k, vc0, cache);
+      using qkv1 = nans(k, [1, NQ]);
+      using attn1 = nans(k, [1, HQ, D]);
+      using act1 = nans(k, [1, F]);
+      rmsnormQkvRopeForward(k, qkv1, x1, w.ln1, w.qkv, w.bqkv, 1e-6, {
+        hq: HQ,
+        kCache: kc1,
+        vCache: vc1,
+        slots: ts,
+        positions: tp,
+        theta: 1e4,
+      });
+      using q = Tensor.viewOf(qkv1, 0, [1, HQ, D]);
+      attentionDecode(k, attn1, q, kc1, vc1, ts, tl, 1 / Math.sqrt(D));
+      using attnRow = Tensor.viewOf(attn1, 0, [1, HQ * D]);
+      linearForward(k, x1, attnRow, w.o, null, true);
+      rmsnormLinearSwigluForward(k, act1, x1, w.ln2, w.gateUp, null, 1e-6);
+      linearForward(k, x1, act1, w.down, null, true);
+      // the layer
+      using x2 = f32(k, x0, [C]);
+      using kc2 = f32(k, kc0, cache);
+      using vc2 = f32(k, vc0, cache);
+      const rows = { qkv: nans(k, [NQ]), attn: nans(k, [HQ * D]), act: nans(k, [F]) };
+      const step = {
+        kCache: kc2,
+        vCache: vc2,
+        slot: ts,
+        position: tp,
+        len: tl,
+        hq: HQ,
+        eps: 1e-6,
+        theta: 1e4,
+        scale: 1 / Math.sqrt(D),
+      };
+      decodeLayer(k, x2, w, step, rows);
+      const what = `${bias ? "bias" : "no bias"}, slot ${slot}, position ${pos}`;
+      const same = (a: Tensor, b: Tensor, name: string) =>
+        assert.deepEqual(Array.from(a.view()), Array.from(b.view()), `${what}: ${name}`);
+      same(x2, x1, "x");
+      same(rows.qkv, qkv1, "qkv");
+      same(rows.attn, attn1, "attn");
+      same(rows.act, act1, "act");
+      same(kc2, kc1, "kCache");
+      same(vc2, vc1, "vCache");
+      assert.notDeepEqual(Array.from(x2.view()), Array.from(x0), `${what}: x changed`);
+      for (const t of Object.values(rows)) t.free();
+    }
+    for (const t of Object.values(w)) t?.free();
+  }
+});
+
+Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers are clear errors", () => {
+  using k = openKernels();
+  const rng = new Rng("decode layer errors");
+  const w = layerWeights(k, rng, true);
+  using x = f32(k, rng.randn(C, 1), [C]);
+  using kc = f32(k, new Float32Array(S * HKV * L * D), [S, HKV, L, D]);
+  using vc = f32(k, new Float32Array(S * HKV * L * D), [S, HKV, L, D]);
+  using ts = i32(k, Int32Array.of(0));
+  using tp = i32(k, Int32Array.of(3));
+  using tl = i32(k, Int32Array.of(4));
+  using badSlot = i32(k, Int32Array.of(2));
+  const rows = { qkv: nans(k, [NQ]), attn: nans(k, [HQ * D]), act: nans(k, [F]) };
+  const step = {
+    kCache: kc,
+    vCache: vc,
+    slot: ts,
+    position: tp,
+    len: tl,
+    hq: HQ,
+    eps: 1e-6,
+    theta: 1e4,
+    scale: 0.3,
+  };
+  assert.throws(
+    () => decodeLayer(k, x, w, { ...step, slot: badSlot }, rows),
+    /slot 2 of token 0 is outside \[0, 2\)/,
+  );
+  assert.throws(
+    () => decodeLayer(k, x, w, { ...step, hq: 3 }, rows),
+    /hq \(3\) must be a multiple/,
+  );
+  assert.throws(
+    () => decodeLayer(k, x, { ...w, down: w.o }, step, rows),
+    /down weight must have shape \[24, 40\], got \[24, 32\]/,
+  );
+  assert.throws(
+    () => decodeLayer(k, x, { ...w, qkv: w.bqkv! }, step, rows),
+    /qkv weight must be bf16/,
+  );
+  using act5 = nans(k, [F + 1]);
+  assert.throws(
+    () => decodeLayer(k, x, w, step, { ...rows, act: act5 }),
+    /act rows must have shape \[40\], got \[41\]/,
+  );
+  const call = (eps: number, xPtr: Deno.PointerValue, hkv = HKV) =>
+    k.sym.arl_decode_layer_bf16(
+      k.ctx,
+      xPtr,
+      rows.qkv.ptr,
+      rows.attn.ptr,
+      rows.act.ptr,
+      w.ln1.ptr,
+      w.qkv.ptr,
+      null,
+      w.o.ptr,
+      w.ln2.ptr,
+      w.gateUp.ptr,
+      w.down.ptr,
+      kc.ptr,
+      vc.ptr,
+      ts.ptr,
+      tp.ptr,
+      tl.ptr,
+      C,
+      F,
+      HQ,
+      hkv,
+      D,
+      S,
+      L,
+      eps,
+      1e4,
+      0.3,
+    );
+  const fails = (status: number, pattern: RegExp) =>
+    assert.throws(() => k.check("arl_decode_layer_bf16", status), (e: unknown) => {
+      assert.ok(e instanceof KernelError, String(e));
+      assert.match(e.message, pattern);
+      return true;
+    });
+  fails(call(1e-6, null), /arl_decode_layer_bf16: x must not be null/);
+  fails(call(-1, x.ptr), /arl_decode_layer_bf16: eps must be >= 0, got -1/);
+  fails(call(1e-6, x.ptr, 3), /arl_decode_layer_bf16: hq \(4\) must be a multiple of hkv \(3\)/);
+  for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();
+});
