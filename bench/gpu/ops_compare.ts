@@ -385,9 +385,11 @@ function matmulCases(seed: number): Case[] {
       [96, 160, 4, 2, 64, 0, false],
       [64, 96, 2, 1, 128, 50, false],
       [64, 96, 4, 2, 32, 20, true],
+      // Qwen2.5-0.5B's layer at a long context: a full grid, GEMV rows split across warps
+      [896, 4864, 14, 2, 64, 1000, true],
     ] as const
   ) {
-    const [S, L, slot] = [3, 80, 1];
+    const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 1];
     const nq = (hq + 2 * hkv) * hd;
     const q = new Rand(`decode layer ${c} ${hd} ${pos}`, seed);
     const x0 = q.randn(c, 1);

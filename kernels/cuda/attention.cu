@@ -591,8 +591,12 @@ bool decode_buffers(arl_ctx* ctx) {
   if (ctx->capturing) return false;
   const size_t bytes = decode_records_bytes(ctx);
   const size_t counters = (size_t(ctx->num_sms) + 2) * sizeof(int);
+  // zeroed on the context's stream (a non-blocking one, which a plain cudaMemset on the legacy
+  // stream would not order before the first kernel), once
   if (cudaMalloc(&ctx->decode_partial, bytes + counters) != cudaSuccess ||
-      cudaMemset(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters) != cudaSuccess) {
+      cudaMemsetAsync(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters,
+                      ctx->stream) != cudaSuccess ||
+      cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
     cudaGetLastError();
     if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
     ctx->decode_partial = nullptr;

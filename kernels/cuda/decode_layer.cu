@@ -3,18 +3,23 @@
 // kernel boundary; here one block per SM runs the layer's steps as phases separated by
 // grid-wide barriers:
 //   A  x's RMSNorm; qkv = norm(x) . w_qkv^T + b_qkv                     (rows over blocks)
-//   B  RoPE of q and of the new k; the new k and v to the cache; attention partial sums
-//      (online softmax) per (query head, split of the keys), a warp each
-//   C  every block merges the partials into attn (shared memory); x += attn . w_o^T; the
-//      last block writes attn, and q and k roped, out
+//   B  attention partial sums (online softmax) per (query head, split of the keys), a warp
+//      each, with q and the new key roped in registers (the new key and value come from qkv,
+//      not the cache); the last split of a head to finish merges its records into attn; one
+//      block writes the new keys and values to the cache
+//   C  x += attn . w_o^T; q and k roped into qkv (the calls' output)
 //   D  x's RMSNorm; act = silu(norm(x) . w_gate^T) * (norm(x) . w_up^T)
 //   E  x += act . w_down^T
-// First, every block asks L2 to prefetch its rows of all four weights, so that the weight
+// Every block first asks L2 to prefetch its rows of the layer's weights (all of them when the
+// layer fits in half the L2, else each phase's during the phase before), so that the weight
 // stream (the layer's real cost) runs at full bandwidth under the phases' latencies. Shapes it
 // does not take run as the calls the layer stands for (common/decode_layer.h).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "common.cuh"
 // (after common.cuh: the checks need its context)
@@ -31,7 +36,11 @@ constexpr int kLayerMinKeysPerSplit = 32;
 constexpr int kLayerMinRows = 16;         // rows of the widest step per block, at least
 constexpr int kLayerBatch = 4;            // 16-byte weight loads per lane and row in flight
 constexpr int kMergeBatch = 8;            // split records a lane reads at once
-constexpr int kSharedHeader = 256;        // bytes: kLayerWarps doubles, then 2 kLayerWarps floats
+constexpr int kMaxHalf = 64;              // RoPE pairs per head (head dim 128)
+// Shared memory: kLayerWarps doubles (norms), 2 kLayerWarps floats (GEMV slices), the RoPE
+// table (cos, then sin, kMaxHalf each), then the phases' input vector.
+constexpr int kPartAt = kLayerWarps * 8, kTrigAt = kPartAt + kLayerWarps * 8;
+constexpr int kSharedHeader = kTrigAt + 2 * kMaxHalf * 4;
 
 struct LayerArgs {
   float* x;
@@ -51,16 +60,19 @@ struct LayerArgs {
   const int32_t* position;
   const int32_t* len;
   float* partial;     // (HQ, splits) records of D + 2 floats: sums, running max, softmax sum
-  unsigned* barrier;  // two counters (grid_barrier)
+  int* done;          // per head: its splits finished (0 between calls)
+  unsigned* barrier;  // grid_barrier's word (0 between calls)
   int32_t c, f, hq, hkv, d, s, l, splits;
+  int prefetch_all;   // the whole layer's weights to L2 at the start (else a phase ahead)
   float eps, theta, scale;
   int* flag;
   int64_t* flag_index;
 };
 
 // Grid-wide barrier (every thread of the cooperative grid calls it): the writes before it are
-// visible to every block after it. barrier[0] counts arrivals (the last resets it to 0),
-// barrier[1] counts barriers passed.
+// visible to every block after it. One word: each block adds 1, block 0 adds 2^31 - (G - 1), so
+// the last arrival flips the top bit and leaves the low bits as they were (0); the blocks wait
+// for the flip.
 __device__ inline void grid_barrier(unsigned* barrier) {
 #ifdef AGENTRL_CUDA_EMU
   (void)barrier;
@@ -68,27 +80,30 @@ __device__ inline void grid_barrier(unsigned* barrier) {
 #else
   __syncthreads();
   if (threadIdx.x == 0) {
-    volatile unsigned* generation = barrier + 1;
-    const unsigned seen = *generation;
+    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     __threadfence();
-    if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
-      atomicExch(barrier, 0u);
-      __threadfence();
-      atomicAdd(barrier + 1, 1u);
-    } else {
-      while (*generation == seen) __nanosleep(32);
-    }
+    const unsigned before = atomicAdd(barrier, add);
+    const volatile unsigned* word = barrier;
+    while (((before ^ *word) & 0x80000000u) == 0) __nanosleep(20);
     __threadfence();
   }
   __syncthreads();
 #endif
 }
 
-// Asks L2 to fetch `bytes` at p (a hint; nothing in the emulator).
+// Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the
+// emulator. Hopper: bulk prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector.
 __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const char* base = static_cast<const char*>(p);
-  for (int64_t o = int64_t(threadIdx.x) * 128; o < bytes; o += int64_t(blockDim.x) * 128)
+  constexpr int64_t kChunk = 16 * 1024;
+  for (int64_t o = int64_t(threadIdx.x) * kChunk; o < bytes; o += int64_t(blockDim.x) * kChunk) {
+    const unsigned n = unsigned(min(kChunk, bytes - o));
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + o), "r"(n) : "memory");
+  }
+#elif defined(__CUDA_ARCH__)
+  const char* base = static_cast<const char*>(p);
+  for (int64_t o = int64_t(threadIdx.x) * 32; o < bytes; o += int64_t(blockDim.x) * 32)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
 #else
   (void)p;
@@ -193,25 +208,62 @@ __device__ void block_gemv(const uint16_t* __restrict__ w, int64_t up, const flo
   __syncthreads();  // part is used again
 }
 
-// Rotates the pair (a, b) of offset j at position pos (arl_rope's angles).
-__device__ inline void rotate(float& a, float& b, int32_t j, int32_t pos, float theta, int32_t d) {
-  float cs, sn;
-  rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
+// Rotates the pair (a, b) by the angle whose cos and sin are cs, sn.
+__device__ inline void rotate(float& a, float& b, float cs, float sn) {
   const float ra = a * cs - b * sn, rb = b * cs + a * sn;
   a = ra;
   b = rb;
 }
 
-// Phase B for one warp: query head h's split p of the first `len` keys, as a record of
-// unnormalized sums, running max and softmax sum. Lane dims are lane + 32 t (t < D); the RoPE
-// pair of dim t is t + D/2. The new key and value (position pos) come from qkv, not the
-// cache; split 0 of a kv group's first head writes them to the cache.
+// The merge of a head's split records (splits <= 32) into out (d = 32 D floats): a lane per
+// record for the weights, a lane's dims for the sums.
 template <int D>
-__device__ void attention_split(const LayerArgs& a, int32_t h, int32_t p, int32_t splits,
-                                int32_t slot, int32_t pos, int32_t len) {
+__device__ void merge_head(float* out, const float* recs, int32_t splits) {
+  const int lane = threadIdx.x & 31;
+  const int32_t d = 32 * D;
+  const float mp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d) : -INFINITY;
+  const float lp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d + 1) : 0.0f;
+  float mx = mp;
+  for (int s = 16; s > 0; s >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, s));
+  const float weight = lane < splits ? __expf(mp - mx) : 0.0f;
+  float total = lp * weight;
+  for (int s = 16; s > 0; s >>= 1) total += __shfl_xor_sync(0xffffffffu, total, s);
+  float o[D];
+#pragma unroll
+  for (int t = 0; t < D; t++) o[t] = 0.0f;
+  for (int32_t s0 = 0; s0 < splits; s0 += kMergeBatch) {
+    float r[kMergeBatch][D];
+#pragma unroll
+    for (int b = 0; b < kMergeBatch; b++)
+#pragma unroll
+      for (int t = 0; t < D; t++)
+        r[b][t] = s0 + b < splits ? __ldcg(recs + int64_t(s0 + b) * (d + 2) + lane + 32 * t)
+                                  : 0.0f;
+#pragma unroll
+    for (int b = 0; b < kMergeBatch; b++) {
+      const float wb = __shfl_sync(0xffffffffu, weight, (s0 + b) & 31);
+      if (s0 + b >= splits) break;
+#pragma unroll
+      for (int t = 0; t < D; t++) o[t] = fmaf(r[b][t], wb, o[t]);
+    }
+  }
+  const float inv = 1.0f / total;
+#pragma unroll
+  for (int t = 0; t < D; t++) out[lane + 32 * t] = o[t] * inv;
+}
+
+// Phase B for one warp: query head h's split p of the first `len` keys, as a record of
+// unnormalized sums, running max and softmax sum; the last of the head's splits to finish
+// merges them into attn. Lane dims are lane + 32 t (t < D); the RoPE pair of dim t is
+// t + D/2 (cos and sin from the table, when roped). The new key and value (position pos) come
+// from qkv, not the cache.
+template <int D>
+__device__ void attention_split(const LayerArgs& a, const float* trig, bool roped, int32_t h,
+                                int32_t p, int32_t splits, int32_t slot, int32_t pos,
+                                int32_t len) {
   constexpr int kKeys = 32 / D;  // keys per step (their rows in flight together)
   const int lane = threadIdx.x & 31;
-  const int32_t d = 32 * D, group = a.hq / a.hkv, kvh = h / group;
+  const int32_t d = 32 * D, kvh = h / (a.hq / a.hkv);
   const float* qh = a.qkv + int64_t(h) * d;
   const float* kh = a.qkv + int64_t(a.hq + kvh) * d;
   const float* vh = a.qkv + int64_t(a.hq + a.hkv + kvh) * d;
@@ -222,21 +274,17 @@ __device__ void attention_split(const LayerArgs& a, int32_t h, int32_t p, int32_
     kn[t] = __ldcg(kh + lane + 32 * t);
     vn[t] = __ldcg(vh + lane + 32 * t);
   }
+  if (roped) {
 #pragma unroll
-  for (int t = 0; t < D / 2; t++) {
-    rotate(q[t], q[t + D / 2], lane + 32 * t, pos, a.theta, d);
-    rotate(kn[t], kn[t + D / 2], lane + 32 * t, pos, a.theta, d);
-  }
-  const int64_t base = ((int64_t(slot) * a.hkv + kvh) * a.l) * d;
-  if (p == 0 && h % group == 0) {
-#pragma unroll
-    for (int t = 0; t < D; t++) {
-      a.k_cache[base + int64_t(pos) * d + lane + 32 * t] = kn[t];
-      a.v_cache[base + int64_t(pos) * d + lane + 32 * t] = vn[t];
+    for (int t = 0; t < D / 2; t++) {
+      const float cs = trig[lane + 32 * t], sn = trig[kMaxHalf + lane + 32 * t];
+      rotate(q[t], q[t + D / 2], cs, sn);
+      rotate(kn[t], kn[t + D / 2], cs, sn);
     }
   }
 #pragma unroll
   for (int t = 0; t < D; t++) q[t] *= a.scale;
+  const int64_t base = ((int64_t(slot) * a.hkv + kvh) * a.l) * d;
   const float* kb = a.k_cache + base;
   const float* vb = a.v_cache + base;
   const int32_t share = (len + splits - 1) / splits;
@@ -250,9 +298,9 @@ __device__ void attention_split(const LayerArgs& a, int32_t h, int32_t p, int32_
     for (int u = 0; u < kKeys; u++) {
       const int32_t j = min(j0 + u, j_end - 1);
 #pragma unroll
-      for (int t = 0; t < D; t++) {
-        kr[u][t] = j == pos ? kn[t] : __ldg(kb + int64_t(j) * d + lane + 32 * t);
-        vr[u][t] = j == pos ? vn[t] : __ldg(vb + int64_t(j) * d + lane + 32 * t);
+      for (int t = 0; t < D; t++) {  // (the cache row of pos is written in this kernel)
+        kr[u][t] = j == pos ? kn[t] : __ldcg(kb + int64_t(j) * d + lane + 32 * t);
+        vr[u][t] = j == pos ? vn[t] : __ldcg(vb + int64_t(j) * d + lane + 32 * t);
       }
     }
     float dot[kKeys];
@@ -279,148 +327,145 @@ __device__ void attention_split(const LayerArgs& a, int32_t h, int32_t p, int32_
     }
     m = mx;
   }
-  float* rec = a.partial + (int64_t(h) * a.splits + p) * (d + 2);
+  float* recs = a.partial + int64_t(h) * a.splits * (d + 2);
+  float* rec = recs + int64_t(p) * (d + 2);
 #pragma unroll
   for (int t = 0; t < D; t++) rec[lane + 32 * t] = acc[t];
   if (lane == 0) {
     rec[d] = m;  // -inf for a split with no keys (its sums are 0)
     rec[d + 1] = lsum;
   }
-}
-
-// Phase C's merge: av (HQ D, shared) = each head's records merged (zeros when `attend` is
-// false); a warp per head, a lane per record for the weights.
-template <int D>
-__device__ void merge_heads(float* av, const LayerArgs& a, int32_t splits, bool attend) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int32_t d = 32 * D;
-  for (int32_t h = warp; h < a.hq; h += kLayerWarps) {
-    float o[D];
-#pragma unroll
-    for (int t = 0; t < D; t++) o[t] = 0.0f;
-    if (attend) {
-      const float* recs = a.partial + int64_t(h) * a.splits * (d + 2);
-      const float mp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d) : -INFINITY;
-      const float lp = lane < splits ? __ldcg(recs + int64_t(lane) * (d + 2) + d + 1) : 0.0f;
-      float mx = mp;
-      for (int s = 16; s > 0; s >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, s));
-      const float weight = lane < splits ? __expf(mp - mx) : 0.0f;
-      float total = lp * weight;
-      for (int s = 16; s > 0; s >>= 1) total += __shfl_xor_sync(0xffffffffu, total, s);
-      for (int32_t s0 = 0; s0 < splits; s0 += kMergeBatch) {
-        float r[kMergeBatch][D];
-#pragma unroll
-        for (int b = 0; b < kMergeBatch; b++)
-#pragma unroll
-          for (int t = 0; t < D; t++)
-            r[b][t] = s0 + b < splits
-                          ? __ldcg(recs + int64_t(s0 + b) * (d + 2) + lane + 32 * t)
-                          : 0.0f;
-#pragma unroll
-        for (int b = 0; b < kMergeBatch; b++) {
-          const float wb = __shfl_sync(0xffffffffu, weight, (s0 + b) & 31);
-          if (s0 + b >= splits) break;
-#pragma unroll
-          for (int t = 0; t < D; t++) o[t] = fmaf(r[b][t], wb, o[t]);
-        }
-      }
-      const float inv = 1.0f / total;
-#pragma unroll
-      for (int t = 0; t < D; t++) o[t] *= inv;
-    }
-#pragma unroll
-    for (int t = 0; t < D; t++) av[h * d + lane + 32 * t] = o[t];
-  }
-  __syncthreads();
+  // The head's last split to finish merges (its records visible device-wide before the count
+  // that admits it); it sets the count back to 0 for the next call.
+  __threadfence();
+  __syncwarp();
+  int last = 0;
+  if (lane == 0) last = atomicAdd(&a.done[h], 1) == splits - 1;
+  last = __shfl_sync(0xffffffffu, last, 0);
+  if (!last) return;
+  if (lane == 0) a.done[h] = 0;
+  __threadfence();
+  merge_head<D>(a.attn + int64_t(h) * d, recs, splits);
 }
 
 template <int D>
 __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const LayerArgs a) {
   extern __shared__ __align__(16) uint8_t layer_shared[];
   double* red = reinterpret_cast<double*>(layer_shared);
-  float* part = reinterpret_cast<float*>(layer_shared + kLayerWarps * sizeof(double));
+  float* part = reinterpret_cast<float*>(layer_shared + kPartAt);
+  float* trig = reinterpret_cast<float*>(layer_shared + kTrigAt);
   float* vec = reinterpret_cast<float*>(layer_shared + kSharedHeader);
-  const int32_t d = 32 * D, nq = (a.hq + 2 * a.hkv) * d, qd = a.hq * d;
-  // Every weight byte this block reads, to L2 now (in the order the phases need them).
-  {
-    const int32_t q0 = rows_begin(nq), q1 = rows_end(nq), c0 = rows_begin(a.c),
-                  c1 = rows_end(a.c), f0 = rows_begin(a.f), f1 = rows_end(a.f);
-    prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
-    prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
+  const int32_t d = 32 * D, half = d / 2, nq = (a.hq + 2 * a.hkv) * d, qd = a.hq * d;
+  const int32_t q0 = rows_begin(nq), q1 = rows_end(nq), c0 = rows_begin(a.c), c1 = rows_end(a.c),
+                f0 = rows_begin(a.f), f1 = rows_end(a.f);
+  // This block's weight rows to L2, in the order the phases read them.
+  auto prefetch_gate_up = [&] {
     prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
     prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
-    prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2);
+  };
+  auto prefetch_down = [&] { prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2); };
+  prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
+  prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
+  if (a.prefetch_all) {
+    prefetch_gate_up();
+    prefetch_down();
   }
   const int32_t slot = *a.slot, pos = *a.position, len = *a.len;
-  const bool cached = pos >= 0 && slot >= 0 && slot < a.s && pos < a.l;
-  const bool attend = cached && len >= 1 && len <= a.l;
+  const bool slot_ok = slot >= 0 && slot < a.s, roped = pos >= 0;
+  const bool cached = roped && slot_ok && pos < a.l, attend = slot_ok && len >= 1 && len <= a.l;
   if (blockIdx.x == 0 && threadIdx.x == 0) {  // the calls' deferred errors, the first wins
-    const bool bad_slot = slot < 0 || slot >= a.s;
-    if (pos < 0)
+    if (!roped)
       arl_set_flag(a.flag, a.flag_index, arl::kDeferredNegativePosition, 0);
     else if (!cached)
       arl_set_flag(a.flag, a.flag_index,
-                   bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
-                   bad_slot ? uint32_t(slot) : uint32_t(pos));
+                   slot_ok ? arl::kDeferredCachePosition : arl::kDeferredCacheSlot,
+                   slot_ok ? uint32_t(pos) : uint32_t(slot));
     else if (!attend)
       arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeLen, uint32_t(len));
   }
+  // The RoPE angles of this position (read after the next barrier).
+  if (roped)
+    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
+      rope_trig(j, double(pos), a.theta, d, 1.0, &trig[j], &trig[kMaxHalf + j]);
   // A: qkv = norm(x) . w_qkv^T + b
   norm_to_shared(vec, a.x, a.ln1, a.c, a.eps, red);
-  block_gemv<1>(a.w_qkv, 0, vec, a.c, rows_begin(nq), rows_end(nq), part,
-                [&](int32_t r, const float (&sum)[1]) {
-                  a.qkv[r] = sum[0] + (a.b_qkv != nullptr ? a.b_qkv[r] : 0.0f);
-                });
+  block_gemv<1>(a.w_qkv, 0, vec, a.c, q0, q1, part, [&](int32_t r, const float (&sum)[1]) {
+    a.qkv[r] = sum[0] + (a.b_qkv != nullptr ? a.b_qkv[r] : 0.0f);
+  });
   grid_barrier(a.barrier);
-  // B: attention records, a warp per (head, split)
+  // B: attention, a warp per (head, split), spread over the blocks; one block caches the new
+  // keys (roped) and values
+  if (!a.prefetch_all) prefetch_gate_up();
   const int32_t splits =
       min(a.splits, max(1, (len + kLayerMinKeysPerSplit - 1) / kLayerMinKeysPerSplit));
   if (attend) {
-    const int32_t unit = int32_t(blockIdx.x) * kLayerWarps + int32_t(threadIdx.x >> 5);
+    const int32_t unit = int32_t(threadIdx.x >> 5) * int32_t(gridDim.x) + int32_t(blockIdx.x);
     const int32_t h = unit / a.splits, p = unit % a.splits;
-    if (h < a.hq && p < splits) attention_split<D>(a, h, p, splits, slot, pos, len);
+    if (h < a.hq && p < splits) attention_split<D>(a, trig, roped, h, p, splits, slot, pos, len);
+  }
+  if (cached && blockIdx.x == gridDim.x - 1) {
+    const int64_t at = (int64_t(slot) * a.hkv * a.l + pos) * d, stride = int64_t(a.l) * d;
+    for (int32_t i = threadIdx.x; i < a.hkv * half; i += blockDim.x) {
+      const int32_t kvh = i / half, j = i % half;
+      const float* kr = a.qkv + int64_t(a.hq + kvh) * d;
+      const float* vr = a.qkv + int64_t(a.hq + a.hkv + kvh) * d;
+      float k0 = __ldcg(kr + j), k1 = __ldcg(kr + j + half);
+      rotate(k0, k1, trig[j], trig[kMaxHalf + j]);
+      float* kc = a.k_cache + at + kvh * stride;
+      float* vc = a.v_cache + at + kvh * stride;
+      kc[j] = k0;
+      kc[j + half] = k1;
+      vc[j] = __ldcg(vr + j);
+      vc[j + half] = __ldcg(vr + j + half);
+    }
   }
   grid_barrier(a.barrier);
-  // C: attn merged in every block; x += attn . w_o^T
-  merge_heads<D>(vec, a, splits, attend);
-  if (blockIdx.x == gridDim.x - 1) {  // the calls' outputs: attn, q and k roped
-    for (int32_t i = threadIdx.x; i < qd; i += blockDim.x) a.attn[i] = vec[i];
-    const int32_t half = d / 2;
-    for (int32_t i = threadIdx.x; pos >= 0 && i < (a.hq + a.hkv) * half; i += blockDim.x) {
+  // C: x += attn . w_o^T (attn as the heads' last splits merged it; zeros for a bad row), and
+  // each block's share of q and k roped into qkv
+  for (int32_t i = threadIdx.x; i < qd; i += blockDim.x) vec[i] = attend ? __ldcg(a.attn + i) : 0.0f;
+  __syncthreads();
+  block_gemv<1>(a.w_o, 0, vec, qd, c0, c1, part,
+                [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
+  if (roped) {
+    const int32_t pairs = (a.hq + a.hkv) * half;
+    for (int32_t i = rows_begin(pairs) + threadIdx.x; i < rows_end(pairs); i += blockDim.x) {
       const int32_t head = i / half, j = i % half;
       float* row = a.qkv + int64_t(head) * d;
       float x0 = __ldcg(row + j), x1 = __ldcg(row + j + half);
-      rotate(x0, x1, j, pos, a.theta, d);
+      rotate(x0, x1, trig[j], trig[kMaxHalf + j]);
       row[j] = x0;
       row[j + half] = x1;
     }
   }
-  block_gemv<1>(a.w_o, 0, vec, qd, rows_begin(a.c), rows_end(a.c), part,
-                [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
+  if (!a.prefetch_all) prefetch_down();
   grid_barrier(a.barrier);
   // D: act = silu(gate) * up of norm(x)
   norm_to_shared(vec, a.x, a.ln2, a.c, a.eps, red);
-  block_gemv<2>(a.w_gu, int64_t(a.f) * a.c, vec, a.c, rows_begin(a.f), rows_end(a.f), part,
+  block_gemv<2>(a.w_gu, int64_t(a.f) * a.c, vec, a.c, f0, f1, part,
                 [&](int32_t r, const float (&sum)[2]) { a.act[r] = arl::silu(sum[0]) * sum[1]; });
   grid_barrier(a.barrier);
   // E: x += act . w_down^T
   for (int32_t i = threadIdx.x; i < a.f; i += blockDim.x) vec[i] = __ldcg(a.act + i);
   __syncthreads();
-  block_gemv<1>(a.w_down, 0, vec, a.f, rows_begin(a.c), rows_end(a.c), part,
+  block_gemv<1>(a.w_down, 0, vec, a.f, c0, c1, part,
                 [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
 }
 
-// Whether the device can launch cooperative grids (asked once per process).
-bool cooperative_device(int device) {
-  static const int value = [device] {
-    int v = 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
-      cudaGetLastError();
-      v = 0;
-    }
-    return v;
-  }();
-  return value != 0;
+// A device attribute, asked once per device (0 when the runtime does not say).
+int device_attribute(cudaDeviceAttr attr, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<int, int>, int> known;
+  std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_pair(int(attr), device);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
+    cudaGetLastError();
+    v = 0;
+  }
+  known[key] = v;
+  return v;
 }
 
 // AGENTRL_CUDA_DECODE_LAYER=0: always the separate calls (a baseline for benchmarks).
@@ -432,14 +477,28 @@ bool layer_kernel_disabled() {
   return value;
 }
 
+// Whether `blocks` blocks of the kernel with `shared` bytes fit the device at once (a
+// cooperative launch's condition), setting the kernel's shared memory limit first.
+template <int D>
+bool layer_grid_fits(arl_ctx* ctx, int blocks, size_t shared) {
+  if (shared > 48 * 1024 &&
+      cudaFuncSetAttribute(decode_layer_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(shared)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_layer_kernel<D>,
+                                                    kLayerThreads, shared) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return int64_t(per_sm) * ctx->num_sms >= blocks;
+}
+
 template <int D>
 arl_status launch_layer(arl_ctx* ctx, const char* fn, const LayerArgs& args, int blocks,
                         size_t shared) {
-  if (shared > 48 * 1024) {
-    const cudaError_t err = cudaFuncSetAttribute(
-        decode_layer_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
-  }
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeCooperative;
   attribute[0].val.cooperative = 1;
@@ -469,35 +528,47 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                                  int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
   ARL_DECODE_LAYER_ARGS(ctx);
-  // The one-kernel layer: its shapes, a grid that fits the device at once, the shared memory,
-  // and the context's buffer of split records and barrier counters.
+  // The one-kernel layer where it can run: its shapes, a grid that fits the device at once,
+  // the shared memory, and the context's decode buffer (split records, a counter per head, the
+  // barrier's word); else the separate calls.
   const int64_t nq = (int64_t(hq) + 2 * hkv) * d, widest = std::max({nq, int64_t(c), int64_t(f)});
   const int blocks =
       int(std::min(int64_t(ctx->num_sms), (widest + kLayerMinRows - 1) / kLayerMinRows));
   const size_t shared =
       kSharedHeader + size_t(std::max({int64_t(c), int64_t(f), int64_t(hq) * d})) * 4;
-  const bool shapes = (d == 64 || d == 128) && c % 8 == 0 && f % 8 == 0 &&
-                      aligned16(w_qkv) && aligned16(w_o) && aligned16(w_gu) &&
-                      aligned16(w_down) && int64_t(hq) <= int64_t(blocks) * kLayerWarps &&
-                      shared <= size_t(ctx->max_smem);
-  if (!shapes || layer_kernel_disabled() || !cooperative_device(ctx->device) ||
-      !arl::decode_buffers(ctx))
+  const int64_t records = int64_t(arl::decode_records_bytes(ctx) / sizeof(float)) / (d + 2);
+  const bool shapes = (d == 64 || d == 128) && c % 8 == 0 && f % 8 == 0 && aligned16(w_qkv) &&
+                      aligned16(w_o) && aligned16(w_gu) && aligned16(w_down) &&
+                      int64_t(hq) <= int64_t(blocks) * kLayerWarps && hq <= ctx->num_sms &&
+                      records >= hq && shared <= size_t(ctx->max_smem);
+  const bool fits = shapes && !layer_kernel_disabled() &&
+                    device_attribute(cudaDevAttrCooperativeLaunch, ctx->device) != 0 &&
+                    (d == 64 ? layer_grid_fits<2>(ctx, blocks, shared)
+                             : layer_grid_fits<4>(ctx, blocks, shared)) &&
+                    arl::decode_buffers(ctx);
+  if (!fits)
     return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
                                    w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv,
                                    d, s, l, eps, theta, scale);
-  const int64_t records = int64_t(arl::decode_records_bytes(ctx) / sizeof(float)) / (d + 2);
-  const int splits = int(std::max(
-      int64_t(1), std::min({int64_t(kLayerMaxSplits), records / hq,
-                            int64_t(blocks) * kLayerWarps / hq})));
+  const int splits = int(std::min(
+      {int64_t(kLayerMaxSplits), records / hq, int64_t(blocks) * kLayerWarps / hq}));
+  // The whole layer's weights to L2 at once when they take at most half of it.
+  const int64_t layer_bytes = 2 * (nq * c + int64_t(c) * hq * d + 3 * int64_t(f) * c);
+  const int prefetch_all =
+      layer_bytes <= int64_t(device_attribute(cudaDevAttrL2CacheSize, ctx->device)) / 2;
   char* buffer = static_cast<char*>(ctx->decode_partial);
-  LayerArgs args{x,      qkv,      attn,    act,   ln1,   w_qkv,
-                 b_qkv,  w_o,      ln2,     w_gu,  w_down, k_cache,
-                 v_cache, slot,    position, len,
+  int* counters = reinterpret_cast<int*>(buffer + arl::decode_records_bytes(ctx));
+  LayerArgs args{x,      qkv,    attn,     act,
+                 ln1,    w_qkv,  b_qkv,    w_o,
+                 ln2,    w_gu,   w_down,   k_cache,
+                 v_cache, slot,  position, len,
                  reinterpret_cast<float*>(buffer),
-                 reinterpret_cast<unsigned*>(buffer + arl::decode_records_bytes(ctx)) +
-                     ctx->num_sms,
-                 c,      f,        hq,      hkv,   d,     s,
-                 l,      splits,   eps,     theta, scale, ctx->flag,
+                 counters,
+                 reinterpret_cast<unsigned*>(counters + ctx->num_sms),
+                 c,      f,      hq,       hkv,
+                 d,      s,      l,        splits,
+                 prefetch_all,
+                 eps,    theta,  scale,    ctx->flag,
                  ctx->flag_index};
   return d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
                  : launch_layer<4>(ctx, __func__, args, blocks, shared);

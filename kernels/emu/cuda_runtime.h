@@ -280,6 +280,7 @@ enum cudaStreamCaptureMode {
 };
 enum cudaDeviceAttr {
   cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrL2CacheSize = 38,
   cudaDevAttrComputeCapabilityMajor = 75,
   cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
@@ -345,6 +346,16 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* func) {
 template <typename F>
 cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
   return cudaFuncSetAttribute(reinterpret_cast<const void*>(func), attr, value);
+}
+// Blocks of `threads` (and `shared` dynamic bytes, within the kernel's limit) an SM holds: an
+// H100's 2048 threads and 227 KiB of shared memory (registers are not modelled).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* func,
+                                                          int threads, size_t shared);
+template <typename F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F* func, int threads,
+                                                          size_t shared) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      blocks, reinterpret_cast<const void*>(func), threads, shared);
 }
 
 // ---- launches ------------------------------------------------------------------------------

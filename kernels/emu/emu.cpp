@@ -91,6 +91,9 @@ constexpr int kMaxThreads = 1024;
 // their own, without guard pages (so many would pass the kernel's limit on mappings).
 constexpr size_t kGridStackBytes = 64 * 1024;
 constexpr int kMaxGridThreads = 1 << 17;
+// One SM's capacity, for occupancy and cooperative launches (an H100's; registers not modelled).
+constexpr int kSmThreads = 2048;
+constexpr size_t kSmSharedBytes = 227 * 1024;
 
 enum State { kReady, kWaitBlock, kWaitWarp, kWaitGrid, kDone };
 
@@ -185,8 +188,9 @@ char* grid_stack_of(int i) {
 // A fresh stack (of `bytes` at `stack`) for thread t that emu_switch resumes into
 // emu_trampoline.
 void* initial_sp(char* stack, size_t bytes, int t) {
-  // Stack tops staggered by up to 32 KiB: at a 256 KiB stride they would share cache sets.
-  char* top = stack + bytes - size_t(t % 512) * 64;
+  // Stack tops staggered (by up to an eighth of the stack): at a power-of-two stride they would
+  // share cache sets.
+  char* top = stack + bytes - size_t(t % 512) * 64 % (bytes / 8);
   // emu_switch pops 6 registers and returns: 7 words, after which the trampoline's stack must
   // be 16-byte aligned (it calls emu_fiber_main).
   auto* sp = reinterpret_cast<uint64_t*>(top - 128 - 8);
@@ -351,8 +355,14 @@ cudaError_t check_config(const void* kernel, const Config& c) {
   const auto it = g_max_dynamic_shared.find(kernel);
   const size_t limit = it == g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
   if (c.shared > limit) return cudaErrorInvalidValue;
-  if (c.cooperative && threads * c.grid.x * c.grid.y * c.grid.z > uint64_t(kMaxGridThreads))
-    return cudaErrorCooperativeLaunchTooLarge;
+  if (c.cooperative) {  // every block resident at once, and within the emulator's fibers
+    const uint64_t blocks = uint64_t(c.grid.x) * c.grid.y * c.grid.z;
+    const uint64_t per_sm = std::min<uint64_t>(
+        kSmThreads / threads, c.shared == 0 ? kSmThreads : kSmSharedBytes / c.shared);
+    const uint64_t sms = uint64_t(std::max(1, int_from_env("AGENTRL_CUDA_EMU_SMS", 132)));
+    if (blocks > per_sm * sms || threads * blocks > uint64_t(kMaxGridThreads))
+      return cudaErrorCooperativeLaunchTooLarge;
+  }
   return cudaSuccess;
 }
 
@@ -611,6 +621,7 @@ const char* cudaGetErrorName(cudaError_t err) {
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorIllegalState: return "cudaErrorIllegalState";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
@@ -630,6 +641,8 @@ const char* cudaGetErrorString(cudaError_t err) {
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorLaunchFailure: return "unspecified launch failure (a barrier deadlock)";
+    case cudaErrorCooperativeLaunchTooLarge:
+      return "too many blocks in cooperative launch";
     case cudaErrorStreamCaptureUnsupported:
       return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated:
@@ -666,6 +679,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       return cudaSuccess;
     case cudaDevAttrCooperativeLaunch:
       *value = 1;
+      return cudaSuccess;
+    case cudaDevAttrL2CacheSize:  // an H100's
+      *value = 50 * 1024 * 1024;
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor:  // a Hopper GPU's: the library takes its paths
       *value = 9;
@@ -837,6 +853,22 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* func,
+                                                          int threads, size_t shared) {
+  if (blocks == nullptr || func == nullptr || threads <= 0 || threads > emu::kMaxThreads)
+    return cudaErrorInvalidValue;
+  const auto it = emu::g_max_dynamic_shared.find(func);
+  const size_t limit = it == emu::g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
+  if (shared > limit) {
+    *blocks = 0;
+    return cudaSuccess;
+  }
+  const int by_threads = emu::kSmThreads / threads;
+  const int by_shared = shared == 0 ? by_threads : int(emu::kSmSharedBytes / shared);
+  *blocks = std::min(by_threads, by_shared);
   return cudaSuccess;
 }
 
