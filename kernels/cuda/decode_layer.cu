@@ -74,21 +74,17 @@ struct LayerArgs {
 // the last arrival flips the top bit and leaves the low bits as they were (0); the blocks wait
 // for the flip.
 __device__ inline void grid_barrier(unsigned* barrier) {
-#ifdef AGENTRL_CUDA_EMU
-  (void)barrier;
-  emu::sync_grid();
-#else
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     __threadfence();
     const unsigned before = atomicAdd(barrier, add);
+
     const volatile unsigned* word = barrier;
     while (((before ^ *word) & 0x80000000u) == 0) __nanosleep(20);
     __threadfence();
   }
   __syncthreads();
-#endif
 }
 
 // Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the

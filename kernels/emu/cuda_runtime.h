@@ -68,8 +68,10 @@ namespace emu {
 // Block-wide barrier; warp-wide barrier (the lanes of the calling thread's warp).
 void sync_block();
 void sync_warp();
-// Grid-wide barrier of a cooperative launch (every thread of every block of the grid).
-void sync_grid();
+// A thread waiting for a value another thread writes (__nanosleep in a spin loop): lets the
+// others run. Only a cooperative launch runs its blocks together; in an ordinary one a spin on
+// another block's write never ends and is reported as a deadlock.
+void spin();
 // The calling lane (0..31) and a pointer to its warp's exchange slots (double-buffered by
 // the warp's barrier count, so one barrier per exchange suffices).
 uint64_t* warp_slots(int* lane);
@@ -113,6 +115,7 @@ inline int src_down(int lane, int delta, int width) {
 inline void __syncthreads() { emu::sync_block(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::sync_warp(); }
 inline void __threadfence() {}
+inline void __nanosleep(unsigned) { emu::spin(); }
 inline void __threadfence_block() {}
 
 template <typename T>
@@ -366,7 +369,7 @@ struct Config {
   dim3 grid, block;
   size_t shared;
   cudaStream_t stream;
-  bool cooperative = false;  // all blocks resident at once (emu::sync_grid allowed)
+  bool cooperative = false;  // all blocks run together (a block may wait for another's write)
   Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr)
       : grid(g), block(b), shared(s), stream(st) {}
 };
@@ -400,7 +403,8 @@ void launch(void (*kernel)(P...), const char* name, const Config& config, A&&...
 
 // cudaLaunchKernelEx with the two attributes the library uses: programmatic dependent launch
 // (kernels run one after the other here, so it changes nothing) and cooperative launch (the
-// grid's blocks run together, as fibers of one scheduler, so that emu::sync_grid can hold them).
+// grid's blocks run together, as fibers of one scheduler, so that one can spin on another's
+// write).
 enum cudaLaunchAttributeID {
   cudaLaunchAttributeCooperative = 2,
   cudaLaunchAttributeProgrammaticStreamSerialization = 5,

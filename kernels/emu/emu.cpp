@@ -95,7 +95,7 @@ constexpr int kMaxGridThreads = 1 << 17;
 constexpr int kSmThreads = 2048;
 constexpr size_t kSmSharedBytes = 227 * 1024;
 
-enum State { kReady, kWaitBlock, kWaitWarp, kWaitGrid, kDone };
+enum State { kReady, kWaitBlock, kWaitWarp, kDone };
 
 struct Fiber {
   void* sp;
@@ -140,12 +140,10 @@ struct Block {
 Block g_single;          // the block of an ordinary launch
 Block* g_cur = &g_single;  // the block whose fiber runs
 
-// A cooperative launch's grid-wide barrier: live threads of the grid, and those waiting at it.
-struct Grid {
-  bool active = false;
-  int live = 0;
-  int arrived = 0;
-} g_grid;
+// Threads that spun (__nanosleep: waiting for a value another thread writes) in this pass, and
+// passes in a row in which every thread that ran only spun (past kMaxIdlePasses: a deadlock).
+int g_spins = 0;
+constexpr int kMaxIdlePasses = 1 << 20;
 
 std::mutex g_launch_mutex;
 char* g_stacks = nullptr;
@@ -229,17 +227,17 @@ void recheck_barriers(int warp) {
 }
 
 std::string describe_waits(const Block& b) {
-  int at_block = 0, at_warp = 0, at_grid = 0;
+  int at_block = 0, at_warp = 0, spinning = 0;
   for (const Fiber& f : b.fibers) {
     at_block += f.state == kWaitBlock;
     at_warp += f.state == kWaitWarp;
-    at_grid += f.state == kWaitGrid;
+    spinning += f.state == kReady;
   }
-  char text[240];
+  char text[300];
   std::snprintf(text, sizeof(text),
                 "%d threads wait at __syncthreads, %d at a warp barrier (shuffle or "
-                "__syncwarp) and %d at the grid barrier, which cannot complete",
-                at_block, at_warp, at_grid);
+                "__syncwarp) and %d spin (__nanosleep) on a value no thread writes",
+                at_block, at_warp, spinning);
   return text;
 }
 
@@ -261,20 +259,29 @@ void start_block(Block& b, const dim3& index, Stack stack) {
   }
 }
 
-// Runs each ready thread of block b once (to its next barrier or its end); whether any ran.
-bool run_ready(Block& b) {
+// Runs each ready thread of block b once (to its next barrier, spin or end); how many ran.
+int run_ready(Block& b) {
   g_cur = &b;
   blockIdx = b.index;
   if (g_order == Order::kShuffle) std::shuffle(b.order.begin(), b.order.end(), g_rng);
-  bool ran = false;
+  int ran = 0;
   for (int t : b.order) {
     if (b.fibers[size_t(t)].state != kReady) continue;
     b.current = t;
     threadIdx = b.fibers[size_t(t)].index;
     emu_switch(&b.scheduler_sp, b.fibers[size_t(t)].sp);
-    ran = true;
+    ran++;
   }
   return ran;
+}
+
+// After a pass in which `ran` threads ran: whether it made progress (a thread that ran did
+// more than spin), counting the passes in a row without.
+bool progressed(int ran, int* idle) {
+  const bool only_spun = ran > 0 && ran == g_spins;
+  g_spins = 0;
+  *idle = only_spun ? *idle + 1 : 0;
+  return ran > 0 && *idle <= kMaxIdlePasses;
 }
 
 void report_deadlock(const Block& b) {
@@ -286,8 +293,9 @@ void report_deadlock(const Block& b) {
 bool run_block(const dim3& index) {
   Block& b = g_single;
   start_block(b, index, [](int t) { return initial_sp(stack_of(t), kStackBytes, t); });
+  int idle = 0;
   while (b.live > 0) {
-    if (!run_ready(b)) {
+    if (!progressed(run_ready(b), &idle)) {
       report_deadlock(b);
       return false;
     }
@@ -295,10 +303,9 @@ bool run_block(const dim3& index) {
   return true;
 }
 
-// Runs a cooperative launch's blocks together: each pass runs every block's ready threads;
-// when none is ready and every live thread of every block waits at the grid barrier, it opens.
-// False (with a message on stderr) on a deadlock, including a grid barrier that a block which
-// already ended can never reach.
+// Runs a cooperative launch's blocks together: each pass runs every block's ready threads, so
+// that a thread can spin (__nanosleep) until another block writes what it waits for (a grid
+// barrier). False (with a message on stderr) on a deadlock.
 bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
   for (size_t i = 0; i < blocks.size(); i++) {
     const int base = int(i) * blocks[i].threads;
@@ -306,42 +313,26 @@ bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
       return initial_sp(grid_stack_of(base + t), kGridStackBytes, t);
     });
   }
-  g_grid = Grid{true, int(blocks.size()) * blocks[0].threads, 0};
   std::vector<size_t> order(blocks.size());
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  bool ok = true;
-  while (g_grid.live > 0) {
+  const auto live = [&blocks] {
+    return std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b.live > 0; });
+  };
+  int idle = 0;
+  while (live()) {
     if (g_order == Order::kShuffle) std::shuffle(order.begin(), order.end(), g_rng);
-    bool ran = false;
-    for (size_t i : order) ran = run_ready(blocks[i]) || ran;
-    if (ran) continue;
-    const bool all_live = std::all_of(blocks.begin(), blocks.end(),
-                                      [](const Block& b) { return b.live > 0; });
-    if (g_grid.arrived > 0 && g_grid.arrived == g_grid.live && all_live) {
-      g_grid.arrived = 0;
-      for (Block& b : blocks)
-        for (Fiber& f : b.fibers)
-          if (f.state == kWaitGrid) f.state = kReady;
-      continue;
-    }
+    int ran = 0;
+    for (size_t i : order) ran += run_ready(blocks[i]);
+    if (progressed(ran, &idle)) continue;
     for (const Block& b : blocks) {
-      if (b.live == 0 && g_grid.arrived > 0) {
-        std::fprintf(stderr,
-                     "CUDA emulator: kernel %s, block (%u, %u, %u) ended while other blocks wait "
-                     "at the grid barrier\n",
-                     b.kernel, b.index.x, b.index.y, b.index.z);
-        break;
-      }
       if (b.live > 0) {
         report_deadlock(b);
         break;
       }
     }
-    ok = false;
-    break;
+    return false;
   }
-  g_grid = Grid{};
-  return ok;
+  return true;
 }
 
 std::map<const void*, int> g_max_dynamic_shared;
@@ -469,19 +460,9 @@ void sync_block() {
   yield();
 }
 
-void sync_grid() {
-  Block& b = *g_cur;
-  if (!g_grid.active) {
-    std::fprintf(stderr,
-                 "CUDA emulator: kernel %s, block (%u, %u, %u), thread (%u, %u, %u): a grid "
-                 "barrier outside a cooperative launch (it would hang on a GPU)\n",
-                 b.kernel, b.index.x, b.index.y, b.index.z, threadIdx.x, threadIdx.y,
-                 threadIdx.z);
-    std::abort();
-  }
-  g_grid.arrived++;
-  b.fibers[size_t(b.current)].state = kWaitGrid;
-  yield();
+void spin() {
+  g_spins++;
+  yield();  // still ready: it runs again in the next pass
 }
 
 void sync_warp() {
@@ -516,7 +497,6 @@ extern "C" void emu_fiber_main() {
   const int self = b.current, warp = self / 32;
   b.fibers[size_t(self)].state = kDone;
   b.live--;
-  if (g_grid.active) g_grid.live--;
   b.warp_live[size_t(warp)]--;
   recheck_barriers(warp);
   void* unused;

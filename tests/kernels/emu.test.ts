@@ -90,6 +90,8 @@ Deno.test({
       "reversed": "2 1",
       "early exit count": "40 last error: 0",
       "divergent barriers error": "cudaErrorLaunchFailure",
+      "handshake, ordinary launch": "cudaErrorLaunchFailure",
+      "handshake, cooperative launch": "cudaSuccess 1 1",
       "2048 threads": "cudaErrorInvalidConfiguration",
       "64 KiB shared": "cudaErrorInvalidValue",
       "64 KiB shared after the attribute": "cudaSuccess",

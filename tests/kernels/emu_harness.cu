@@ -86,6 +86,16 @@ __global__ void racy(int* out) {
   if (threadIdx.x == 0) *out = slot[1];
 }
 
+// Each block raises its flag, then waits for the other's: only blocks that run together finish.
+__global__ void handshake(int* flags, int* out) {
+  if (threadIdx.x != 0) return;
+  flags[blockIdx.x] = 1;
+  __threadfence();
+  const volatile int* other = flags + (1 - blockIdx.x);
+  while (*other == 0) __nanosleep(10);
+  out[blockIdx.x] = 1;
+}
+
 __global__ void add_one(float* x, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += 1.0f;
@@ -203,6 +213,24 @@ int main(int argc, char** argv) {
 
   divergent_barriers<<<1, 32>>>(ints);
   std::printf("divergent barriers error: %s\n", cudaGetErrorName(cudaGetLastError()));
+
+  // a spin on another block's write: a deadlock in an ordinary launch (the emulator runs its
+  // blocks one at a time), done in a cooperative one
+  cudaMemset(ints, 0, 4 * sizeof(int));
+  handshake<<<2, 32>>>(ints, ints + 2);
+  std::printf("handshake, ordinary launch: %s\n", cudaGetErrorName(cudaGetLastError()));
+  cudaMemset(ints, 0, 4 * sizeof(int));
+  cudaLaunchAttribute cooperative[1];
+  cooperative[0].id = cudaLaunchAttributeCooperative;
+  cooperative[0].val.cooperative = 1;
+  cudaLaunchConfig_t together = {};
+  together.gridDim = dim3(2);
+  together.blockDim = dim3(32);
+  together.attrs = cooperative;
+  together.numAttrs = 1;
+  const cudaError_t launched = cudaLaunchKernelEx(&together, handshake, ints, ints + 2);
+  cudaMemcpy(s.data(), ints + 2, 2 * sizeof(int), cudaMemcpyDeviceToHost);
+  std::printf("handshake, cooperative launch: %s %d %d\n", cudaGetErrorName(launched), s[0], s[1]);
 
   racy<<<1, 2>>>(ints);
   cudaMemcpy(s.data(), ints, sizeof(int), cudaMemcpyDeviceToHost);
