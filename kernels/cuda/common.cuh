@@ -111,8 +111,8 @@ arl_status to_bf16(arl_ctx* ctx, const char* fn, int slot, const float* x, int64
                    const uint16_t** out);
 // The context's fixed decode buffer ctx->decode_partial, allocated on first use (outside graph
 // recording, so that a recorded pointer stays valid): decode_records_bytes(ctx) of split
-// attention records, then num_sms per-row counters and a grid barrier's two counters (all zero
-// between calls). False when it cannot be had.
+// attention records, then num_sms per-row (or per-head) counters, a grid barrier's word and a
+// spare int (all zero between calls). False when it cannot be had.
 bool decode_buffers(arl_ctx* ctx);
 size_t decode_records_bytes(const arl_ctx* ctx);
 // Pinned host scratch of at least `bytes`.

@@ -79,7 +79,6 @@ __device__ inline void grid_barrier(unsigned* barrier) {
     const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     __threadfence();
     const unsigned before = atomicAdd(barrier, add);
-
     const volatile unsigned* word = barrier;
     while (((before ^ *word) & 0x80000000u) == 0) __nanosleep(20);
     __threadfence();
@@ -95,12 +94,15 @@ __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
   constexpr int64_t kChunk = 16 * 1024;
   for (int64_t o = int64_t(threadIdx.x) * kChunk; o < bytes; o += int64_t(blockDim.x) * kChunk) {
     const unsigned n = unsigned(min(kChunk, bytes - o));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + o), "r"(n) : "memory");
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                     __cvta_generic_to_global(base + o)),
+                 "r"(n)
+                 : "memory");
   }
 #elif defined(__CUDA_ARCH__)
   const char* base = static_cast<const char*>(p);
   for (int64_t o = int64_t(threadIdx.x) * 32; o < bytes; o += int64_t(blockDim.x) * 32)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + o));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(base + o)));
 #else
   (void)p;
   (void)bytes;
@@ -341,6 +343,7 @@ __device__ void attention_split(const LayerArgs& a, const float* trig, bool rope
   if (!last) return;
   if (lane == 0) a.done[h] = 0;
   __threadfence();
+  __syncwarp();  // lane 0's fence (after its count) before every lane's reads
   merge_head<D>(a.attn + int64_t(h) * d, recs, splits);
 }
 
@@ -474,24 +477,39 @@ bool layer_kernel_disabled() {
 }
 
 // Whether `blocks` blocks of the kernel with `shared` bytes fit the device at once (a
-// cooperative launch's condition), setting the kernel's shared memory limit first.
+// cooperative launch's condition), asked once per (device, head dim, shared bytes). The
+// kernel's shared memory limit only ever rises (a recorded graph may hold a launch with more).
 template <int D>
 bool layer_grid_fits(arl_ctx* ctx, int blocks, size_t shared) {
-  if (shared > 48 * 1024 &&
-      cudaFuncSetAttribute(decode_layer_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(shared)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
+  static std::mutex lock;
+  static std::map<std::pair<int, size_t>, int> per_sm_known;
+  static std::map<int, size_t> limit;  // per device: the shared memory limit set
+  std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_pair(ctx->device, shared);
+  auto it = per_sm_known.find(key);
+  if (it == per_sm_known.end()) {
+    int per_sm = 0;
+    size_t& set = limit[ctx->device];
+    if (shared > 48 * 1024 && shared > set) {
+      if (cudaFuncSetAttribute(decode_layer_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(shared)) == cudaSuccess)
+        set = shared;
+      else
+        cudaGetLastError();
+    }
+    if ((shared > 48 * 1024 && shared > set) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_layer_kernel<D>,
+                                                      kLayerThreads, shared) != cudaSuccess) {
+      cudaGetLastError();
+      per_sm = 0;
+    }
+    it = per_sm_known.emplace(key, per_sm).first;
   }
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_layer_kernel<D>,
-                                                    kLayerThreads, shared) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return int64_t(per_sm) * ctx->num_sms >= blocks;
+  return int64_t(it->second) * ctx->num_sms >= blocks;
 }
 
+// Launches the cooperative grid: ARL_OK, an error, or (when the device refuses a grid this
+// size, e.g. under MPS limits, outside a recording) ARL_ERR_UNSUPPORTED with nothing run.
 template <int D>
 arl_status launch_layer(arl_ctx* ctx, const char* fn, const LayerArgs& args, int blocks,
                         size_t shared) {
@@ -505,7 +523,11 @@ arl_status launch_layer(arl_ctx* ctx, const char* fn, const LayerArgs& args, int
   config.stream = ctx->stream;
   config.attrs = attribute;
   config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, decode_layer_kernel<D>, args);
+  const cudaError_t err = cudaLaunchKernelEx(&config, decode_layer_kernel<D>, args);
+  if (err == cudaErrorCooperativeLaunchTooLarge && !ctx->capturing) {
+    cudaGetLastError();
+    return ARL_ERR_UNSUPPORTED;
+  }
   return arl::check_launch(ctx, fn);
 }
 
@@ -566,8 +588,12 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                  prefetch_all,
                  eps,    theta,  scale,    ctx->flag,
                  ctx->flag_index};
-  return d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
-                 : launch_layer<4>(ctx, __func__, args, blocks, shared);
+  const arl_status launched = d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
+                                      : launch_layer<4>(ctx, __func__, args, blocks, shared);
+  if (launched != ARL_ERR_UNSUPPORTED) return launched;
+  return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
+                                 w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv, d,
+                                 s, l, eps, theta, scale);
 }
 
 }  // extern "C"
