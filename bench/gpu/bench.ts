@@ -200,6 +200,11 @@ export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64
   );
   model.markParamsChanged();
   const rate = decodeRate(model, 1, shape.decode[1], steps, 1);
+  const graphs = model.decodeGraphs;
+  console.log(
+    `decode graphs: ${graphs.enabled ? `on, ${graphs.recorded} recorded` : "off"}` +
+      (Deno.env.get("AGENTRL_DECODE_LAYER") === "1" ? " (a call per layer)" : ""),
+  );
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
 }
 

@@ -160,7 +160,7 @@ part decode_unfused 60 env AGENTRL_DECODE_FUSION=0 "$DENO" run -A bench/gpu/benc
 part decode_nopdl 60 env AGENTRL_CUDA_PDL=0 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
   tail -1 "$OUT/decode_nopdl.log"
 part decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
-  tail -1 "$OUT/decode_layer.log"
+  tail -2 "$OUT/decode_layer.log"
 
 echo
 echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $((SECONDS - T0)) s, logs in $OUT"

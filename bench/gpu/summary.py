@@ -161,6 +161,8 @@ def main(out: str) -> int:
     layer = rates["decode_layer"]
     value = (f"{layer / fused:.2f}x ({layer:.0f} / {fused:.0f} tokens/s)"
              if fused and layer else f"{num(layer, '.0f')} / {num(fused, '.0f')}")
+    g = re.search(r"decode graphs: ([^\n(]*)", read("decode_layer.log") or "")
+    value += f", graphs {g[1].strip()}" if g else ""
     row("decode", "batch 1: a kernel per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
         "info", "info")
     # its fraction of the bandwidth bound, scaled from the benchmark's batch-1 rate and fraction

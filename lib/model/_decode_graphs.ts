@@ -69,6 +69,11 @@ export class DecodeGraphs implements Disposable {
     graph.launch();
   }
 
+  /** Whether steps are recorded and replayed (false after a recording failed). */
+  get enabled(): boolean {
+    return this.#enabled;
+  }
+
   /** Recordings kept now. */
   get size(): number {
     return this.#graphs.size;

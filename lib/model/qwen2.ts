@@ -990,6 +990,15 @@ export class Qwen2Model implements Disposable {
 
   // ---- lifetime -------------------------------------------------------------
 
+  /**
+   * Whether {@linkcode forwardCached} replays its layer calls as CUDA graphs, and how many
+   * recordings it keeps (false on the CPU, with `AGENTRL_CUDA_GRAPHS=0`, or after a recording
+   * failed).
+   */
+  get decodeGraphs(): { enabled: boolean; recorded: number } {
+    return { enabled: this.#graphs.enabled, recorded: this.#graphs.size };
+  }
+
   /** Bytes of native memory held: parameters, gradients and workspaces. */
   get byteSize(): number {
     return this.params.byteSize + this.grads.byteSize + (this.#low?.byteSize ?? 0) +
