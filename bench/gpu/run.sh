@@ -16,20 +16,21 @@
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
-# decode_unfused decode_nopdl decode_layer).
+# decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
 # time batch-1 decode with the decode fusions and without them (AGENTRL_DECODE_FUSION=0), and
 # decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0), decode_layer with
-# each layer one cooperative kernel (AGENTRL_DECODE_LAYER=1, arl_decode_layer_bf16).
+# each layer one cooperative kernel (AGENTRL_DECODE_LAYER=1, arl_decode_layer_bf16), and that
+# kernel prefetching its weights a phase ahead or not at all (AGENTRL_CUDA_DECODE_PREFETCH).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -161,6 +162,10 @@ part decode_nopdl 60 env AGENTRL_CUDA_PDL=0 "$DENO" run -A bench/gpu/bench.ts --
   tail -1 "$OUT/decode_nopdl.log"
 part decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
   tail -2 "$OUT/decode_layer.log"
+part decode_layer_phase 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFETCH=phase \
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_phase.log"
+part decode_layer_noprefetch 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFETCH=none \
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_noprefetch.log"
 
 echo
 echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $((SECONDS - T0)) s, logs in $OUT"

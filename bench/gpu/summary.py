@@ -43,7 +43,7 @@ def main(out: str) -> int:
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
-                 "decode_nopdl", "decode_layer"):
+                 "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -146,7 +146,8 @@ def main(out: str) -> int:
 
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
-    for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer"):
+    for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer",
+                 "decode_layer_phase", "decode_layer_noprefetch"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
@@ -171,6 +172,9 @@ def main(out: str) -> int:
     f = layer * frac / rate if layer and rate and frac else None
     row("decode", "batch 1, AGENTRL_DECODE_LAYER=1: fraction of the 2-byte bound", num(f, ".2f"),
         ">= 0.6", f is not None and f >= 0.6)
+    rest = [rates["decode_layer_phase"], rates["decode_layer_noprefetch"]]
+    row("decode", "batch 1, a kernel per layer, L2 prefetch: default / a phase ahead / none",
+        " / ".join(num(r, ".0f") for r in [layer] + rest) + " tokens/s", "info", "info")
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [

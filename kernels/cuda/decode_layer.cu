@@ -11,7 +11,7 @@
 //   D  x's RMSNorm; act = silu(norm(x) . w_gate^T) * (norm(x) . w_up^T)
 //   E  x += act . w_down^T
 // Every block first asks L2 to prefetch its rows of the layer's weights (all of them when the
-// layer fits in half the L2, else each phase's during the phase before), so that the weight
+// layer takes at most 3/4 of the L2, else each phase's during the phase before), so that the weight
 // stream (the layer's real cost) runs at full bandwidth under the phases' latencies. Shapes it
 // does not take run as the calls the layer stands for (common/decode_layer.h).
 #include <algorithm>
@@ -37,6 +37,7 @@ constexpr int kLayerMinRows = 16;         // rows of the widest step per block, 
 constexpr int kLayerBatch = 4;            // 16-byte weight loads per lane and row in flight
 constexpr int kMergeBatch = 8;            // split records a lane reads at once
 constexpr int kMaxHalf = 64;              // RoPE pairs per head (head dim 128)
+enum Prefetch { kPrefetchNone, kPrefetchPhase, kPrefetchAll };
 // Shared memory: kLayerWarps doubles (norms), 2 kLayerWarps floats (GEMV slices), the RoPE
 // table (cos, then sin, kMaxHalf each), then the phases' input vector.
 constexpr int kPartAt = kLayerWarps * 8, kTrigAt = kPartAt + kLayerWarps * 8;
@@ -63,7 +64,7 @@ struct LayerArgs {
   int* done;          // per head: its splits finished (0 between calls)
   unsigned* barrier;  // grid_barrier's word (0 between calls)
   int32_t c, f, hq, hkv, d, s, l, splits;
-  int prefetch_all;   // the whole layer's weights to L2 at the start (else a phase ahead)
+  int prefetch;       // weights to L2: kPrefetchAll at the start, kPrefetchPhase a phase ahead
   float eps, theta, scale;
   int* flag;
   int64_t* flag_index;
@@ -363,9 +364,11 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
   };
   auto prefetch_down = [&] { prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2); };
-  prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
-  prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
-  if (a.prefetch_all) {
+  if (a.prefetch != kPrefetchNone) {
+    prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
+    prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
+  }
+  if (a.prefetch == kPrefetchAll) {
     prefetch_gate_up();
     prefetch_down();
   }
@@ -394,7 +397,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   grid_barrier(a.barrier);
   // B: attention, a warp per (head, split), spread over the blocks; one block caches the new
   // keys (roped) and values
-  if (!a.prefetch_all) prefetch_gate_up();
+  if (a.prefetch == kPrefetchPhase) prefetch_gate_up();
   const int32_t splits =
       min(a.splits, max(1, (len + kLayerMinKeysPerSplit - 1) / kLayerMinKeysPerSplit));
   if (attend) {
@@ -436,7 +439,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
       row[j + half] = x1;
     }
   }
-  if (!a.prefetch_all) prefetch_down();
+  if (a.prefetch == kPrefetchPhase) prefetch_down();
   grid_barrier(a.barrier);
   // D: act = silu(gate) * up of norm(x)
   norm_to_shared(vec, a.x, a.ln2, a.c, a.eps, red);
@@ -472,6 +475,20 @@ bool layer_kernel_disabled() {
   static const bool value = [] {
     const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER");
     return e != nullptr && std::strcmp(e, "0") == 0;
+  }();
+  return value;
+}
+
+// AGENTRL_CUDA_DECODE_PREFETCH: the Prefetch it names, or -1 (unset: chosen by size).
+int prefetch_override() {
+  static const int value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_PREFETCH");
+    if (e == nullptr || *e == '\0') return -1;
+    if (std::strcmp(e, "all") == 0) return int(kPrefetchAll);
+    if (std::strcmp(e, "phase") == 0) return int(kPrefetchPhase);
+    if (std::strcmp(e, "none") == 0) return int(kPrefetchNone);
+    std::fprintf(stderr, "AGENTRL_CUDA_DECODE_PREFETCH=%s: expected all, phase or none\n", e);
+    return -1;
   }();
   return value;
 }
@@ -570,10 +587,14 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                                    d, s, l, eps, theta, scale);
   const int splits = int(std::min(
       {int64_t(kLayerMaxSplits), records / hq, int64_t(blocks) * kLayerWarps / hq}));
-  // The whole layer's weights to L2 at once when they take at most half of it.
+  // The whole layer's weights to L2 at once when they take at most 3/4 of it, else a phase
+  // ahead (AGENTRL_CUDA_DECODE_PREFETCH=all|phase|none chooses, for comparing them).
   const int64_t layer_bytes = 2 * (nq * c + int64_t(c) * hq * d + 3 * int64_t(f) * c);
-  const int prefetch_all =
-      layer_bytes <= int64_t(device_attribute(cudaDevAttrL2CacheSize, ctx->device)) / 2;
+  const int prefetch = prefetch_override() >= 0 ? prefetch_override()
+                       : 4 * layer_bytes <= 3 * int64_t(device_attribute(cudaDevAttrL2CacheSize,
+                                                                         ctx->device))
+                           ? kPrefetchAll
+                           : kPrefetchPhase;
   char* buffer = static_cast<char*>(ctx->decode_partial);
   int* counters = reinterpret_cast<int*>(buffer + arl::decode_records_bytes(ctx));
   LayerArgs args{x,      qkv,    attn,     act,
@@ -585,7 +606,7 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                  reinterpret_cast<unsigned*>(counters + ctx->num_sms),
                  c,      f,      hq,       hkv,
                  d,      s,      l,        splits,
-                 prefetch_all,
+                 prefetch,
                  eps,    theta,  scale,    ctx->flag,
                  ctx->flag_index};
   const arl_status launched = d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
