@@ -23,7 +23,8 @@
 # time batch-1 decode with the decode fusions and without them (AGENTRL_DECODE_FUSION=0), and
 # decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0), decode_layer with
 # each layer one cooperative kernel (AGENTRL_DECODE_LAYER=1, arl_decode_layer_bf16), and that
-# kernel prefetching its weights a phase ahead or not at all (AGENTRL_CUDA_DECODE_PREFETCH).
+# kernel prefetching its weights a phase ahead or not at all (AGENTRL_CUDA_DECODE_PREFETCH);
+# decode_layer also prints the kernel's mean phase times (AGENTRL_CUDA_DECODE_LAYER_TIMES=1).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
@@ -160,8 +161,8 @@ part decode_unfused 60 env AGENTRL_DECODE_FUSION=0 "$DENO" run -A bench/gpu/benc
   tail -1 "$OUT/decode_unfused.log"
 part decode_nopdl 60 env AGENTRL_CUDA_PDL=0 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
   tail -1 "$OUT/decode_nopdl.log"
-part decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
-  tail -2 "$OUT/decode_layer.log"
+part decode_layer 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_LAYER_TIMES=1 \
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_layer.log"
 part decode_layer_phase 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFETCH=phase \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_phase.log"
 part decode_layer_noprefetch 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFETCH=none \

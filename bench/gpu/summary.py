@@ -172,6 +172,9 @@ def main(out: str) -> int:
     f = layer * frac / rate if layer and rate and frac else None
     row("decode", "batch 1, AGENTRL_DECODE_LAYER=1: fraction of the 2-byte bound", num(f, ".2f"),
         ">= 0.6", f is not None and f >= 0.6)
+    m = re.search(r"phases, mean of (\d+) calls, us [^:]*: (.*)", read("decode_layer.log") or "")
+    row("decode", "batch 1, a kernel per layer: mean phase times (us)",
+        f"{m[2].strip()} ({m[1]} calls)" if m else "-", "info", "info")
     rest = [rates["decode_layer_phase"], rates["decode_layer_noprefetch"]]
     row("decode", "batch 1, a kernel per layer, L2 prefetch: default / a phase ahead / none",
         " / ".join(num(r, ".0f") for r in [layer] + rest) + " tokens/s", "info", "info")

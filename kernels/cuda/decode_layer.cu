@@ -65,6 +65,7 @@ struct LayerArgs {
   unsigned* barrier;  // grid_barrier's word (0 between calls)
   int32_t c, f, hq, hkv, d, s, l, splits;
   int prefetch;       // weights to L2: kPrefetchAll at the start, kPrefetchPhase a phase ahead
+  unsigned long long* times;  // null, or phase_times' sums (AGENTRL_CUDA_DECODE_LAYER_TIMES=1)
   float eps, theta, scale;
   int* flag;
   int64_t* flag_index;
@@ -107,6 +108,17 @@ __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
 #else
   (void)p;
   (void)bytes;
+#endif
+}
+
+// The GPU's global timer in ns (0 in the emulator).
+__device__ inline unsigned long long global_ns() {
+#if defined(__CUDA_ARCH__)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return 0;
 #endif
 }
 
@@ -372,6 +384,10 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     prefetch_gate_up();
     prefetch_down();
   }
+  // With a.times, block 0 stamps the phases' ends as it sees them (after each barrier).
+  const bool timing = a.times != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
+  unsigned long long stamp[6] = {};
+  if (timing) stamp[0] = global_ns();
   const int32_t slot = *a.slot, pos = *a.position, len = *a.len;
   const bool slot_ok = slot >= 0 && slot < a.s, roped = pos >= 0;
   const bool cached = roped && slot_ok && pos < a.l, attend = slot_ok && len >= 1 && len <= a.l;
@@ -395,6 +411,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     a.qkv[r] = sum[0] + (a.b_qkv != nullptr ? a.b_qkv[r] : 0.0f);
   });
   grid_barrier(a.barrier);
+  if (timing) stamp[1] = global_ns();
   // B: attention, a warp per (head, split), spread over the blocks; one block caches the new
   // keys (roped) and values
   if (a.prefetch == kPrefetchPhase) prefetch_gate_up();
@@ -422,6 +439,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     }
   }
   grid_barrier(a.barrier);
+  if (timing) stamp[2] = global_ns();
   // C: x += attn . w_o^T (attn as the heads' last splits merged it; zeros for a bad row), and
   // each block's share of q and k roped into qkv
   for (int32_t i = threadIdx.x; i < qd; i += blockDim.x) vec[i] = attend ? __ldcg(a.attn + i) : 0.0f;
@@ -441,16 +459,23 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   }
   if (a.prefetch == kPrefetchPhase) prefetch_down();
   grid_barrier(a.barrier);
+  if (timing) stamp[3] = global_ns();
   // D: act = silu(gate) * up of norm(x)
   norm_to_shared(vec, a.x, a.ln2, a.c, a.eps, red);
   block_gemv<2>(a.w_gu, int64_t(a.f) * a.c, vec, a.c, f0, f1, part,
                 [&](int32_t r, const float (&sum)[2]) { a.act[r] = arl::silu(sum[0]) * sum[1]; });
   grid_barrier(a.barrier);
+  if (timing) stamp[4] = global_ns();
   // E: x += act . w_down^T
   for (int32_t i = threadIdx.x; i < a.f; i += blockDim.x) vec[i] = __ldcg(a.act + i);
   __syncthreads();
   block_gemv<1>(a.w_down, 0, vec, a.f, c0, c1, part,
                 [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
+  if (timing) {
+    stamp[5] = global_ns();
+    for (int i = 0; i < 5; i++) atomicAdd(&a.times[i], stamp[i + 1] - stamp[i]);
+    atomicAdd(&a.times[5], 1ull);
+  }
 }
 
 // A device attribute, asked once per device (0 when the runtime does not say).
@@ -491,6 +516,44 @@ int prefetch_override() {
     return -1;
   }();
   return value;
+}
+
+// AGENTRL_CUDA_DECODE_LAYER_TIMES=1: device sums of the phases' times (ns) and a call count,
+// printed as means at exit; null when off, or while recording before the first direct call.
+unsigned long long* phase_times(arl_ctx* ctx) {
+  static const bool on = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER_TIMES");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  static std::mutex lock;
+  static unsigned long long* sums = nullptr;
+  static int device = -1;
+  if (!on) return nullptr;
+  std::lock_guard<std::mutex> guard(lock);
+  if (sums == nullptr && !ctx->capturing) {
+    if (cudaMalloc(&sums, 6 * sizeof(unsigned long long)) != cudaSuccess ||
+        cudaMemsetAsync(sums, 0, 6 * sizeof(unsigned long long), ctx->stream) != cudaSuccess ||
+        cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
+      cudaGetLastError();
+      sums = nullptr;
+      return nullptr;
+    }
+    device = ctx->device;
+    std::atexit([] {
+      unsigned long long host[6] = {};
+      if (cudaSetDevice(device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+          cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess ||
+          host[5] == 0)
+        return;
+      const double n = double(host[5]);
+      std::fprintf(stderr,
+                   "arl_decode_layer_bf16 phases, mean of %llu calls, us (block 0's view; E its "
+                   "own): A %.2f B %.2f C %.2f D %.2f E %.2f\n",
+                   host[5], host[0] / n / 1e3, host[1] / n / 1e3, host[2] / n / 1e3,
+                   host[3] / n / 1e3, host[4] / n / 1e3);
+    });
+  }
+  return device == ctx->device ? sums : nullptr;
 }
 
 // Whether `blocks` blocks of the kernel with `shared` bytes fit the device at once (a
@@ -607,6 +670,7 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                  c,      f,      hq,       hkv,
                  d,      s,      l,        splits,
                  prefetch,
+                 phase_times(ctx),
                  eps,    theta,  scale,    ctx->flag,
                  ctx->flag_index};
   const arl_status launched = d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
