@@ -401,15 +401,16 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     else if (!attend)
       arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeLen, uint32_t(len));
   }
-  // The RoPE angles of this position (read after the next barrier).
-  if (roped)
-    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
-      rope_trig(j, double(pos), a.theta, d, 1.0, &trig[j], &trig[kMaxHalf + j]);
   // A: qkv = norm(x) . w_qkv^T + b
   norm_to_shared(vec, a.x, a.ln1, a.c, a.eps, red);
   block_gemv<1>(a.w_qkv, 0, vec, a.c, q0, q1, part, [&](int32_t r, const float (&sum)[1]) {
     a.qkv[r] = sum[0] + (a.b_qkv != nullptr ? a.b_qkv[r] : 0.0f);
   });
+  // The RoPE angles of this position, for phases B and C (in double: off the weight stream's
+  // path, while the other blocks finish A).
+  if (roped)
+    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
+      rope_trig(j, double(pos), a.theta, d, 1.0, &trig[j], &trig[kMaxHalf + j]);
   grid_barrier(a.barrier);
   if (timing) stamp[1] = global_ns();
   // B: attention, a warp per (head, split), spread over the blocks; one block caches the new
