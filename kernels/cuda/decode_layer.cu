@@ -11,9 +11,9 @@
 //   D  x's RMSNorm; act = silu(norm(x) . w_gate^T) * (norm(x) . w_up^T)
 //   E  x += act . w_down^T
 // Every block first asks L2 to prefetch its rows of the layer's weights (all of them when the
-// layer takes at most 3/4 of the L2, else each phase's during the phase before), so that the weight
-// stream (the layer's real cost) runs at full bandwidth under the phases' latencies. Shapes it
-// does not take run as the calls the layer stands for (common/decode_layer.h).
+// layer takes at most 3/4 of the L2, else each phase's during the phase before), so that the
+// weight stream (the layer's real cost) runs at full bandwidth under the phases' latencies.
+// Shapes it does not take run as the calls the layer stands for (common/decode_layer.h).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +62,7 @@ struct LayerArgs {
   const int32_t* len;
   float* partial;     // (HQ, splits) records of D + 2 floats: sums, running max, softmax sum
   int* done;          // per head: its splits finished (0 between calls)
-  unsigned* barrier;  // grid_barrier's word (0 between calls)
+  unsigned* barrier;  // grid_barrier's word (its low 31 bits 0 between calls)
   int32_t c, f, hq, hkv, d, s, l, splits;
   int prefetch;       // weights to L2: kPrefetchAll at the start, kPrefetchPhase a phase ahead
   unsigned long long* times;  // null, or phase_times' sums (AGENTRL_CUDA_DECODE_LAYER_TIMES=1)
@@ -375,7 +375,9 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
     prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
   };
-  auto prefetch_down = [&] { prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2); };
+  auto prefetch_down = [&] {
+    prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2);
+  };
   if (a.prefetch != kPrefetchNone) {
     prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
     prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
@@ -443,7 +445,8 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   if (timing) stamp[2] = global_ns();
   // C: x += attn . w_o^T (attn as the heads' last splits merged it; zeros for a bad row), and
   // each block's share of q and k roped into qkv
-  for (int32_t i = threadIdx.x; i < qd; i += blockDim.x) vec[i] = attend ? __ldcg(a.attn + i) : 0.0f;
+  for (int32_t i = threadIdx.x; i < qd; i += blockDim.x)
+    vec[i] = attend ? __ldcg(a.attn + i) : 0.0f;
   __syncthreads();
   block_gemv<1>(a.w_o, 0, vec, qd, c0, c1, part,
                 [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
