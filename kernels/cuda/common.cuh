@@ -35,6 +35,8 @@ struct arl_ctx {
   int32_t num_sms;
   bool pdl;               // launch_pdl may use programmatic dependent launch (see below)
   int32_t max_smem;       // dynamic shared memory a block may opt in to, in bytes
+  bool cooperative;       // the device launches cooperative grids
+  int64_t l2_bytes;       // its L2 cache
   bool capturing;         // between arl_graph_begin and arl_graph_end (see graph.cu)
   char last_error[512];
 };

@@ -230,12 +230,13 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
     case kDeferredDecodeSlot:
     case kDeferredDecodeLen: {
       static const char* what_of[] = {
-          "arl_kv_cache_write (or arl_rope_kv_cache_write, arl_decode_layer_bf16): slot %d of token "
-          "%d is outside [0, S)",
+          "arl_kv_cache_write (or arl_rope_kv_cache_write, arl_decode_layer_bf16): slot %d of "
+          "token %d is outside [0, S)",
           "arl_kv_cache_write (or arl_rope_kv_cache_write, arl_decode_layer_bf16): position %d of "
           "token %d is outside [0, L)",
           "arl_attention_decode: slot %d of query %d is outside [0, S)",
-          "arl_attention_decode (or arl_decode_layer_bf16): length %d of query %d is outside [1, L]",
+          "arl_attention_decode (or arl_decode_layer_bf16): length %d of query %d is outside "
+          "[1, L]",
       };
       char detail[160];
       snprintf(detail, sizeof(detail), what_of[code - kDeferredCacheSlot],
@@ -311,8 +312,16 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
     return nullptr;
   }
   const char* pdl = std::getenv("AGENTRL_CUDA_PDL");
-  ctx->pdl = major >= 9 && probe.ptxVersion >= 90 && !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
+  ctx->pdl = major >= 9 && probe.ptxVersion >= 90 &&
+             !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
   ctx->max_smem = max_smem;
+  int cooperative = 0, l2 = 0;  // (0 when the runtime does not say)
+  if (cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ctx->device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device) != cudaSuccess)
+    cudaGetLastError();
+  ctx->cooperative = cooperative != 0;
+  ctx->l2_bytes = l2;
   ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
   ctx->cublas = arl::cublas_create(ctx->stream, &ctx->cublas_workspace);
   g_create_error[0] = '\0';

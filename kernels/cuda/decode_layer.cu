@@ -482,23 +482,6 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   }
 }
 
-// A device attribute, asked once per device (0 when the runtime does not say).
-int device_attribute(cudaDeviceAttr attr, int device) {
-  static std::mutex lock;
-  static std::map<std::pair<int, int>, int> known;
-  std::lock_guard<std::mutex> guard(lock);
-  const auto key = std::make_pair(int(attr), device);
-  const auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  int v = 0;
-  if (cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
-    cudaGetLastError();
-    v = 0;
-  }
-  known[key] = v;
-  return v;
-}
-
 // AGENTRL_CUDA_DECODE_LAYER=0: always the separate calls (a baseline for benchmarks).
 bool layer_kernel_disabled() {
   static const bool value = [] {
@@ -643,43 +626,38 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                       aligned16(w_o) && aligned16(w_gu) && aligned16(w_down) &&
                       int64_t(hq) <= int64_t(blocks) * kLayerWarps && hq <= ctx->num_sms &&
                       records >= hq && shared <= size_t(ctx->max_smem);
-  const bool fits = shapes && !layer_kernel_disabled() &&
-                    device_attribute(cudaDevAttrCooperativeLaunch, ctx->device) != 0 &&
+  const bool fits = shapes && !layer_kernel_disabled() && ctx->cooperative &&
                     (d == 64 ? layer_grid_fits<2>(ctx, blocks, shared)
                              : layer_grid_fits<4>(ctx, blocks, shared)) &&
                     arl::decode_buffers(ctx);
-  if (!fits)
-    return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
-                                   w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv,
-                                   d, s, l, eps, theta, scale);
-  const int splits = int(std::min(
-      {int64_t(kLayerMaxSplits), records / hq, int64_t(blocks) * kLayerWarps / hq}));
-  // The whole layer's weights to L2 at once when they take at most 3/4 of it, else a phase
-  // ahead (AGENTRL_CUDA_DECODE_PREFETCH=all|phase|none chooses, for comparing them).
-  const int64_t layer_bytes = 2 * (nq * c + int64_t(c) * hq * d + 3 * int64_t(f) * c);
-  const int prefetch = prefetch_override() >= 0 ? prefetch_override()
-                       : 4 * layer_bytes <= 3 * int64_t(device_attribute(cudaDevAttrL2CacheSize,
-                                                                         ctx->device))
-                           ? kPrefetchAll
-                           : kPrefetchPhase;
-  char* buffer = static_cast<char*>(ctx->decode_partial);
-  int* counters = reinterpret_cast<int*>(buffer + arl::decode_records_bytes(ctx));
-  LayerArgs args{x,      qkv,    attn,     act,
-                 ln1,    w_qkv,  b_qkv,    w_o,
-                 ln2,    w_gu,   w_down,   k_cache,
-                 v_cache, slot,  position, len,
-                 reinterpret_cast<float*>(buffer),
-                 counters,
-                 reinterpret_cast<unsigned*>(counters + ctx->num_sms),
-                 c,      f,      hq,       hkv,
-                 d,      s,      l,        splits,
-                 prefetch,
-                 phase_times(ctx),
-                 eps,    theta,  scale,    ctx->flag,
-                 ctx->flag_index};
-  const arl_status launched = d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
-                                      : launch_layer<4>(ctx, __func__, args, blocks, shared);
-  if (launched != ARL_ERR_UNSUPPORTED) return launched;
+  if (fits) {
+    const int splits = int(std::min(
+        {int64_t(kLayerMaxSplits), records / hq, int64_t(blocks) * kLayerWarps / hq}));
+    // The whole layer's weights to L2 at once when they take at most 3/4 of it, else a phase
+    // ahead (AGENTRL_CUDA_DECODE_PREFETCH=all|phase|none chooses, for comparing them).
+    const int64_t layer_bytes = 2 * (nq * c + int64_t(c) * hq * d + 3 * int64_t(f) * c);
+    const int prefetch = prefetch_override() >= 0          ? prefetch_override()
+                         : 4 * layer_bytes <= 3 * ctx->l2_bytes ? kPrefetchAll
+                                                                 : kPrefetchPhase;
+    char* buffer = static_cast<char*>(ctx->decode_partial);
+    int* counters = reinterpret_cast<int*>(buffer + arl::decode_records_bytes(ctx));
+    LayerArgs args{x,      qkv,    attn,     act,
+                   ln1,    w_qkv,  b_qkv,    w_o,
+                   ln2,    w_gu,   w_down,   k_cache,
+                   v_cache, slot,  position, len,
+                   reinterpret_cast<float*>(buffer),
+                   counters,
+                   reinterpret_cast<unsigned*>(counters + ctx->num_sms),
+                   c,      f,      hq,       hkv,
+                   d,      s,      l,        splits,
+                   prefetch,
+                   phase_times(ctx),
+                   eps,    theta,  scale,    ctx->flag,
+                   ctx->flag_index};
+    const arl_status launched = d == 64 ? launch_layer<2>(ctx, __func__, args, blocks, shared)
+                                        : launch_layer<4>(ctx, __func__, args, blocks, shared);
+    if (launched != ARL_ERR_UNSUPPORTED) return launched;  // (else the device refused the grid)
+  }
   return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
                                  w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv, d,
                                  s, l, eps, theta, scale);

@@ -898,7 +898,7 @@ export class Qwen2Model implements Disposable {
     const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
     // AGENTRL_DECODE_LAYER=1: one token with bf16 weights runs each layer as one call (one
     // cooperative kernel on the GPU; not yet timed there, so not the default).
-    const wholeLayer = fuse && d.n === 1 && this.#decodeLayer && d.qkv !== null;
+    const wholeLayer = fuse && d.n === 1 && this.#decodeLayer;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
       fuse
