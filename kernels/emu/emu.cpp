@@ -337,19 +337,29 @@ bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
 
 std::map<const void*, int> g_max_dynamic_shared;
 
+// The dynamic shared memory a launch of `kernel` may ask for (48 KiB unless
+// cudaFuncSetAttribute raised it).
+size_t shared_limit(const void* kernel) {
+  const auto it = g_max_dynamic_shared.find(kernel);
+  return it == g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
+}
+
+// Blocks of `threads` threads and `shared` dynamic bytes that one SM holds.
+uint64_t blocks_per_sm(uint64_t threads, size_t shared) {
+  const uint64_t by_threads = kSmThreads / threads;
+  return shared == 0 ? by_threads : std::min<uint64_t>(by_threads, kSmSharedBytes / shared);
+}
+
 cudaError_t check_config(const void* kernel, const Config& c) {
   const uint64_t threads = uint64_t(c.block.x) * c.block.y * c.block.z;
   if (threads == 0 || threads > kMaxThreads || c.block.z > 64) return cudaErrorInvalidConfiguration;
   if (c.grid.x == 0 || c.grid.y == 0 || c.grid.z == 0 || c.grid.x > 0x7fffffffu ||
       c.grid.y > 65535 || c.grid.z > 65535)
     return cudaErrorInvalidConfiguration;
-  const auto it = g_max_dynamic_shared.find(kernel);
-  const size_t limit = it == g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
-  if (c.shared > limit) return cudaErrorInvalidValue;
+  if (c.shared > shared_limit(kernel)) return cudaErrorInvalidValue;
   if (c.cooperative) {  // every block resident at once, and within the emulator's fibers
     const uint64_t blocks = uint64_t(c.grid.x) * c.grid.y * c.grid.z;
-    const uint64_t per_sm = std::min<uint64_t>(
-        kSmThreads / threads, c.shared == 0 ? kSmThreads : kSmSharedBytes / c.shared);
+    const uint64_t per_sm = blocks_per_sm(threads, c.shared);
     const uint64_t sms = uint64_t(std::max(1, int_from_env("AGENTRL_CUDA_EMU_SMS", 132)));
     if (blocks > per_sm * sms || threads * blocks > uint64_t(kMaxGridThreads))
       return cudaErrorCooperativeLaunchTooLarge;
@@ -840,15 +850,8 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
                                                           int threads, size_t shared) {
   if (blocks == nullptr || func == nullptr || threads <= 0 || threads > emu::kMaxThreads)
     return cudaErrorInvalidValue;
-  const auto it = emu::g_max_dynamic_shared.find(func);
-  const size_t limit = it == emu::g_max_dynamic_shared.end() ? 48 * 1024 : size_t(it->second);
-  if (shared > limit) {
-    *blocks = 0;
-    return cudaSuccess;
-  }
-  const int by_threads = emu::kSmThreads / threads;
-  const int by_shared = shared == 0 ? by_threads : int(emu::kSmSharedBytes / shared);
-  *blocks = std::min(by_threads, by_shared);
+  *blocks =
+      shared > emu::shared_limit(func) ? 0 : int(emu::blocks_per_sm(uint64_t(threads), shared));
   return cudaSuccess;
 }
 
