@@ -5,20 +5,21 @@
  * @module
  */
 
-/** Whether the environment variable `name` is "0". */
-export function envSwitchOff(name: string): boolean {
+/** Whether the environment variable `name` is `value` (false without env permission). */
+function envIs(name: string, value: string): boolean {
   try {
-    return Deno.env.get(name) === "0";
+    return Deno.env.get(name) === value;
   } catch {
     return false; // no env permission: the default
   }
 }
 
+/** Whether the environment variable `name` is "0". */
+export function envSwitchOff(name: string): boolean {
+  return envIs(name, "0");
+}
+
 /** Whether the environment variable `name` is "1". */
 export function envSwitchOn(name: string): boolean {
-  try {
-    return Deno.env.get(name) === "1";
-  } catch {
-    return false; // no env permission: the default
-  }
+  return envIs(name, "1");
 }

@@ -988,8 +988,6 @@ export class Qwen2Model implements Disposable {
     return true;
   }
 
-  // ---- lifetime -------------------------------------------------------------
-
   /**
    * Whether {@linkcode forwardCached} replays its layer calls as CUDA graphs, and how many
    * recordings it keeps (false on the CPU, with `AGENTRL_CUDA_GRAPHS=0`, or after a recording
@@ -998,6 +996,8 @@ export class Qwen2Model implements Disposable {
   get decodeGraphs(): { enabled: boolean; recorded: number } {
     return { enabled: this.#graphs.enabled, recorded: this.#graphs.size };
   }
+
+  // ---- lifetime -------------------------------------------------------------
 
   /** Bytes of native memory held: parameters, gradients and workspaces. */
   get byteSize(): number {
