@@ -43,7 +43,8 @@ def main(out: str) -> int:
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
-                 "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch"):
+                 "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
+                 "primitives"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -178,6 +179,25 @@ def main(out: str) -> int:
     rest = [rates["decode_layer_phase"], rates["decode_layer_noprefetch"]]
     row("decode", "batch 1, a kernel per layer, L2 prefetch: default / a phase ahead / none",
         " / ".join(num(r, ".0f") for r in [layer] + rest) + " tokens/s", "info", "info")
+
+    # the building blocks' ceilings (primitives.cu): streaming with one block per SM against
+    # many blocks, a grid barrier, dependent reads
+    prim = load("primitives.json")
+    if prim is None:
+        st, _ = status("primitives")
+        row("primitives", "primitives.cu", f"{st}, no JSON", "info", "info")
+    else:
+        ref = prim.get("read, many blocks (the reference)")
+        row("primitives", "read 1 GiB, many blocks per SM (the reference)",
+            f"{num(ref, '.0f')} GB/s", "info", "info")
+        for name, value in prim.items():
+            if name.startswith("read, 1 block/SM"):
+                row("primitives", name[len("read, "):],
+                    f"{value:.0f} GB/s ({value / ref:.2f} of the reference)" if ref else
+                    f"{value:.0f} GB/s", "info", "info")
+        for name in ("grid barrier, one word", "grid barrier, cooperative_groups",
+                     "dependent read, L2", "dependent read, DRAM"):
+            row("primitives", name + " (us)", num(prim.get(name), ".3f"), "info", "info")
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [

@@ -1,0 +1,375 @@
+// The ceilings of a one-block-per-SM decode kernel's building blocks, measured on this GPU:
+//   - streaming a buffer far larger than L2 with one 512-thread block per SM, three ways (loads
+//     into registers; cp.async into a ring of shared-memory slots; Hopper bulk copies into such
+//     a ring), against many blocks per SM reading the same bytes (the reference);
+//   - one grid-wide barrier of that grid (a one-word barrier as the decode layer kernel's, and
+//     cooperative_groups' grid sync);
+//   - one dependent read from L2 and from DRAM (a single thread chasing pointers).
+// Every streaming variant sums the words it read; a sum that differs from the reference's is
+// reported as wrong (and its rate is not printed as a ceiling).
+//
+// Usage (bench/gpu/run.sh's part `primitives` does this):
+//   nvcc -O3 -std=c++17 -arch=sm_90 bench/gpu/primitives.cu -o /tmp/primitives
+//   /tmp/primitives [--json FILE]
+// Prints one line per measurement, "name: value unit", and rates also as a fraction of the
+// reference's. With --json, writes {name: value} too.
+#include <cooperative_groups.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr size_t kRingBytes = 192 * 1024;  // the ring variants' shared memory, at most
+
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    const cudaError_t e_ = (call);                                                    \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
+                   cudaGetErrorString(e_));                                           \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+__device__ inline uint64_t words_sum(uint4 v) {
+  return uint64_t(v.x) + v.y + v.z + v.w;
+}
+
+// The block's sum into *total (one atomic per warp).
+__device__ inline void add_sum(uint64_t s, unsigned long long* total) {
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(total, (unsigned long long)s);
+}
+
+__global__ void fill(uint4* p, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint32_t a = uint32_t(i) * 2654435761u;
+    p[i] = make_uint4(a, a ^ 0x9e3779b9u, a + 7u, ~a);
+  }
+}
+
+// The reference: many blocks, grid-stride, 4 loads in flight per thread.
+__global__ void read_many(const uint4* __restrict__ p, int64_t n, unsigned long long* total) {
+  uint64_t s = 0;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride),
+                d = __ldg(p + i + 3 * stride);
+    s += words_sum(a) + words_sum(b) + words_sum(c) + words_sum(d);
+  }
+  for (; i < n; i += stride) s += words_sum(__ldg(p + i));
+  add_sum(s, total);
+}
+
+// One block per SM, block b reading its contiguous share, Batch 16-byte loads per thread in
+// flight (the decode layer kernel's committed way).
+template <int Batch>
+__global__ void __launch_bounds__(kThreads, 1)
+    read_regs(const uint4* __restrict__ p, int64_t per_block, unsigned long long* total) {
+  const uint4* q = p + blockIdx.x * per_block;
+  uint64_t s = 0;
+  for (int64_t i0 = threadIdx.x; i0 < per_block; i0 += int64_t(Batch) * kThreads) {
+    uint4 v[Batch];
+#pragma unroll
+    for (int b = 0; b < Batch; b++) {
+      const int64_t i = i0 + int64_t(b) * kThreads;
+      v[b] = i < per_block ? __ldg(q + i) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < Batch; b++) s += words_sum(v[b]);
+  }
+  add_sum(s, total);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ inline uint32_t smem(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__device__ inline void wait_parity(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+}
+#endif
+
+// One block per SM streaming its share through `slots` shared-memory slots of `slot` bytes:
+// a slot is refilled with the next chunk once the block has read it. Bulk: thread 0 issues
+// one bulk copy per chunk (Hopper's copy engine); else every thread issues cp.async for its
+// 16-byte words and arrives on the slot's mbarrier when they land.
+template <bool Bulk>
+__global__ void __launch_bounds__(kThreads, 1)
+    read_ring(const uint4* __restrict__ p, int64_t per_block, int slots, int slot,
+              unsigned long long* total) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) uint8_t shared[];
+  uint64_t* bars = reinterpret_cast<uint64_t*>(shared);
+  uint8_t* ring = shared + 1024;
+  const uint4* q = p + blockIdx.x * per_block;
+  const int words = slot / 16;
+  const int64_t chunks = (per_block + words - 1) / words;
+  if (threadIdx.x == 0)
+    for (int i = 0; i < slots; i++)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bars + i)),
+                   "r"(Bulk ? 1u : unsigned(kThreads))
+                   : "memory");
+  __syncthreads();
+  auto issue = [&](int64_t c) {
+    const int s = int(c % slots);
+    const int n = int(min(int64_t(words), per_block - c * words));
+    const uint32_t bar = smem(bars + s), dst = smem(ring + int64_t(s) * slot);
+    if (Bulk) {
+      if (threadIdx.x == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                     "r"(uint32_t(n) * 16u)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+            "[%3];" ::"r"(dst),
+            "l"(__cvta_generic_to_global(q + c * words)), "r"(uint32_t(n) * 16u), "r"(bar)
+            : "memory");
+      }
+    } else {
+      for (int t = threadIdx.x; t < n; t += kThreads)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + uint32_t(t) * 16u),
+                     "l"(__cvta_generic_to_global(q + c * words + t))
+                     : "memory");
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+    }
+  };
+  for (int64_t c = 0; c < min(int64_t(slots), chunks); c++) issue(c);
+  uint64_t s = 0;
+  for (int64_t c = 0; c < chunks; c++) {
+    const int k = int(c % slots);
+    wait_parity(smem(bars + k), uint32_t(c / slots) & 1u);
+    const int n = int(min(int64_t(words), per_block - c * words));
+    const uint4* v = reinterpret_cast<const uint4*>(ring + int64_t(k) * slot);
+    for (int t = threadIdx.x; t < n; t += kThreads) s += words_sum(v[t]);
+    __syncthreads();  // the slot is read
+    if (c + slots < chunks) issue(c + slots);
+  }
+  add_sum(s, total);
+#else
+  (void)p;
+  (void)per_block;
+  (void)slots;
+  (void)slot;
+  (void)total;
+#endif
+}
+
+// Grid-wide barriers, n of them: the decode layer kernel's one-word barrier, or cg's.
+template <bool Groups>
+__global__ void __launch_bounds__(kThreads, 1) barriers(unsigned* word, int n) {
+  for (int i = 0; i < n; i++) {
+    if (Groups) {
+      cg::this_grid().sync();
+      continue;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+      __threadfence();
+      const unsigned before = atomicAdd(word, add);
+      const volatile unsigned* w = word;
+      while (((before ^ *w) & 0x80000000u) == 0) __nanosleep(20);
+      __threadfence();
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void chase(const uint32_t* __restrict__ next, int n, uint32_t* out) {
+  uint32_t at = 0;
+  for (int i = 0; i < n; i++) at = __ldcg(next + at);
+  *out = at;
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+  }
+  void start() { CHECK(cudaEventRecord(a)); }
+  float stop_ms() {
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+  }
+};
+
+std::vector<std::pair<std::string, double>> results;
+
+void report(const std::string& name, double value, const char* unit, double reference = 0) {
+  results.emplace_back(name, value);
+  if (reference > 0)
+    std::printf("%s: %.1f %s (%.2f of the reference)\n", name.c_str(), value, unit,
+                value / reference);
+  else
+    std::printf("%s: %.3f %s\n", name.c_str(), value, unit);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json = nullptr;
+  for (int i = 1; i < argc; i++) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: primitives [--json FILE]\n");
+      return 2;
+    }
+  }
+  int sms = 0, major = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, prop.l2CacheSize >> 20);
+
+  // 1 GiB: 20 times an H100's or H200's L2; split evenly over one block per SM
+  const int64_t per_block = (int64_t(1) << 30) / 16 / sms;
+  const int64_t n = per_block * sms;
+  const double bytes = double(n) * 16;
+  uint4* buffer;
+  unsigned long long* total;
+  CHECK(cudaMalloc(&buffer, size_t(n) * 16));
+  CHECK(cudaMalloc(&total, sizeof(unsigned long long)));
+  fill<<<sms * 8, 256>>>(buffer, n);
+  CHECK(cudaGetLastError());
+  Timer timer;
+
+  // best of 5 (after one warm-up): GB/s and the checksum
+  auto stream = [&](auto launch, unsigned long long& sum) {
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; rep++) {
+      CHECK(cudaMemset(total, 0, sizeof(unsigned long long)));
+      timer.start();
+      launch();
+      const float ms = timer.stop_ms();
+      CHECK(cudaGetLastError());
+      if (rep > 0 && ms < best) best = ms;
+    }
+    CHECK(cudaMemcpy(&sum, total, sizeof(sum), cudaMemcpyDeviceToHost));
+    return bytes / (best * 1e-3) / 1e9;
+  };
+
+  unsigned long long want = 0, got = 0;
+  const double reference =
+      stream([&] { read_many<<<sms * 4, 512>>>(buffer, n, total); }, want);
+  report("read, many blocks (the reference)", reference, "GB/s");
+  auto check = [&](const std::string& name, double rate) {
+    if (got != want)
+      std::printf("%s: WRONG SUM (%llu, want %llu)\n", name.c_str(), got, want);
+    else
+      report(name, rate, "GB/s", reference);
+  };
+  const size_t big = 200 * 1024;  // one block per SM, as the decode layer kernel
+  CHECK(cudaFuncSetAttribute(read_regs<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(big)));
+  CHECK(cudaFuncSetAttribute(read_regs<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(big)));
+  check("read, 1 block/SM, 4 loads in flight per thread",
+        stream([&] { read_regs<4><<<sms, kThreads, big>>>(buffer, per_block, total); }, got));
+  check("read, 1 block/SM, 8 loads in flight per thread",
+        stream([&] { read_regs<8><<<sms, kThreads, big>>>(buffer, per_block, total); }, got));
+  if (major >= 9) {
+    const size_t shared = 1024 + kRingBytes;
+    CHECK(cudaFuncSetAttribute(read_ring<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(shared)));
+    CHECK(cudaFuncSetAttribute(read_ring<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(shared)));
+    for (const int slot_kb : {16, 32}) {
+      for (const int slots : {2, 4, 8, 12}) {
+        if (size_t(slots) * slot_kb * 1024 > kRingBytes) continue;
+        const int slot = slot_kb * 1024;
+        const std::string ring = std::to_string(slots) + " x " + std::to_string(slot_kb) + " KiB";
+        check("read, 1 block/SM, cp.async ring " + ring,
+              stream([&] {
+                read_ring<false><<<sms, kThreads, shared>>>(buffer, per_block, slots, slot, total);
+              }, got));
+        check("read, 1 block/SM, bulk-copy ring " + ring,
+              stream([&] {
+                read_ring<true><<<sms, kThreads, shared>>>(buffer, per_block, slots, slot, total);
+              }, got));
+      }
+    }
+  }
+
+  // grid barriers: a cooperative grid of one block per SM
+  unsigned* word;
+  CHECK(cudaMalloc(&word, 64));
+  CHECK(cudaMemset(word, 0, 64));
+  CHECK(cudaFuncSetAttribute(barriers<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(big)));
+  CHECK(cudaFuncSetAttribute(barriers<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(big)));
+  for (const bool groups : {false, true}) {
+    int count = 2000;
+    void* args[2] = {&word, &count};
+    float best = 1e30f;
+    for (int rep = 0; rep < 4; rep++) {
+      timer.start();
+      CHECK(cudaLaunchCooperativeKernel(groups ? (void*)barriers<true> : (void*)barriers<false>,
+                                        sms, kThreads, args, big, 0));
+      const float ms = timer.stop_ms();
+      if (rep > 0 && ms < best) best = ms;
+    }
+    report(groups ? "grid barrier, cooperative_groups" : "grid barrier, one word",
+           best * 1e3 / count, "us");
+  }
+
+  // dependent reads: 4 MiB (L2) and 1 GiB (DRAM) rings, 4160 bytes apart
+  for (const int64_t ring_bytes : {int64_t(4) << 20, int64_t(1) << 30}) {
+    const int64_t words = ring_bytes / 4;
+    std::vector<uint32_t> next(static_cast<size_t>(words));
+    for (int64_t i = 0; i < words; i++) next[size_t(i)] = uint32_t((i + 1040) % words);
+    uint32_t *d_next, *out;
+    CHECK(cudaMalloc(&d_next, size_t(ring_bytes)));
+    CHECK(cudaMalloc(&out, 4));
+    CHECK(cudaMemcpy(d_next, next.data(), size_t(ring_bytes), cudaMemcpyHostToDevice));
+    const int hops = 20000;
+    float best = 1e30f;
+    for (int rep = 0; rep < 3; rep++) {
+      timer.start();
+      chase<<<1, 1>>>(d_next, hops, out);
+      const float ms = timer.stop_ms();
+      if (rep > 0 && ms < best) best = ms;
+    }
+    report(ring_bytes <= (int64_t(prop.l2CacheSize) / 2) ? "dependent read, L2"
+                                                         : "dependent read, DRAM",
+           best * 1e3 / hops, "us");
+    CHECK(cudaFree(d_next));
+    CHECK(cudaFree(out));
+  }
+
+  if (json != nullptr) {
+    FILE* f = std::fopen(json, "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "cannot write %s\n", json);
+      return 1;
+    }
+    std::fprintf(f, "{");
+    for (size_t i = 0; i < results.size(); i++)
+      std::fprintf(f, "%s\"%s\": %.6g", i ? ", " : "", results[i].first.c_str(),
+                   results[i].second);
+    std::fprintf(f, "}\n");
+    std::fclose(f);
+  }
+  return 0;
+}
