@@ -104,6 +104,8 @@ function cudaSpec(nvcc: string): LibrarySpec {
     compile: [
       "-std=c++17",
       "-O3",
+      // source lines for a profiler's stall sampling (no change to the code generated)
+      "-lineinfo",
       ...cudaArchFlags(),
       "-Xcompiler=-fPIC,-fvisibility=hidden,-Wall",
       "--expt-relaxed-constexpr",

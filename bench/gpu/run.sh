@@ -16,7 +16,8 @@
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
-# decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives).
+# decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives
+# profile_decode profile_decode_layer).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
@@ -27,14 +28,17 @@
 # decode_layer also prints the kernel's mean phase times (AGENTRL_CUDA_DECODE_LAYER_TIMES=1).
 # primitives (bench/gpu/primitives.cu) measures the building blocks of a one-block-per-SM kernel:
 # streaming rates (loads, cp.async and bulk-copy rings) against many blocks per SM, a grid
-# barrier, and a dependent read from L2 and from DRAM.
+# barrier, and a dependent read from L2 and from DRAM. profile_decode and profile_decode_layer run
+# Nsight Compute (when `ncu` is there) on a dozen of batch-1 decode's kernels and on one layer
+# kernel: speed of light, memory, warp states and the source lines warps stall on (the library is
+# built with -lineinfo); the summary lists each kernel's time and DRAM throughput.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives profile_decode profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -176,6 +180,21 @@ NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 part primitives 60 bash -c "'$NVCC' -O3 -std=c++17 -arch=${AGENTRL_CUDA_ARCH:-sm_90} \
   bench/gpu/primitives.cu -o '$OUT/primitives' && '$OUT/primitives' --json '$OUT/primitives.json'" &&
   cat "$OUT/primitives.log"
+
+# 7. where batch-1 decode's kernels spend their time (Nsight Compute, when installed)
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [ -x "$NCU" ]; then
+  sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section SchedulerStats --section SourceCounters"
+  # (no filter: a dozen consecutive launches after the warm-up, two layers' worth)
+  part profile_decode 90 "$NCU" --clock-control none $sections -s 400 -c 12 \
+    "$DENO" run -A bench/gpu/bench.ts --decode-only
+  part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
+    -k regex:decode_layer -s 50 -c 1 "$DENO" run -A bench/gpu/bench.ts --decode-only
+else
+  for f in profile_decode profile_decode_layer; do echo "skipped 0 -" >"$OUT/$f.status"; done
+  echo "== profile_decode, profile_decode_layer: skipped (no ncu)"
+fi
 
 echo
 echo "agentrl GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $((SECONDS - T0)) s, logs in $OUT"

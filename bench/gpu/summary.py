@@ -10,6 +10,31 @@ import re
 import sys
 
 
+KERNEL_LINE = re.compile(
+    r"^\s+(?:void\s+)?(.+?)\(.*\) \((\d+), \d+, \d+\)x\((\d+), \d+, \d+\), Context")
+
+
+def ncu_kernels(text):
+    """(kernel, duration us, DRAM %) for each kernel in ncu's details output, in order."""
+    found = []
+    for line in text.splitlines():
+        m = KERNEL_LINE.match(line)
+        if m:
+            name = re.sub(r"(<unnamed>|arl|\(anonymous namespace\))::", "", m[1])
+            found.append([f"{name} {m[2]}x{m[3]}", "-", "-"])
+            continue
+        if not found:
+            continue
+        d = re.match(r"^\s+Duration\s+(\S+)\s+([\d.,]+)", line)
+        if d and found[-1][1] == "-":
+            value = float(d[2].replace(",", ""))
+            found[-1][1] = format(value * {"ms": 1e3, "ns": 1e-3}.get(d[1], 1.0), ".2f")
+        t = re.match(r"^\s+DRAM Throughput\s+%\s+([\d.]+)", line)
+        if t and found[-1][2] == "-":
+            found[-1][2] = t[1]
+    return [tuple(k) for k in found]
+
+
 def main(out: str) -> int:
     rows = []
 
@@ -44,7 +69,7 @@ def main(out: str) -> int:
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
                  "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
-                 "primitives"):
+                 "primitives", "profile_decode", "profile_decode_layer"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -198,6 +223,15 @@ def main(out: str) -> int:
         for name in ("grid barrier, one word", "grid barrier, cooperative_groups",
                      "dependent read, L2", "dependent read, DRAM"):
             row("primitives", name + " (us)", num(prim.get(name), ".3f"), "info", "info")
+
+    # Nsight Compute's kernel times and DRAM throughput (the logs hold the stall locations)
+    for name in ("profile_decode", "profile_decode_layer"):
+        kernels = ncu_kernels(read(f"{name}.log") or "")
+        if not kernels:
+            st, _ = status(name)
+            row(name, "ncu kernels", f"{st}, none profiled", "info", "info")
+        for kernel, duration, dram in kernels:
+            row(name, kernel[:70], f"{duration} us, DRAM {dram}%", "info", "info")
 
     header = ("part", "metric", "value", "target", "ok")
     table = [header] + [
