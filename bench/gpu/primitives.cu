@@ -4,7 +4,8 @@
 //     a ring), against many blocks per SM reading the same bytes (the reference);
 //   - one grid-wide barrier of that grid (a one-word barrier as the decode layer kernel's, and
 //     cooperative_groups' grid sync);
-//   - one dependent read from L2 and from DRAM (a single thread chasing pointers).
+//   - one dependent read from L2 and from DRAM (a single thread chasing pointers; the DRAM one
+//     hops to random 64-byte lines of 1 GiB, so it includes the TLB misses such hops take).
 // Every streaming variant sums the words it read; a sum that differs from the reference's is
 // reported as wrong (and its rate is not printed as a ceiling).
 //
@@ -15,6 +16,7 @@
 // reference's. With --json, writes {name: value} too.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -126,6 +128,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bars + i)),
                    "r"(Bulk ? 1u : unsigned(kThreads))
                    : "memory");
+  if (Bulk && threadIdx.x == 0)  // the copy engine (async proxy) sees the initialised barriers
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   auto issue = [&](int64_t c) {
     const int s = int(c % slots);
@@ -192,8 +196,7 @@ __global__ void __launch_bounds__(kThreads, 1) barriers(unsigned* word, int n) {
   }
 }
 
-__global__ void chase(const uint32_t* __restrict__ next, int n, uint32_t* out) {
-  uint32_t at = 0;
+__global__ void chase(const uint32_t* __restrict__ next, uint32_t at, int n, uint32_t* out) {
   for (int i = 0; i < n; i++) at = __ldcg(next + at);
   *out = at;
 }
@@ -215,6 +218,7 @@ struct Timer {
 };
 
 std::vector<std::pair<std::string, double>> results;
+std::vector<std::string> wrong;  // streaming variants whose checksum differed
 
 void report(const std::string& name, double value, const char* unit, double reference = 0) {
   results.emplace_back(name, value);
@@ -256,9 +260,13 @@ int main(int argc, char** argv) {
   CHECK(cudaGetLastError());
   Timer timer;
 
-  // best of 5 (after one warm-up): GB/s and the checksum
-  auto stream = [&](auto launch, unsigned long long& sum) {
+  // best of 5 (after one warm-up): GB/s; `same` stays true while every run's checksum equals
+  // the first run's (the reference's, for the variants)
+  unsigned long long want = 0;
+  bool same = true;
+  auto stream = [&](auto launch) {
     float best = 1e30f;
+    same = true;
     for (int rep = 0; rep < 6; rep++) {
       CHECK(cudaMemset(total, 0, sizeof(unsigned long long)));
       timer.start();
@@ -266,47 +274,55 @@ int main(int argc, char** argv) {
       const float ms = timer.stop_ms();
       CHECK(cudaGetLastError());
       if (rep > 0 && ms < best) best = ms;
+      unsigned long long sum = 0;
+      CHECK(cudaMemcpy(&sum, total, sizeof(sum), cudaMemcpyDeviceToHost));
+      if (want == 0) want = sum;
+      if (sum != want) {
+        std::printf("  (run %d summed %llu, want %llu)\n", rep, sum, want);
+        same = false;
+      }
     }
-    CHECK(cudaMemcpy(&sum, total, sizeof(sum), cudaMemcpyDeviceToHost));
     return bytes / (best * 1e-3) / 1e9;
   };
 
-  unsigned long long want = 0, got = 0;
-  const double reference =
-      stream([&] { read_many<<<sms * 4, 512>>>(buffer, n, total); }, want);
+  const double reference = stream([&] { read_many<<<sms * 4, 512>>>(buffer, n, total); });
   report("read, many blocks (the reference)", reference, "GB/s");
   auto check = [&](const std::string& name, double rate) {
-    if (got != want)
-      std::printf("%s: WRONG SUM (%llu, want %llu)\n", name.c_str(), got, want);
-    else
+    if (!same) {
+      std::printf("%s: WRONG SUM\n", name.c_str());
+      wrong.push_back(name);
+    } else {
       report(name, rate, "GB/s", reference);
+    }
   };
-  const size_t big = 200 * 1024;  // one block per SM, as the decode layer kernel
+  // more than half an SM's shared memory: one block per SM, as the decode layer kernel
+  const size_t big = std::min<size_t>(200 * 1024, prop.sharedMemPerBlockOptin);
+  const size_t ring_bytes = std::min<size_t>(kRingBytes, prop.sharedMemPerBlockOptin - 1024);
   CHECK(cudaFuncSetAttribute(read_regs<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(big)));
   CHECK(cudaFuncSetAttribute(read_regs<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(big)));
   check("read, 1 block/SM, 4 loads in flight per thread",
-        stream([&] { read_regs<4><<<sms, kThreads, big>>>(buffer, per_block, total); }, got));
+        stream([&] { read_regs<4><<<sms, kThreads, big>>>(buffer, per_block, total); }));
   check("read, 1 block/SM, 8 loads in flight per thread",
-        stream([&] { read_regs<8><<<sms, kThreads, big>>>(buffer, per_block, total); }, got));
+        stream([&] { read_regs<8><<<sms, kThreads, big>>>(buffer, per_block, total); }));
   if (major >= 9) {
-    const size_t shared = 1024 + kRingBytes;
+    const size_t shared = 1024 + ring_bytes;
     CHECK(cudaFuncSetAttribute(read_ring<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(shared)));
     CHECK(cudaFuncSetAttribute(read_ring<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                int(shared)));
-    for (const int slot_kb : {16, 32}) {
-      for (const int slots : {2, 4, 8, 12}) {
-        if (size_t(slots) * slot_kb * 1024 > kRingBytes) continue;
+    for (const int slot_kb : {16, 32, 48, 64}) {
+      for (const int slots : {2, 3, 4, 6, 8, 12}) {
+        if (size_t(slots) * slot_kb * 1024 > ring_bytes) continue;
         const int slot = slot_kb * 1024;
         const std::string ring = std::to_string(slots) + " x " + std::to_string(slot_kb) + " KiB";
         check("read, 1 block/SM, cp.async ring " + ring,
               stream([&] {
                 read_ring<false><<<sms, kThreads, shared>>>(buffer, per_block, slots, slot, total);
-              }, got));
+              }));
         check("read, 1 block/SM, bulk-copy ring " + ring,
               stream([&] {
                 read_ring<true><<<sms, kThreads, shared>>>(buffer, per_block, slots, slot, total);
-              }, got));
+              }));
       }
     }
   }
@@ -334,26 +350,45 @@ int main(int argc, char** argv) {
            best * 1e3 / count, "us");
   }
 
-  // dependent reads: 4 MiB (L2) and 1 GiB (DRAM) rings, 4160 bytes apart
-  for (const int64_t ring_bytes : {int64_t(4) << 20, int64_t(1) << 30}) {
-    const int64_t words = ring_bytes / 4;
-    std::vector<uint32_t> next(static_cast<size_t>(words));
-    for (int64_t i = 0; i < words; i++) next[size_t(i)] = uint32_t((i + 1040) % words);
+  // dependent reads: a 4 MiB ring 4160 bytes a step (L2, warm after the first run), and a random
+  // cycle through the 64-byte lines of 1 GiB, each run starting elsewhere (DRAM: a hop misses L2)
+  const int hops = 20000;
+  for (const bool dram : {false, true}) {
+    const int64_t ring = dram ? int64_t(1) << 30 : int64_t(4) << 20;
+    const int64_t words = ring / 4;
+    std::vector<uint32_t> next(static_cast<size_t>(words), 0);
+    if (dram) {
+      const int64_t lines = ring / 64;
+      std::vector<uint32_t> order(static_cast<size_t>(lines));
+      for (int64_t i = 0; i < lines; i++) order[size_t(i)] = uint32_t(i);
+      uint64_t state = 88172645463325252ull;  // xorshift; Sattolo's shuffle: one cycle
+      for (int64_t i = lines - 1; i > 0; i--) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        std::swap(order[size_t(i)], order[size_t(state % uint64_t(i))]);
+      }
+      for (int64_t i = 0; i < lines; i++)
+        next[size_t(order[size_t(i)]) * 16] = order[size_t((i + 1) % lines)] * 16u;
+    } else {
+      for (int64_t i = 0; i < words; i++) next[size_t(i)] = uint32_t((i + 1040) % words);
+    }
     uint32_t *d_next, *out;
-    CHECK(cudaMalloc(&d_next, size_t(ring_bytes)));
+    CHECK(cudaMalloc(&d_next, size_t(ring)));
     CHECK(cudaMalloc(&out, 4));
-    CHECK(cudaMemcpy(d_next, next.data(), size_t(ring_bytes), cudaMemcpyHostToDevice));
-    const int hops = 20000;
+    CHECK(cudaMemcpy(d_next, next.data(), size_t(ring), cudaMemcpyHostToDevice));
     float best = 1e30f;
     for (int rep = 0; rep < 3; rep++) {
+      // (the cycle's hop rep * hops on: lines no earlier run touched)
+      uint32_t start = 0;
+      for (int h = 0; dram && h < rep * hops; h++) start = next[start];
       timer.start();
-      chase<<<1, 1>>>(d_next, hops, out);
+      chase<<<1, 1>>>(d_next, start, hops, out);
       const float ms = timer.stop_ms();
-      if (rep > 0 && ms < best) best = ms;
+      CHECK(cudaGetLastError());
+      if ((dram || rep > 0) && ms < best) best = ms;
     }
-    report(ring_bytes <= (int64_t(prop.l2CacheSize) / 2) ? "dependent read, L2"
-                                                         : "dependent read, DRAM",
-           best * 1e3 / hops, "us");
+    report(dram ? "dependent read, DRAM" : "dependent read, L2", best * 1e3 / hops, "us");
     CHECK(cudaFree(d_next));
     CHECK(cudaFree(out));
   }
@@ -368,7 +403,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < results.size(); i++)
       std::fprintf(f, "%s\"%s\": %.6g", i ? ", " : "", results[i].first.c_str(),
                    results[i].second);
-    std::fprintf(f, "}\n");
+    std::fprintf(f, "%s\"wrong\": [", results.empty() ? "" : ", ");
+    for (size_t i = 0; i < wrong.size(); i++)
+      std::fprintf(f, "%s\"%s\"", i ? ", " : "", wrong[i].c_str());
+    std::fprintf(f, "]}\n");
     std::fclose(f);
   }
   return 0;

@@ -176,18 +176,20 @@ part decode_layer_noprefetch 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_P
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_noprefetch.log"
 
 # 6. the building blocks' ceilings on this GPU
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-part primitives 60 bash -c "'$NVCC' -O3 -std=c++17 -arch=${AGENTRL_CUDA_ARCH:-sm_90} \
-  bench/gpu/primitives.cu -o '$OUT/primitives' && '$OUT/primitives' --json '$OUT/primitives.json'" &&
-  cat "$OUT/primitives.log"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+ARCH=${AGENTRL_CUDA_ARCH:-sm_90}
+part primitives 60 bash -c '"$0" -O3 -std=c++17 -arch="$1" bench/gpu/primitives.cu -o "$2/primitives" &&
+  "$2/primitives" --json "$2/primitives.json"' "$NVCC" "${ARCH%%,*}" "$OUT" && cat "$OUT/primitives.log"
 
 # 7. where batch-1 decode's kernels spend their time (Nsight Compute, when installed)
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 if [ -x "$NCU" ]; then
   sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section SchedulerStats --section SourceCounters"
-  # (no filter: a dozen consecutive launches after the warm-up, two layers' worth)
-  part profile_decode 90 "$NCU" --clock-control none $sections -s 400 -c 12 \
+    --section SchedulerStats --section SourceCounters --print-details all"
+  # A decode step launches 5 matching kernels a layer (Qwen2.5-0.5B: 24) and the LM head's GEMV
+  # and the greedy pick: skipping 1,335 lands on the 11th step's last layer, then its LM head
+  part profile_decode 90 "$NCU" --clock-control none $sections \
+    -k regex:'gemv_rows|attention_decode|greedy_split' -s 1335 -c 7 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
   part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
     -k regex:decode_layer -s 50 -c 1 "$DENO" run -A bench/gpu/bench.ts --decode-only

@@ -10,8 +10,8 @@ import re
 import sys
 
 
-KERNEL_LINE = re.compile(
-    r"^\s+(?:void\s+)?(.+?)\(.*\) \((\d+), \d+, \d+\)x\((\d+), \d+, \d+\), Context")
+KERNEL_LINE = re.compile(r"^\s+(?:void\s+)?(.+?)(?:\((?:[^()]|\([^()]*\))*\))? "
+                         r"\((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\), Context")
 
 
 def ncu_kernels(text):
@@ -21,14 +21,17 @@ def ncu_kernels(text):
         m = KERNEL_LINE.match(line)
         if m:
             name = re.sub(r"(<unnamed>|arl|\(anonymous namespace\))::", "", m[1])
-            found.append([f"{name} {m[2]}x{m[3]}", "-", "-"])
+            grid = ",".join(m[i] for i in (2, 3, 4))
+            block = ",".join(m[i] for i in (5, 6, 7))
+            found.append([f"{name} ({grid})x({block})", "-", "-"])
             continue
         if not found:
             continue
         d = re.match(r"^\s+Duration\s+(\S+)\s+([\d.,]+)", line)
         if d and found[-1][1] == "-":
             value = float(d[2].replace(",", ""))
-            found[-1][1] = format(value * {"ms": 1e3, "ns": 1e-3}.get(d[1], 1.0), ".2f")
+            scale = {"m": 1e3, "n": 1e-3, "s": 1e6}.get(d[1][0], 1.0)  # us, usecond: 1
+            found[-1][1] = format(value * scale, ".2f")
         t = re.match(r"^\s+DRAM Throughput\s+%\s+([\d.]+)", line)
         if t and found[-1][2] == "-":
             found[-1][2] = t[1]
@@ -215,8 +218,10 @@ def main(out: str) -> int:
         ref = prim.get("read, many blocks (the reference)")
         row("primitives", "read 1 GiB, many blocks per SM (the reference)",
             f"{num(ref, '.0f')} GB/s", "info", "info")
+        for name in prim.get("wrong") or []:
+            row("primitives", str(name)[len("read, "):], "WRONG SUM", "right", False)
         for name, value in prim.items():
-            if name.startswith("read, 1 block/SM"):
+            if name.startswith("read, 1 block/SM") and isinstance(value, (int, float)):
                 row("primitives", name[len("read, "):],
                     f"{value:.0f} GB/s ({value / ref:.2f} of the reference)" if ref else
                     f"{value:.0f} GB/s", "info", "info")
