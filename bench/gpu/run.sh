@@ -186,10 +186,11 @@ NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 if [ -x "$NCU" ]; then
   sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section SchedulerStats --section SourceCounters --print-details all"
-  # A decode step launches 5 matching kernels a layer (Qwen2.5-0.5B: 24) and the LM head's GEMV
-  # and the greedy pick: skipping 1,335 lands on the 11th step's last layer, then its LM head
+  # A decode step launches 5 matching kernels a layer (Qwen2.5-0.5B: 24), the LM head's GEMV and
+  # the greedy pick (122), after the prefill's LM head and pick (2): skipping 1,335 lands on the
+  # 11th step's layer 22 (its gate|up GEMV), so the 9 profiled cover layer 23 and the LM head
   part profile_decode 90 "$NCU" --clock-control none $sections \
-    -k regex:'gemv_rows|attention_decode|greedy_split' -s 1335 -c 7 \
+    -k regex:'gemv_rows|attention_decode|greedy_split' -s 1335 -c 9 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
   part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
     -k regex:decode_layer -s 50 -c 1 "$DENO" run -A bench/gpu/bench.ts --decode-only
