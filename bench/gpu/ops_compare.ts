@@ -337,6 +337,44 @@ function matmulCases(seed: number): Case[] {
       });
     }
   }
+  // One-row GEMVs with more column groups than two blocks per SM hold (so that the streaming
+  // GEMV, AGENTRL_CUDA_GEMV_STREAM=1, takes two or three groups a block), bf16 weights: plain
+  // (k = 4864: 4 warps a column, 5 loads a lane), with the norm, and with the norm and SwiGLU.
+  const wide: [string, number, number][] = [
+    ["linear", 4500, 96],
+    ["linear", 1000, 4864],
+    ["rmsnormLinear", 2400, 96],
+    ["rmsnormLinearSwiglu", 2300, 896],
+  ];
+  for (const [fused, wn, wk] of wide) {
+    const q = new Rand(`wide gemv ${fused} ${wn}x${wk}`, seed);
+    const stacked = fused === "rmsnormLinearSwiglu" ? 2 : 1;
+    const [fx, nw, fb, fy0] = [
+      q.randn(wk, 2),
+      q.uniforms(wk, 0.5, 1.5),
+      q.randn(stacked * wn),
+      q.randn(wn),
+    ];
+    const fw16 = bf16Bits(q.randn(stacked * wn * wk, 0.1));
+    for (const acc of fused === "linear" ? [false, true] : [false]) {
+      cases.push({
+        op: `${fused}Forward bf16 weights, 1 row, ${wn} columns k=${wk} bias${
+          acc ? " accumulate" : ""
+        }`,
+        tol: TOL_FP32,
+        run: (s) => {
+          const y = acc ? s.f32(fy0, [1, wn]) : s.nan([1, wn]);
+          const x = s.f32(fx, [1, wk]);
+          const w = s.bf16(fw16, [stacked * wn, wk]);
+          if (fused === "linear") linearForward(s.k, y, x, w, s.f32(fb), acc);
+          else if (fused === "rmsnormLinear") {
+            rmsnormLinearForward(s.k, y, x, s.f32(nw), w, s.f32(fb), 1e-6);
+          } else rmsnormLinearSwigluForward(s.k, y, x, s.f32(nw), w, s.f32(fb), 1e-6);
+          return { y: y.read() };
+        },
+      });
+    }
+  }
   // Decode fusion: RMSNorm, the stacked q|k|v GEMV, RoPE of q and k and the cache write (up to 8
   // rows, GQA 4:2, d 16; k = 37 the unaligned loop), unfused past 8 rows.
   for (const [fm, fk] of [[1, 96], [2, 37], [3, 1024], [8, 96], [9, 96]] as const) {

@@ -16,8 +16,8 @@
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
-# decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives
-# profile_decode profile_decode_layer).
+# decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream
+# decode_stream primitives profile_decode profile_decode_layer).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
@@ -26,6 +26,8 @@
 # each layer one cooperative kernel (AGENTRL_DECODE_LAYER=1, arl_decode_layer_bf16), and that
 # kernel prefetching its weights a phase ahead or not at all (AGENTRL_CUDA_DECODE_PREFETCH);
 # decode_layer also prints the kernel's mean phase times (AGENTRL_CUDA_DECODE_LAYER_TIMES=1).
+# ops_stream and decode_stream repeat every op's comparison and batch-1 decode with the streaming
+# one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1, an experiment).
 # primitives (bench/gpu/primitives.cu) measures the building blocks of a one-block-per-SM kernel:
 # streaming rates (loads, cp.async and bulk-copy rings) against many blocks per SM, a grid
 # barrier, and a dependent read from L2 and from DRAM. profile_decode and profile_decode_layer run
@@ -38,7 +40,7 @@ DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch primitives profile_decode profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream decode_stream primitives profile_decode profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -174,6 +176,11 @@ part decode_layer_phase 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFET
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_phase.log"
 part decode_layer_noprefetch 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_PREFETCH=none \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_layer_noprefetch.log"
+# the streaming one-row GEMV (an experiment): every op again, then batch-1 decode
+part ops_stream 90 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/ops_compare.ts &&
+  tail -1 "$OUT/ops_stream.log"
+part decode_stream 60 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/bench.ts \
+  --decode-only && tail -1 "$OUT/decode_stream.log"
 
 # 6. the building blocks' ceilings on this GPU
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

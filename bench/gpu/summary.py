@@ -72,7 +72,8 @@ def main(out: str) -> int:
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
                  "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
-                 "primitives", "profile_decode", "profile_decode_layer"):
+                 "ops_stream", "decode_stream", "primitives", "profile_decode",
+                 "profile_decode_layer"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -176,7 +177,7 @@ def main(out: str) -> int:
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
     for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer",
-                 "decode_layer_phase", "decode_layer_noprefetch"):
+                 "decode_layer_phase", "decode_layer_noprefetch", "decode_stream"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
@@ -207,6 +208,18 @@ def main(out: str) -> int:
     rest = [rates["decode_layer_phase"], rates["decode_layer_noprefetch"]]
     row("decode", "batch 1, a kernel per layer, L2 prefetch: default / a phase ahead / none",
         " / ".join(num(r, ".0f") for r in [layer] + rest) + " tokens/s", "info", "info")
+
+    # the streaming one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1): every op again, batch-1 decode
+    st, _ = status("ops_stream")
+    m = re.search(r"(\d+) of (\d+) outputs within tolerance", read("ops_stream.log") or "")
+    row("ops stream", "CUDA vs CPU backend, AGENTRL_CUDA_GEMV_STREAM=1",
+        f"{m[1]} of {m[2]} within tol" if m else f"{st} (no result line)", "all",
+        bool(m) and m[1] == m[2])
+    stream = rates["decode_stream"]
+    value = (f"{stream / fused:.2f}x ({stream:.0f} / {fused:.0f} tokens/s)"
+             if fused and stream else f"{num(stream, '.0f')} / {num(fused, '.0f')}")
+    row("decode", "batch 1: streaming GEMV (AGENTRL_CUDA_GEMV_STREAM=1) / decode fusions", value,
+        "info", "info")
 
     # the building blocks' ceilings (primitives.cu): streaming with one block per SM against
     # many blocks, a grid barrier, dependent reads

@@ -10,6 +10,9 @@
 // of a stacked gate|up weight (each column's warps stream its gate and its up row).
 #pragma once
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "common.cuh"
 
 namespace arl {
@@ -304,6 +307,119 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
 }
 
+// The streaming variant for one input row (AGENTRL_CUDA_GEMV_STREAM=1, an experiment timed by
+// bench/gpu/run.sh's decode_stream part): a grid of at most 2 blocks per SM, each block taking
+// column groups b, b + G, ... (a group is what a gemv_rows_kernel block covers: kGemvWarps /
+// split columns, split warps each). A warp holds its whole slice of a group's weight rows in
+// registers (at most gemv_stream_steps 16-byte loads per lane and row) and loads the next group's
+// before it reduces this one's, so a block keeps a group's weights in flight throughout;
+// the norm's rstd is found once per block, while the first group's weights stream.
+// 16-byte loads per lane and row (two groups' worth are held in registers).
+template <int kMode>
+constexpr int gemv_stream_steps() {
+  return kMode == kGemvPlain ? 8 : 4;
+}
+
+template <typename W, int kMode>
+__global__ void __launch_bounds__(kGemvWarps * 32, 2)
+    gemv_stream_kernel(float* __restrict__ y, const float* __restrict__ x,
+                       const W* __restrict__ w, const float* __restrict__ bias, int32_t n,
+                       int32_t k, int split, bool accumulate, const float* __restrict__ norm_weight,
+                       float eps) {
+  constexpr bool kNorm = kMode != kGemvPlain;
+  constexpr int R = kMode == kGemvNormSwiglu ? 2 : 1;
+  constexpr int S = gemv_stream_steps<kMode>();
+  constexpr int E = Wide16<W>::kCount;
+  __shared__ float part[2][kGemvWarps][R];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int cols = kGemvWarps / split, slice = warp % split, col = warp / split;
+  const int64_t groups = (int64_t(n) + cols - 1) / cols, up = int64_t(n) * k;
+  const int32_t kv = k / E, first = slice * 32 + lane, step = 32 * split;
+  pdl_trigger();
+  // the loads of group g's column of this warp (nothing past n or kv)
+  auto load = [&](uint4 (&buf)[S][R], int64_t g) {
+    const int64_t j = g * cols + col;
+#pragma unroll
+    for (int p = 0; p < S; p++)
+#pragma unroll
+      for (int h = 0; h < R; h++)
+        if (j < n && first + p * step < kv)
+          buf[p][h] = __ldg(reinterpret_cast<const uint4*>(w + (h * up + j * k)) + first +
+                            p * step);
+  };
+  float rstd[1] = {1.0f};
+  // group g from buf: the slice's dot with x (scaled by the norm weight), summed over the
+  // column's warps through part[parity], and its output
+  auto finish = [&](const uint4 (&buf)[S][R], int64_t g, int parity) {
+    const int64_t j = g * cols + col;
+    float acc[R];
+#pragma unroll
+    for (int h = 0; h < R; h++) acc[h] = 0.0f;
+#pragma unroll
+    for (int p = 0; p < S; p++) {
+      const int32_t i = first + p * step;
+      if (j >= n || i >= kv) break;
+      Wide16<W> a[R];
+#pragma unroll
+      for (int h = 0; h < R; h++) a[h].set(buf[p][h]);
+      const float4* xr = reinterpret_cast<const float4*>(x + int64_t(i) * E);
+      const float4* gr = reinterpret_cast<const float4*>(norm_weight + int64_t(i) * E);
+#pragma unroll
+      for (int q = 0; q < E / 4; q++) {
+        float4 b = __ldg(xr + q);
+        if (kNorm) {
+          const float4 gq = __ldg(gr + q);
+          b = make_float4(b.x * gq.x, b.y * gq.y, b.z * gq.z, b.w * gq.w);
+        }
+#pragma unroll
+        for (int h = 0; h < R; h++) {
+          const float* v = &a[h].v[4 * q];
+          acc[h] = fmaf(v[0], b.x, fmaf(v[1], b.y, fmaf(v[2], b.z, fmaf(v[3], b.w, acc[h]))));
+        }
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < R; h++)
+      for (int o = 16; o > 0; o >>= 1) acc[h] += __shfl_xor_sync(0xffffffffu, acc[h], o);
+    if (lane == 0)
+#pragma unroll
+      for (int h = 0; h < R; h++) part[parity][warp][h] = acc[h];
+    __syncthreads();  // (part[parity] is written again two groups on, past the next barrier)
+    if (slice != 0 || lane != 0 || j >= n) return;
+    float sum[R];
+#pragma unroll
+    for (int h = 0; h < R; h++) {
+      sum[h] = 0.0f;
+      for (int t = 0; t < split; t++) sum[h] += part[parity][warp + t][h];
+      sum[h] = sum[h] * rstd[0] + (bias != nullptr ? bias[h * int64_t(n) + j] : 0.0f);
+    }
+    if (R == 2) y[j] = silu(sum[0]) * sum[R - 1];
+    else y[j] = accumulate ? y[j] + sum[0] : sum[0];
+  };
+  uint4 even[S][R] = {}, odd[S][R] = {};
+  int64_t g = blockIdx.x;
+  load(even, g);  // weights are no kernel's output: before pdl_wait
+  pdl_wait();
+  if (kNorm) rows_rstd<1>(rstd, x, k, eps);
+  // two groups an iteration, so that both buffers stay in registers
+  for (; g < groups; g += 2 * int64_t(gridDim.x)) {
+    if (g + gridDim.x < groups) load(odd, g + gridDim.x);
+    finish(even, g, 0);
+    if (g + gridDim.x >= groups) break;
+    if (g + 2 * int64_t(gridDim.x) < groups) load(even, g + 2 * int64_t(gridDim.x));
+    finish(odd, g + gridDim.x, 1);
+  }
+}
+
+// AGENTRL_CUDA_GEMV_STREAM=1: one-row GEMVs take gemv_stream_kernel where it fits.
+inline bool gemv_stream_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_GEMV_STREAM");
+    return e != nullptr && e[0] == '1' && e[1] == '\0';
+  }();
+  return on;
+}
+
 template <int M, typename W, int kMode>
 void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float* bias,
                  int32_t n, int32_t k, bool accumulate, const float* norm_weight, float eps,
@@ -323,6 +439,14 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
                                    reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
   const GemvRope args = rope != nullptr ? *rope : GemvRope{};
   const dim3 grid(blocks), block(kGemvWarps * 32);
+  if constexpr (M == 1 && kMode != kGemvNormRope) {
+    if (vec && gemv_stream_enabled() && k / E <= 32 * split * gemv_stream_steps<kMode>()) {
+      const dim3 persistent(unsigned(std::min<int64_t>(blocks, int64_t(ctx->num_sms) * 2)));
+      launch_pdl(ctx, gemv_stream_kernel<W, kMode>, persistent, block, 0, y, x, w, bias, n, k,
+                 split, accumulate, norm_weight, eps);
+      return;
+    }
+  }
   if (vec)
     launch_pdl(ctx, gemv_rows_kernel<M, W, true, kMode>, grid, block, 0, y, x, w, bias, n, k,
                split, accumulate, norm_weight, eps, args);

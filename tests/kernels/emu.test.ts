@@ -184,19 +184,23 @@ Deno.test({
     `the CUDA library, emulated, matches the CPU library on every op in three thread orders${why}`,
   ignore,
   async fn() {
-    // Three subprocesses at once (the runner is otherwise one core at a time).
+    // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
+    // takes the streaming one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
         run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
           AGENTRL_KERNELS_CUDA: EMU_LIB,
           AGENTRL_CUDA_EMU_ORDER: order,
+          ...(order === "reverse" ? { AGENTRL_CUDA_GEMV_STREAM: "1" } : {}),
           NO_COLOR: "1",
         })
       ),
     );
     results.forEach(({ code, text }, i) => {
-      const what = `ops_compare on the emulated CUDA library, ${orders[i]} order`;
+      const what = `ops_compare on the emulated CUDA library, ${orders[i]} order${
+        orders[i] === "reverse" ? ", streaming GEMV" : ""
+      }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
       assert.ok(m, `${what}: no summary line in:\n${text}`);
