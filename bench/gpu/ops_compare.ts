@@ -338,13 +338,16 @@ function matmulCases(seed: number): Case[] {
     }
   }
   // One-row GEMVs with more column groups than two blocks per SM hold (so that the streaming
-  // GEMV, AGENTRL_CUDA_GEMV_STREAM=1, takes two or three groups a block), bf16 weights: plain
-  // (k = 4864: 4 warps a column, 5 loads a lane), with the norm, and with the norm and SwiGLU.
+  // GEMV, AGENTRL_CUDA_GEMV_STREAM=1, takes from one to four groups a block on 132 SMs), bf16
+  // weights: plain (k = 4864: 4 warps a column, 5 loads a lane), with the norm, and with the norm
+  // and SwiGLU (4864 x 96: Qwen2.5-0.5B's gate|up grouping, 608 groups).
   const wide: [string, number, number][] = [
     ["linear", 4500, 96],
     ["linear", 1000, 4864],
     ["rmsnormLinear", 2400, 96],
+    ["rmsnormLinear", 7000, 96],
     ["rmsnormLinearSwiglu", 2300, 896],
+    ["rmsnormLinearSwiglu", 4864, 96],
   ];
   for (const [fused, wn, wk] of wide) {
     const q = new Rand(`wide gemv ${fused} ${wn}x${wk}`, seed);

@@ -312,9 +312,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 // column groups b, b + G, ... (a group is what a gemv_rows_kernel block covers: kGemvWarps /
 // split columns, split warps each). A warp holds its whole slice of a group's weight rows in
 // registers (at most gemv_stream_steps 16-byte loads per lane and row) and loads the next group's
-// before it reduces this one's, so a block keeps a group's weights in flight throughout;
-// the norm's rstd is found once per block, while the first group's weights stream.
-// 16-byte loads per lane and row (two groups' worth are held in registers).
+// before it reduces this one's, so a block keeps a group's weights in flight throughout.
+// Once per block, while the first group's weights stream: x times the norm weight into shared
+// memory (k floats, dynamic) and the norm's rstd.
+// 16-byte loads per lane and row of one group (two groups' worth are held in registers).
 template <int kMode>
 constexpr int gemv_stream_steps() {
   return kMode == kGemvPlain ? 8 : 4;
@@ -331,6 +332,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   constexpr int S = gemv_stream_steps<kMode>();
   constexpr int E = Wide16<W>::kCount;
   __shared__ float part[2][kGemvWarps][R];
+  extern __shared__ float4 gemv_stream_xg[];  // x * norm weight (k floats)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cols = kGemvWarps / split, slice = warp % split, col = warp / split;
   const int64_t groups = (int64_t(n) + cols - 1) / cols, up = int64_t(n) * k;
@@ -362,15 +364,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
       Wide16<W> a[R];
 #pragma unroll
       for (int h = 0; h < R; h++) a[h].set(buf[p][h]);
-      const float4* xr = reinterpret_cast<const float4*>(x + int64_t(i) * E);
-      const float4* gr = reinterpret_cast<const float4*>(norm_weight + int64_t(i) * E);
 #pragma unroll
       for (int q = 0; q < E / 4; q++) {
-        float4 b = __ldg(xr + q);
-        if (kNorm) {
-          const float4 gq = __ldg(gr + q);
-          b = make_float4(b.x * gq.x, b.y * gq.y, b.z * gq.z, b.w * gq.w);
-        }
+        const float4 b = gemv_stream_xg[int64_t(i) * (E / 4) + q];
 #pragma unroll
         for (int h = 0; h < R; h++) {
           const float* v = &a[h].v[4 * q];
@@ -400,7 +396,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   int64_t g = blockIdx.x;
   load(even, g);  // weights are no kernel's output: before pdl_wait
   pdl_wait();
-  if (kNorm) rows_rstd<1>(rstd, x, k, eps);
+  float* xg = reinterpret_cast<float*>(gemv_stream_xg);
+  for (int32_t i = threadIdx.x; i < k; i += blockDim.x)
+    xg[i] = kNorm ? __ldg(x + i) * __ldg(norm_weight + i) : __ldg(x + i);
+  if (kNorm) rows_rstd<1>(rstd, x, k, eps);  // (its barrier publishes xg too)
+  else __syncthreads();
   // two groups an iteration, so that both buffers stay in registers
   for (; g < groups; g += 2 * int64_t(gridDim.x)) {
     if (g + gridDim.x < groups) load(odd, g + gridDim.x);
@@ -440,10 +440,12 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   const GemvRope args = rope != nullptr ? *rope : GemvRope{};
   const dim3 grid(blocks), block(kGemvWarps * 32);
   if constexpr (M == 1 && kMode != kGemvNormRope) {
-    if (vec && gemv_stream_enabled() && k / E <= 32 * split * gemv_stream_steps<kMode>()) {
+    const size_t xg_bytes = size_t(k) * 4;
+    if (vec && gemv_stream_enabled() && k / E <= 32 * split * gemv_stream_steps<kMode>() &&
+        xg_bytes <= 48 * 1024) {
       const dim3 persistent(unsigned(std::min<int64_t>(blocks, int64_t(ctx->num_sms) * 2)));
-      launch_pdl(ctx, gemv_stream_kernel<W, kMode>, persistent, block, 0, y, x, w, bias, n, k,
-                 split, accumulate, norm_weight, eps);
+      launch_pdl(ctx, gemv_stream_kernel<W, kMode>, persistent, block, xg_bytes, y, x, w, bias,
+                 n, k, split, accumulate, norm_weight, eps);
       return;
     }
   }
