@@ -343,10 +343,10 @@ function matmulCases(seed: number): Case[] {
   // and SwiGLU (4864 x 96: Qwen2.5-0.5B's gate|up grouping, 608 groups).
   const wide: [string, number, number][] = [
     ["linear", 4500, 96],
-    ["linear", 1000, 4864],
+    ["linear", 700, 4864],
     ["rmsnormLinear", 2400, 96],
     ["rmsnormLinear", 7000, 96],
-    ["rmsnormLinearSwiglu", 2300, 896],
+    ["rmsnormLinearSwiglu", 2300, 448],
     ["rmsnormLinearSwiglu", 4864, 96],
   ];
   for (const [fused, wn, wk] of wide) {
