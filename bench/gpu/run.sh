@@ -17,7 +17,8 @@
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
 # decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream
-# decode_stream primitives profile_decode profile_decode_layer).
+# decode_stream decode_stream_wide primitives profile_decode profile_decode_stream
+# profile_decode_layer).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
@@ -27,11 +28,12 @@
 # kernel prefetching its weights a phase ahead or not at all (AGENTRL_CUDA_DECODE_PREFETCH);
 # decode_layer also prints the kernel's mean phase times (AGENTRL_CUDA_DECODE_LAYER_TIMES=1).
 # ops_stream and decode_stream repeat every op's comparison and batch-1 decode with the streaming
-# one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1, an experiment).
+# one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1, an experiment); decode_stream_wide gives it only the
+# GEMVs with two column groups a block or more (AGENTRL_CUDA_GEMV_STREAM=2).
 # primitives (bench/gpu/primitives.cu) measures the building blocks of a one-block-per-SM kernel:
 # streaming rates (loads, cp.async and bulk-copy rings) against many blocks per SM, a grid
 # barrier, and a dependent read from L2 and from DRAM. profile_decode and profile_decode_layer run
-# Nsight Compute (when `ncu` is there) on a dozen of batch-1 decode's kernels and on one layer
+# Nsight Compute (when `ncu` is there) on nine of batch-1 decode's kernels and on one layer
 # kernel: speed of light, memory, warp states and the source lines warps stall on (the library is
 # built with -lineinfo); the summary lists each kernel's time and DRAM throughput.
 set -u
@@ -40,7 +42,7 @@ DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream decode_stream primitives profile_decode profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -181,6 +183,8 @@ part ops_stream 90 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/ops_c
   tail -1 "$OUT/ops_stream.log"
 part decode_stream 60 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/bench.ts \
   --decode-only && tail -1 "$OUT/decode_stream.log"
+part decode_stream_wide 60 env AGENTRL_CUDA_GEMV_STREAM=2 "$DENO" run -A bench/gpu/bench.ts \
+  --decode-only && tail -1 "$OUT/decode_stream_wide.log"
 
 # 6. the building blocks' ceilings on this GPU
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -199,11 +203,17 @@ if [ -x "$NCU" ]; then
   part profile_decode 90 "$NCU" --clock-control none $sections \
     -k regex:'gemv_rows|attention_decode|greedy_split' -s 1335 -c 9 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
+  # the same kernels with the streaming GEMV
+  part profile_decode_stream 90 env AGENTRL_CUDA_GEMV_STREAM=1 "$NCU" --clock-control none \
+    $sections -k regex:'gemv_|attention_decode|greedy_split' -s 1335 -c 9 \
+    "$DENO" run -A bench/gpu/bench.ts --decode-only
   part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
     -k regex:decode_layer -s 50 -c 1 "$DENO" run -A bench/gpu/bench.ts --decode-only
 else
-  for f in profile_decode profile_decode_layer; do echo "skipped 0 -" >"$OUT/$f.status"; done
-  echo "== profile_decode, profile_decode_layer: skipped (no ncu)"
+  for f in profile_decode profile_decode_stream profile_decode_layer; do
+    echo "skipped 0 -" >"$OUT/$f.status"
+  done
+  echo "== profile_decode, profile_decode_stream, profile_decode_layer: skipped (no ncu)"
 fi
 
 echo

@@ -72,8 +72,8 @@ def main(out: str) -> int:
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
                  "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
-                 "ops_stream", "decode_stream", "primitives", "profile_decode",
-                 "profile_decode_layer"):
+                 "ops_stream", "decode_stream", "decode_stream_wide", "primitives",
+                 "profile_decode", "profile_decode_stream", "profile_decode_layer"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -177,7 +177,8 @@ def main(out: str) -> int:
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
     for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer",
-                 "decode_layer_phase", "decode_layer_noprefetch", "decode_stream"):
+                 "decode_layer_phase", "decode_layer_noprefetch", "decode_stream",
+                 "decode_stream_wide"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
@@ -220,6 +221,11 @@ def main(out: str) -> int:
              if fused and stream else f"{num(stream, '.0f')} / {num(fused, '.0f')}")
     row("decode", "batch 1: streaming GEMV (AGENTRL_CUDA_GEMV_STREAM=1) / decode fusions", value,
         "info", "info")
+    wide = rates["decode_stream_wide"]
+    value = (f"{wide / fused:.2f}x ({wide:.0f} / {fused:.0f} tokens/s)"
+             if fused and wide else f"{num(wide, '.0f')} / {num(fused, '.0f')}")
+    row("decode", "batch 1: streaming GEMV where 2+ groups a block (=2) / decode fusions", value,
+        "info", "info")
 
     # the building blocks' ceilings (primitives.cu): streaming with one block per SM against
     # many blocks, a grid barrier, dependent reads
@@ -243,7 +249,7 @@ def main(out: str) -> int:
             row("primitives", name + " (us)", num(prim.get(name), ".3f"), "info", "info")
 
     # Nsight Compute's kernel times and DRAM throughput (the logs hold the stall locations)
-    for name in ("profile_decode", "profile_decode_layer"):
+    for name in ("profile_decode", "profile_decode_stream", "profile_decode_layer"):
         kernels = ncu_kernels(read(f"{name}.log") or "")
         if not kernels:
             st, _ = status(name)

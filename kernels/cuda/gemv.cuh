@@ -11,7 +11,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "common.cuh"
 
@@ -411,13 +413,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
   }
 }
 
-// AGENTRL_CUDA_GEMV_STREAM=1: one-row GEMVs take gemv_stream_kernel where it fits.
-inline bool gemv_stream_enabled() {
-  static const bool on = [] {
+// AGENTRL_CUDA_GEMV_STREAM: 1, one-row GEMVs take gemv_stream_kernel where it fits; 2, only
+// those with at least two column groups a block (where loading the next group can overlap);
+// else 0 (an unknown value is reported once and ignored).
+inline int gemv_stream_mode() {
+  static const int mode = [] {
     const char* e = std::getenv("AGENTRL_CUDA_GEMV_STREAM");
-    return e != nullptr && e[0] == '1' && e[1] == '\0';
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "0") == 0) return 0;
+    if (std::strcmp(e, "1") == 0) return 1;
+    if (std::strcmp(e, "2") == 0) return 2;
+    std::fprintf(stderr, "AGENTRL_CUDA_GEMV_STREAM=%s: expected 0, 1 or 2; ignored\n", e);
+    return 0;
   }();
-  return on;
+  return mode;
 }
 
 template <int M, typename W, int kMode>
@@ -441,9 +449,11 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
   const dim3 grid(blocks), block(kGemvWarps * 32);
   if constexpr (M == 1 && kMode != kGemvNormRope) {
     const size_t xg_bytes = size_t(k) * 4;
-    if (vec && gemv_stream_enabled() && k / E <= 32 * split * gemv_stream_steps<kMode>() &&
-        xg_bytes <= 48 * 1024) {
-      const dim3 persistent(unsigned(std::min<int64_t>(blocks, int64_t(ctx->num_sms) * 2)));
+    const int64_t grid_cap = int64_t(ctx->num_sms) * 2;
+    const int stream = gemv_stream_mode();
+    if (vec && stream != 0 && k / E <= 32 * split * gemv_stream_steps<kMode>() &&
+        xg_bytes <= 48 * 1024 && (stream == 1 || int64_t(blocks) >= 2 * grid_cap)) {
+      const dim3 persistent(unsigned(std::min<int64_t>(blocks, grid_cap)));
       launch_pdl(ctx, gemv_stream_kernel<W, kMode>, persistent, block, xg_bytes, y, x, w, bias,
                  n, k, split, accumulate, norm_weight, eps);
       return;

@@ -185,21 +185,26 @@ Deno.test({
   ignore,
   async fn() {
     // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
-    // takes the streaming one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1).
+    // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1), the
+    // shuffled one where a block gets two column groups or more (=2).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
         run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
           AGENTRL_KERNELS_CUDA: EMU_LIB,
           AGENTRL_CUDA_EMU_ORDER: order,
-          ...(order === "reverse" ? { AGENTRL_CUDA_GEMV_STREAM: "1" } : {}),
+          ...(order === "forward"
+            ? {}
+            : { AGENTRL_CUDA_GEMV_STREAM: order === "reverse" ? "1" : "2" }),
           NO_COLOR: "1",
         })
       ),
     );
     results.forEach(({ code, text }, i) => {
       const what = `ops_compare on the emulated CUDA library, ${orders[i]} order${
-        orders[i] === "reverse" ? ", streaming GEMV" : ""
+        orders[i] === "forward"
+          ? ""
+          : `, AGENTRL_CUDA_GEMV_STREAM=${orders[i] === "reverse" ? 1 : 2}`
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
