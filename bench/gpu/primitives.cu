@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "../../kernels/cuda/grid_barrier.cuh"
+
 namespace cg = cooperative_groups;
 
 namespace {
@@ -175,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Grid-wide barriers, n of them: the decode layer kernel's one-word barrier, or cg's.
+// Grid-wide barriers, n of them: the decode layer kernel's (grid_barrier.cuh), or cg's.
 template <bool Groups>
 __global__ void __launch_bounds__(kThreads, 1) barriers(unsigned* word, int n) {
   for (int i = 0; i < n; i++) {
@@ -183,16 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1) barriers(unsigned* word, int n) {
       cg::this_grid().sync();
       continue;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-      __threadfence();
-      const unsigned before = atomicAdd(word, add);
-      const volatile unsigned* w = word;
-      while (((before ^ *w) & 0x80000000u) == 0) __nanosleep(20);
-      __threadfence();
-    }
-    __syncthreads();
+    arl::grid_barrier(word);
   }
 }
 

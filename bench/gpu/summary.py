@@ -67,6 +67,12 @@ def main(out: str) -> int:
     def num(x, fmt):
         return "-" if x is None else format(x, fmt)
 
+    def versus(a, b):
+        """'a/b x (a / b tokens/s)', or the two rates with '-' for a missing one."""
+        if a and b:
+            return f"{a / b:.2f}x ({a:.0f} / {b:.0f} tokens/s)"
+        return f"{num(a, '.0f')} / {num(b, '.0f')}"
+
     # timings of every part
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
@@ -169,8 +175,7 @@ def main(out: str) -> int:
     fp = (load("bench_attn_fp32.json") or {}).get("ours") or {}
     for metric, key in (("training", "trainTokensS"), ("log-prob forward", "logprobTokensS")):
         a, b = tc.get(key), fp.get(key)
-        value = (f"{a / b:.2f}x ({a:.0f} / {b:.0f} tokens/s)" if a and b
-                 else f"{num(a, '.0f')} / {num(b, '.0f')}")
+        value = versus(a, b)
         row("attention", f"{metric}: tensor cores / AGENTRL_CUDA_ATTENTION=fp32", value, "info",
             "info")
 
@@ -182,17 +187,14 @@ def main(out: str) -> int:
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
     fused, unfused = rates["decode_fused"], rates["decode_unfused"]
-    value = (f"{fused / unfused:.2f}x ({fused:.0f} / {unfused:.0f} tokens/s)"
-             if fused and unfused else f"{num(fused, '.0f')} / {num(unfused, '.0f')}")
+    value = versus(fused, unfused)
     row("decode", "batch 1: decode fusions / AGENTRL_DECODE_FUSION=0", value, "info", "info")
     nopdl = rates["decode_nopdl"]
-    value = (f"{fused / nopdl:.2f}x ({fused:.0f} / {nopdl:.0f} tokens/s)"
-             if fused and nopdl else f"{num(fused, '.0f')} / {num(nopdl, '.0f')}")
+    value = versus(fused, nopdl)
     row("decode", "batch 1: programmatic dependent launch / AGENTRL_CUDA_PDL=0", value, "info",
         "info")
     layer = rates["decode_layer"]
-    value = (f"{layer / fused:.2f}x ({layer:.0f} / {fused:.0f} tokens/s)"
-             if fused and layer else f"{num(layer, '.0f')} / {num(fused, '.0f')}")
+    value = versus(layer, fused)
     g = re.search(r"decode graphs: ([^\n(]*)", read("decode_layer.log") or "")
     value += f", graphs {g[1].strip()}" if g else ""
     row("decode", "batch 1: a kernel per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
@@ -217,13 +219,11 @@ def main(out: str) -> int:
         f"{m[1]} of {m[2]} within tol" if m else f"{st} (no result line)", "all",
         bool(m) and m[1] == m[2])
     stream = rates["decode_stream"]
-    value = (f"{stream / fused:.2f}x ({stream:.0f} / {fused:.0f} tokens/s)"
-             if fused and stream else f"{num(stream, '.0f')} / {num(fused, '.0f')}")
+    value = versus(stream, fused)
     row("decode", "batch 1: streaming GEMV (AGENTRL_CUDA_GEMV_STREAM=1) / decode fusions", value,
         "info", "info")
     wide = rates["decode_stream_wide"]
-    value = (f"{wide / fused:.2f}x ({wide:.0f} / {fused:.0f} tokens/s)"
-             if fused and wide else f"{num(wide, '.0f')} / {num(fused, '.0f')}")
+    value = versus(wide, fused)
     row("decode", "batch 1: streaming GEMV where 2+ groups a block (=2) / decode fusions", value,
         "info", "info")
 

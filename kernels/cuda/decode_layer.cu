@@ -25,6 +25,7 @@
 // (after common.cuh: the checks need its context)
 #include "../common/decode_layer.h"
 #include "gemv.cuh"
+#include "grid_barrier.cuh"
 #include "rope.cuh"
 
 namespace {
@@ -70,23 +71,6 @@ struct LayerArgs {
   int* flag;
   int64_t* flag_index;
 };
-
-// Grid-wide barrier (every thread of the cooperative grid calls it): the writes before it are
-// visible to every block after it. One word: each block adds 1, block 0 adds 2^31 - (G - 1), so
-// the last arrival flips the top bit and leaves the low bits as they were (0); the blocks wait
-// for the flip.
-__device__ inline void grid_barrier(unsigned* barrier) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-    __threadfence();
-    const unsigned before = atomicAdd(barrier, add);
-    const volatile unsigned* word = barrier;
-    while (((before ^ *word) & 0x80000000u) == 0) __nanosleep(20);
-    __threadfence();
-  }
-  __syncthreads();
-}
 
 // Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the
 // emulator. Hopper: bulk prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector.
@@ -413,7 +397,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   if (roped)
     for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
       rope_trig(j, double(pos), a.theta, d, 1.0, &trig[j], &trig[kMaxHalf + j]);
-  grid_barrier(a.barrier);
+  arl::grid_barrier(a.barrier);
   if (timing) stamp[1] = global_ns();
   // B: attention, a warp per (head, split), spread over the blocks; one block caches the new
   // keys (roped) and values
@@ -441,7 +425,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
       vc[j + half] = __ldcg(vr + j + half);
     }
   }
-  grid_barrier(a.barrier);
+  arl::grid_barrier(a.barrier);
   if (timing) stamp[2] = global_ns();
   // C: x += attn . w_o^T (attn as the heads' last splits merged it; zeros for a bad row), and
   // each block's share of q and k roped into qkv
@@ -462,13 +446,13 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
     }
   }
   if (a.prefetch == kPrefetchPhase) prefetch_down();
-  grid_barrier(a.barrier);
+  arl::grid_barrier(a.barrier);
   if (timing) stamp[3] = global_ns();
   // D: act = silu(gate) * up of norm(x)
   norm_to_shared(vec, a.x, a.ln2, a.c, a.eps, red);
   block_gemv<2>(a.w_gu, int64_t(a.f) * a.c, vec, a.c, f0, f1, part,
                 [&](int32_t r, const float (&sum)[2]) { a.act[r] = arl::silu(sum[0]) * sum[1]; });
-  grid_barrier(a.barrier);
+  arl::grid_barrier(a.barrier);
   if (timing) stamp[4] = global_ns();
   // E: x += act . w_down^T
   for (int32_t i = threadIdx.x; i < a.f; i += blockDim.x) vec[i] = __ldcg(a.act + i);
