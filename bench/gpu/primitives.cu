@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../../kernels/cuda/grid_barrier.cuh"
+#include "bench_util.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -33,47 +34,8 @@ namespace {
 constexpr int kThreads = 512;
 constexpr size_t kRingBytes = 192 * 1024;  // the ring variants' shared memory, at most
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    const cudaError_t e_ = (call);                                                    \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-                   cudaGetErrorString(e_));                                           \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
-
-__device__ inline uint64_t words_sum(uint4 v) {
-  return uint64_t(v.x) + v.y + v.z + v.w;
-}
-
-// The block's sum into *total (one atomic per warp).
-__device__ inline void add_sum(uint64_t s, unsigned long long* total) {
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(total, (unsigned long long)s);
-}
-
-__global__ void fill(uint4* p, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t a = uint32_t(i) * 2654435761u;
-    p[i] = make_uint4(a, a ^ 0x9e3779b9u, a + 7u, ~a);
-  }
-}
-
-// The reference: many blocks, grid-stride, 4 loads in flight per thread.
-__global__ void read_many(const uint4* __restrict__ p, int64_t n, unsigned long long* total) {
-  uint64_t s = 0;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride),
-                d = __ldg(p + i + 3 * stride);
-    s += words_sum(a) + words_sum(b) + words_sum(c) + words_sum(d);
-  }
-  for (; i < n; i += stride) s += words_sum(__ldg(p + i));
-  add_sum(s, total);
-}
+using bench::add_sum;
+using bench::words_sum;
 
 // One block per SM, block b reading its contiguous share, Batch 16-byte loads per thread in
 // flight (the decode layer kernel's committed way).
@@ -194,34 +156,6 @@ __global__ void chase(const uint32_t* __restrict__ next, uint32_t at, int n, uin
   *out = at;
 }
 
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() {
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-  }
-  void start() { CHECK(cudaEventRecord(a)); }
-  float stop_ms() {
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-  }
-};
-
-std::vector<std::pair<std::string, double>> results;
-std::vector<std::string> wrong;  // streaming variants whose checksum differed
-
-void report(const std::string& name, double value, const char* unit, double reference = 0) {
-  results.emplace_back(name, value);
-  if (reference > 0)
-    std::printf("%s: %.1f %s (%.2f of the reference)\n", name.c_str(), value, unit,
-                value / reference);
-  else
-    std::printf("%s: %.3f %s\n", name.c_str(), value, unit);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,9 +183,10 @@ int main(int argc, char** argv) {
   unsigned long long* total;
   CHECK(cudaMalloc(&buffer, size_t(n) * 16));
   CHECK(cudaMalloc(&total, sizeof(unsigned long long)));
-  fill<<<sms * 8, 256>>>(buffer, n);
+  bench::fill<<<sms * 8, 256>>>(buffer, n);
   CHECK(cudaGetLastError());
-  Timer timer;
+  bench::Timer timer;
+  bench::Results results;
 
   // best of 5 (after one warm-up): GB/s; `same` stays true while every run's checksum equals
   // the first run's (the reference's, for the variants)
@@ -278,14 +213,13 @@ int main(int argc, char** argv) {
     return bytes / (best * 1e-3) / 1e9;
   };
 
-  const double reference = stream([&] { read_many<<<sms * 4, 512>>>(buffer, n, total); });
-  report("read, many blocks (the reference)", reference, "GB/s");
+  const double reference = stream([&] { bench::read_many<<<sms * 4, 512>>>(buffer, n, total); });
+  results.report("read, many blocks (the reference)", reference, "GB/s");
   auto check = [&](const std::string& name, double rate) {
     if (!same) {
-      std::printf("%s: WRONG SUM\n", name.c_str());
-      wrong.push_back(name);
+      results.mark_wrong(name);
     } else {
-      report(name, rate, "GB/s", reference);
+      results.report(name, rate, "GB/s", reference);
     }
   };
   // more than half an SM's shared memory: one block per SM, as the decode layer kernel
@@ -339,7 +273,7 @@ int main(int argc, char** argv) {
       const float ms = timer.stop_ms();
       if (rep > 0 && ms < best) best = ms;
     }
-    report(groups ? "grid barrier, cooperative_groups" : "grid barrier, one word",
+    results.report(groups ? "grid barrier, cooperative_groups" : "grid barrier, one word",
            best * 1e3 / count, "us");
   }
 
@@ -381,26 +315,11 @@ int main(int argc, char** argv) {
       CHECK(cudaGetLastError());
       if ((dram || rep > 0) && ms < best) best = ms;
     }
-    report(dram ? "dependent read, DRAM" : "dependent read, L2", best * 1e3 / hops, "us");
+    results.report(dram ? "dependent read, DRAM" : "dependent read, L2", best * 1e3 / hops, "us");
     CHECK(cudaFree(d_next));
     CHECK(cudaFree(out));
   }
 
-  if (json != nullptr) {
-    FILE* f = std::fopen(json, "w");
-    if (f == nullptr) {
-      std::fprintf(stderr, "cannot write %s\n", json);
-      return 1;
-    }
-    std::fprintf(f, "{");
-    for (size_t i = 0; i < results.size(); i++)
-      std::fprintf(f, "%s\"%s\": %.6g", i ? ", " : "", results[i].first.c_str(),
-                   results[i].second);
-    std::fprintf(f, "%s\"wrong\": [", results.empty() ? "" : ", ");
-    for (size_t i = 0; i < wrong.size(); i++)
-      std::fprintf(f, "%s\"%s\"", i ? ", " : "", wrong[i].c_str());
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
+  if (json != nullptr && !results.write_json(json)) return 1;
   return 0;
 }

@@ -17,7 +17,7 @@
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
 # decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream
-# decode_stream decode_stream_wide primitives profile_decode profile_decode_stream
+# decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream
 # profile_decode_layer).
 # The model runs with bf16 weights (the CUDA default); ref_f32 and bench_f32 repeat those
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
@@ -32,18 +32,22 @@
 # GEMVs with two column groups a block or more (AGENTRL_CUDA_GEMV_STREAM=2).
 # primitives (bench/gpu/primitives.cu) measures the building blocks of a one-block-per-SM kernel:
 # streaming rates (loads, cp.async and bulk-copy rings) against many blocks per SM, a grid
-# barrier, and a dependent read from L2 and from DRAM. profile_decode and profile_decode_layer run
-# Nsight Compute (when `ncu` is there) on nine of batch-1 decode's kernels and on one layer
-# kernel: speed of light, memory, warp states and the source lines warps stall on (the library is
-# built with -lineinfo); the summary lists each kernel's time and DRAM throughput.
+# barrier, and a dependent read from L2 and from DRAM. decode_structure
+# (bench/gpu/decode_structure.cu) times one batch-1 token of the benchmark model as kernels
+# that only read their bytes, for each way of cutting it into kernels (5, 2 or 1 a layer in a
+# graph, or one cooperative kernel with grid barriers): each structure's floor as a fraction of
+# the bound. profile_decode and profile_decode_layer run Nsight Compute (when `ncu` is there) on
+# nine of batch-1 decode's kernels and on one layer kernel: speed of light, memory, warp states
+# and the source lines warps stall on (the library is built with -lineinfo); the summary lists
+# each kernel's time and DRAM throughput.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
-rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json"
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json" "$OUT/decode_structure.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
 
@@ -191,6 +195,9 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${AGENTRL_CUDA_ARCH:-sm_90}
 part primitives 60 bash -c '"$0" -O3 -std=c++17 -arch="$1" bench/gpu/primitives.cu -o "$2/primitives" &&
   "$2/primitives" --json "$2/primitives.json"' "$NVCC" "${ARCH%%,*}" "$OUT" && cat "$OUT/primitives.log"
+part decode_structure 60 bash -c '"$0" -O3 -std=c++17 -arch="$1" bench/gpu/decode_structure.cu \
+  -o "$2/decode_structure" && "$2/decode_structure" --json "$2/decode_structure.json"' \
+  "$NVCC" "${ARCH%%,*}" "$OUT" && cat "$OUT/decode_structure.log"
 
 # 7. where batch-1 decode's kernels spend their time (Nsight Compute, when installed)
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)

@@ -79,7 +79,8 @@ def main(out: str) -> int:
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
                  "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
                  "ops_stream", "decode_stream", "decode_stream_wide", "primitives",
-                 "profile_decode", "profile_decode_stream", "profile_decode_layer"):
+                 "decode_structure", "profile_decode", "profile_decode_stream",
+                 "profile_decode_layer"):
         st, secs = status(name)
         timing.append(f"{name} {secs}s" + ("" if st == "ok" else f" ({st})"))
 
@@ -247,6 +248,26 @@ def main(out: str) -> int:
         for name in ("grid barrier, one word", "grid barrier, cooperative_groups",
                      "dependent read, L2", "dependent read, DRAM"):
             row("primitives", name + " (us)", num(prim.get(name), ".3f"), "info", "info")
+
+    # batch-1 decode's structure floors (decode_structure.cu): a token as kernels that only
+    # read their bytes, cut into kernels each way
+    floors = load("decode_structure.json")
+    if floors is None:
+        st, _ = status("decode_structure")
+        row("structure", "decode_structure.cu", f"{st}, no JSON", "info", "info")
+    else:
+        row("structure", "bound (weights / copy bandwidth)",
+            f"{num(floors.get('bound, us a token'), '.1f')} us a token, "
+            f"{num(floors.get('copy bandwidth'), '.0f')} GB/s", "info", "info")
+        for name in floors.get("wrong") or []:
+            row("structure", str(name), "WRONG SUM", "right", False)
+        for name, value in floors.items():
+            base = name[:-len(", us a token")]
+            timed = name.endswith(", us a token") and isinstance(value, (int, float))
+            if timed and base != "bound":
+                fraction = floors.get(base + ", fraction of the bound")
+                row("structure", base, f"{value:.1f} us a token ({num(fraction, '.2f')} of "
+                    "the bound)", "info", "info")
 
     # Nsight Compute's kernel times and DRAM throughput (the logs hold the stall locations)
     for name in ("profile_decode", "profile_decode_stream", "profile_decode_layer"):
