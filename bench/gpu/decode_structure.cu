@@ -15,6 +15,8 @@
 //     those kernels would end (5 a layer, as the decode layer kernel; 3; 2) or none; each block
 //     loading the next phase's first weights before the barrier, or after it;
 //   - one kernel of many blocks reading the whole token's bytes (the bound as a kernel sees it).
+// Threads keep 4 16-byte loads in flight (8 while they sum the last batch); the variants named
+// "8 loads" keep 8, to show whether loading more ahead of a wait pays.
 // Every variant sums the words it read, in its chain of results; a sum that differs from the
 // reference's is reported as wrong and its time is not printed as a floor.
 //
@@ -56,7 +58,7 @@ constexpr int64_t kPhaseBytes[kPhases] = {
     kInter * kHidden * 2,      // down
 };
 constexpr int64_t kHeadBytes = kVocab * kHidden * 2;
-constexpr int kChainThreads = 256, kChainBatch = 4, kThreads = 512, kBatch = 4;
+constexpr int kChainThreads = 256, kThreads = 512;
 
 __device__ inline void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -89,41 +91,44 @@ __device__ inline uint64_t batch_sum(const uint4 (&v)[Batch]) {
   return s;
 }
 
-// One kernel of a chain: *next = *prev + the sum of w's n words. It loads its first batch
-// before pdl_wait (weights are no kernel's output) and reads *prev after it.
+// One kernel of a chain: *next = *prev + the sum of w's n words, Batch 16-byte loads a thread
+// in flight (twice that while it sums). It loads its first batch before pdl_wait (weights are
+// no kernel's output) and reads *prev after it.
+template <int Batch>
 __global__ void __launch_bounds__(kChainThreads)
     chain_kernel(const uint4* __restrict__ w, int64_t n, const unsigned long long* prev,
                  unsigned long long* next) {
   pdl_trigger();
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  uint4 v[kChainBatch];
+  uint4 v[Batch];
   load_batch(v, w, i, stride, n);
   pdl_wait();
   uint64_t s = blockIdx.x == 0 && threadIdx.x == 0 ? __ldcg(prev) : 0;
   for (;;) {
-    i += kChainBatch * stride;
+    i += Batch * stride;
     const bool more = i < n;
-    uint4 u[kChainBatch];
+    uint4 u[Batch];
     if (more) load_batch(u, w, i, stride, n);  // the next batch in flight while summing
     s += batch_sum(v);
     if (!more) break;
 #pragma unroll
-    for (int b = 0; b < kChainBatch; b++) v[b] = u[b];
+    for (int b = 0; b < Batch; b++) v[b] = u[b];
   }
   add_sum(s, next);
 }
 
 // The whole token in one cooperative kernel of one block per SM: range r is words
 // [bounds[r], bounds[r + 1]), split evenly over the blocks; a grid barrier follows range r
-// where barrier_after[r]. Prefetch: each block loads its first batch of the next range before
-// that barrier. The block sums go to *total.
-template <bool Prefetch>
+// where barrier_after[r]. Each thread keeps Batch 16-byte loads in flight (twice that while it
+// sums). Prefetch: each block loads its first batch of the next range before that barrier.
+// The block sums go to *total.
+template <bool Prefetch, int Batch>
 __global__ void __launch_bounds__(kThreads, 1)
     token_kernel(const uint4* __restrict__ w, const int64_t* bounds, const uint8_t* barrier_after,
                  int ranges, unsigned* barrier, unsigned long long* total) {
   uint64_t s = 0;
-  uint4 v[kBatch];
+  uint4 v[Batch];
   auto share = [&](int r, int64_t& lo, int64_t& hi) {
     const int64_t len = bounds[r + 1] - bounds[r];
     const int64_t per = (len + gridDim.x - 1) / gridDim.x;
@@ -135,14 +140,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   load_batch(v, w, lo + threadIdx.x, kThreads, hi);
   for (int r = 0; r < ranges; r++) {
     // v holds this thread's first batch of range r
-    for (int64_t i = lo + threadIdx.x + kBatch * kThreads;; i += kBatch * kThreads) {
-      uint4 u[kBatch];
+    for (int64_t i = lo + threadIdx.x + Batch * kThreads;; i += Batch * kThreads) {
+      uint4 u[Batch];
       const bool more = i < hi;
       if (more) load_batch(u, w, i, kThreads, hi);
       s += batch_sum(v);
       if (!more) break;
 #pragma unroll
-      for (int b = 0; b < kBatch; b++) v[b] = u[b];
+      for (int b = 0; b < Batch; b++) v[b] = u[b];
     }
     const bool last = r + 1 == ranges;
     if (!last) share(r + 1, lo, hi);
@@ -293,54 +298,57 @@ int main(int argc, char** argv) {
   }
 
   // chains of kernels in a graph, one token a replay
-  for (const int per_layer : {5, 3, 2, 1}) {
-    for (const bool pdl : {true, false}) {
-      if (!pdl && per_layer != 5) continue;
-      const std::vector<int64_t> kernels = cut(phases, per_layer);
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      CHECK(cudaMemsetAsync(sums, 0, 129 * sizeof(unsigned long long), stream));
-      for (size_t k = 0; k + 1 < kernels.size(); k++) {
-        const int64_t n = kernels[k + 1] - kernels[k];
-        const int64_t want_blocks = (n + kChainThreads * kChainBatch - 1) /
-                                    (kChainThreads * kChainBatch);
-        cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(unsigned(std::clamp<int64_t>(want_blocks, 1, sms * 4)));
-        config.blockDim = dim3(kChainThreads);
-        config.stream = stream;
-        cudaLaunchAttribute attribute;
-        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attribute.val.programmaticStreamSerializationAllowed = 1;
-        config.attrs = &attribute;
-        config.numAttrs = pdl && major >= 9 && k > 0 ? 1 : 0;  // (the first follows a memset)
-        const uint4* w = buffer + kernels[k];
-        const unsigned long long* prev = sums + k;
-        CHECK(cudaLaunchKernelEx(&config, chain_kernel, w, n, prev, sums + k + 1));
-      }
-      CHECK(cudaStreamEndCapture(stream, &graph));
-      CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      const size_t links = kernels.size() - 1;
-      const double us = median_us(timer, stream, batches, reps,
-                                  [&] { CHECK(cudaGraphLaunch(exec, stream)); });
-      // (each replay zeroes the links first: the last one's chain ends in the sum)
-      const std::string name = "chain of " + std::to_string(per_layer) + " kernel" +
-                               (per_layer > 1 ? "s" : "") + " a layer, " +
-                               (pdl ? "PDL" : "no PDL");
-      report_floor(name, us, read_total(sums + links) == want);
-      CHECK(cudaGraphExecDestroy(exec));
-      CHECK(cudaGraphDestroy(graph));
+  struct Chain {
+    int per_layer;
+    bool pdl;
+    int batch;
+  };
+  for (const Chain c : {Chain{5, true, 4}, Chain{5, true, 8}, Chain{5, false, 4},
+                        Chain{3, true, 4}, Chain{2, true, 4}, Chain{1, true, 4}}) {
+    const std::vector<int64_t> kernels = cut(phases, c.per_layer);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CHECK(cudaMemsetAsync(sums, 0, 129 * sizeof(unsigned long long), stream));
+    for (size_t k = 0; k + 1 < kernels.size(); k++) {
+      const int64_t n = kernels[k + 1] - kernels[k];
+      const int64_t per_block = int64_t(kChainThreads) * c.batch;
+      cudaLaunchConfig_t config = {};
+      config.gridDim =
+          dim3(unsigned(std::clamp<int64_t>((n + per_block - 1) / per_block, 1, sms * 4)));
+      config.blockDim = dim3(kChainThreads);
+      config.stream = stream;
+      cudaLaunchAttribute attribute;
+      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attribute.val.programmaticStreamSerializationAllowed = 1;
+      config.attrs = &attribute;
+      config.numAttrs = c.pdl && major >= 9 && k > 0 ? 1 : 0;  // (the first follows a memset)
+      const uint4* w = buffer + kernels[k];
+      const unsigned long long* prev = sums + k;
+      CHECK(cudaLaunchKernelEx(&config, c.batch == 8 ? chain_kernel<8> : chain_kernel<4>, w, n,
+                               prev, sums + k + 1));
     }
+    CHECK(cudaStreamEndCapture(stream, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    const size_t links = kernels.size() - 1;
+    const double us = median_us(timer, stream, batches, reps,
+                                [&] { CHECK(cudaGraphLaunch(exec, stream)); });
+    // (each replay zeroes the links first: the last one's chain ends in the sum)
+    const std::string name = "chain of " + std::to_string(c.per_layer) + " kernel" +
+                             (c.per_layer > 1 ? "s" : "") + " a layer, " +
+                             (c.pdl ? "PDL" : "no PDL") +
+                             (c.batch != 4 ? ", " + std::to_string(c.batch) + " loads" : "");
+    report_floor(name, us, read_total(sums + links) == want);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
   }
 
   // the whole token as one cooperative kernel, one block per SM
   if (cooperative) {
     // more than half an SM's shared memory: one block per SM
     const size_t big = std::min<size_t>(200 * 1024, size_t(smem_optin));
-    CHECK(cudaFuncSetAttribute(token_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(big)));
-    CHECK(cudaFuncSetAttribute(token_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(big)));
+    for (auto* kernel : {token_kernel<true, 4>, token_kernel<true, 8>, token_kernel<false, 4>})
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(big)));
     int64_t* d_bounds;
     uint8_t* d_after;
     unsigned* word;
@@ -351,40 +359,47 @@ int main(int argc, char** argv) {
     CHECK(cudaMemset(word, 0, 64));
     CHECK(cudaMemcpy(d_bounds, phases.data(), phases.size() * sizeof(int64_t),
                      cudaMemcpyHostToDevice));
-    for (const int per_layer : {5, 3, 2, 0}) {
+    struct Token {
+      int barriers;  // a layer: 5, 3, 2 or 0
+      bool prefetch;
+      int batch;
+    };
+    for (const Token t : {Token{5, true, 4}, Token{5, false, 4}, Token{3, true, 4},
+                          Token{3, true, 8}, Token{3, false, 4}, Token{2, true, 4},
+                          Token{2, true, 8}, Token{2, false, 4}, Token{0, true, 4}}) {
       std::vector<uint8_t> after(size_t(ranges), 0);
-      for (int r = 0; r + 1 < ranges; r++) after[size_t(r)] = ends_piece(per_layer, r % kPhases);
+      for (int r = 0; r + 1 < ranges; r++) after[size_t(r)] = ends_piece(t.barriers, r % kPhases);
       CHECK(cudaMemcpy(d_after, after.data(), after.size(), cudaMemcpyHostToDevice));
-      for (const bool prefetch : {true, false}) {
-        if (per_layer == 0 && !prefetch) continue;
-        cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(unsigned(sms));
-        config.blockDim = dim3(kThreads);
-        config.dynamicSmemBytes = big;
-        config.stream = stream;
-        cudaLaunchAttribute attribute;
-        attribute.id = cudaLaunchAttributeCooperative;
-        attribute.val.cooperative = 1;
-        config.attrs = &attribute;
-        config.numAttrs = 1;
-        const uint4* w = buffer;
-        const int64_t* bounds = d_bounds;
-        const uint8_t* after_d = d_after;
-        auto launch = [&] {
-          CHECK(cudaLaunchKernelEx(&config, prefetch ? token_kernel<true> : token_kernel<false>,
-                                   w, bounds, after_d, ranges, word, total));
-        };
-        CHECK(cudaMemsetAsync(total, 0, sizeof(unsigned long long), stream));
-        const double us = median_us(timer, stream, batches, reps, launch);
-        // every launch added the sum (modulo 2^64)
-        const bool right = read_total(total) == want * unsigned(batches * reps);
-        const std::string name =
-            per_layer == 0 ? std::string("one kernel, one block/SM, no barriers")
-                           : "one kernel, " + std::to_string(per_layer) +
-                                 " grid barriers a layer, " +
-                                 (prefetch ? "next phase loaded before" : "loaded after");
-        report_floor(name, us, right);
-      }
+      cudaLaunchConfig_t config = {};
+      config.gridDim = dim3(unsigned(sms));
+      config.blockDim = dim3(kThreads);
+      config.dynamicSmemBytes = big;
+      config.stream = stream;
+      cudaLaunchAttribute attribute;
+      attribute.id = cudaLaunchAttributeCooperative;
+      attribute.val.cooperative = 1;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      const uint4* w = buffer;
+      const int64_t* bounds = d_bounds;
+      const uint8_t* after_d = d_after;
+      auto* kernel = !t.prefetch ? token_kernel<false, 4>
+                     : t.batch == 8 ? token_kernel<true, 8>
+                                    : token_kernel<true, 4>;
+      auto launch = [&] {
+        CHECK(cudaLaunchKernelEx(&config, kernel, w, bounds, after_d, ranges, word, total));
+      };
+      CHECK(cudaMemsetAsync(total, 0, sizeof(unsigned long long), stream));
+      const double us = median_us(timer, stream, batches, reps, launch);
+      // every launch added the sum (modulo 2^64)
+      const bool right = read_total(total) == want * unsigned(batches * reps);
+      std::string name = t.barriers == 0 ? std::string("one kernel, one block/SM, no barriers")
+                                         : "one kernel, " + std::to_string(t.barriers) +
+                                               " grid barriers a layer, " +
+                                               (t.prefetch ? "next phase loaded before"
+                                                           : "loaded after");
+      if (t.batch != 4) name += ", " + std::to_string(t.batch) + " loads";
+      report_floor(name, us, right);
     }
     CHECK(cudaFree(d_bounds));
     CHECK(cudaFree(d_after));

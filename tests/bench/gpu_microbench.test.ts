@@ -80,7 +80,7 @@ Deno.test({
       const structures = Object.keys(result).filter((k) =>
         k.endsWith(", us a token") && !k.startsWith("bound")
       );
-      assert.equal(structures.length, 13, `expected 13 structures timed:\n${text}`);
+      assert.equal(structures.length, 16, `expected 16 structures timed:\n${text}`);
       for (const name of structures) assert.ok(result[name] > 0, `${name}: ${result[name]}`);
     }),
 });
