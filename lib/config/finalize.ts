@@ -165,10 +165,11 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
 
   // Batch sizes (ROLL's asserts).
   const train = config.train_env_manager;
-  if (config.rollout_batch_size > 0 && config.rollout_batch_size % train.group_size !== 0) {
+  if (config.rollout_batch_size <= 0 || config.rollout_batch_size % train.group_size !== 0) {
     fail(
       ["rollout_batch_size"],
-      "rollout_batch_size counts trajectories and must be a multiple of train_env_manager.group_size",
+      "rollout_batch_size counts trajectories and must be a positive multiple of " +
+        "train_env_manager.group_size",
       {
         found: config.rollout_batch_size,
         expected: `a multiple of ${train.group_size}, e.g. ${

@@ -153,6 +153,14 @@ Deno.test("cross-field rules: batch multiples, partitions, tags, lengths", async
   const batch = await configError(() => loadConfig({ overrides: ["rollout_batch_size=60"] }));
   equal(batch.details.key, "rollout_batch_size");
   match(batch.message, /multiple of train_env_manager.group_size/);
+  for (const size of ["0", "-8"]) { // a step needs at least one group
+    const empty = await configError(() =>
+      loadConfig({ overrides: [`rollout_batch_size=${size}`] })
+    );
+    equal(empty.details.key, "rollout_batch_size");
+    match(empty.message, /positive multiple/);
+    match(empty.details.expected ?? "", /a multiple of 8, e.g. 8/);
+  }
   const part = await configError(() =>
     loadConfig({ overrides: ["train_env_manager.num_groups_partition=[4]"] })
   );
