@@ -1,3 +1,4 @@
+import { REWARD_GROUPINGS } from "../algo/reward_normalization.ts";
 import { didYouMean } from "../util/did_you_mean.ts";
 import {
   type EnvManagerKind,
@@ -48,10 +49,10 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
 
   applyRunDir(config);
 
-  if (!(config.max_steps > 0 || config.max_steps === -1)) {
-    fail(["max_steps"], "max_steps must be positive, or -1", {
+  if (!(config.max_steps > 0)) {
+    fail(["max_steps"], "max_steps must be positive", {
       found: config.max_steps,
-      expected: "> 0 or -1",
+      expected: "> 0 (ROLL's -1, 'as many as the data gives', has no meaning for endless envs)",
     });
   }
 
@@ -65,6 +66,15 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   }
   if ((config.val_prompt_length === null) !== (config.val_sequence_length === null)) {
     fail(["val_sequence_length"], "val_prompt_length and val_sequence_length must be set together");
+  }
+  for (const key of ["sequence_length", "val_sequence_length"] as const) { // (before val's default)
+    const n = config[key];
+    if (n !== null && n < 2) {
+      fail([key], `${key} must hold a prompt token and a generated one`, {
+        found: n,
+        expected: "at least 2 tokens",
+      });
+    }
   }
   config.val_prompt_length ??= config.prompt_length;
   config.val_sequence_length ??= config.sequence_length;
@@ -194,18 +204,16 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   }
   const val = config.val_env_manager;
   const valEnvs = val.num_env_groups * val.group_size;
-  if (config.val_batch_size >= 0) {
-    if (config.val_batch_size % valEnvs !== 0) {
-      fail(
-        ["val_batch_size"],
-        "val_batch_size must be a multiple of the number of validation environments",
-        {
-          found: config.val_batch_size,
-          expected: `a multiple of val_env_manager.num_env_groups x group_size = ${valEnvs}`,
-        },
-      );
-    } else if (val.max_traj_per_env < 0) val.max_traj_per_env = config.val_batch_size / valEnvs;
-  }
+  if (config.val_batch_size <= 0 || config.val_batch_size % valEnvs !== 0) {
+    fail(
+      ["val_batch_size"],
+      "val_batch_size must be a positive multiple of the number of validation environments",
+      {
+        found: config.val_batch_size,
+        expected: `a multiple of val_env_manager.num_env_groups x group_size = ${valEnvs}`,
+      },
+    );
+  } else if (val.max_traj_per_env < 0) val.max_traj_per_env = config.val_batch_size / valEnvs;
 
   // Generation settings: an env manager's own win; missing ones come from actor_infer.
   const inferGen = config.actor_infer.generating_args;
@@ -252,11 +260,26 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
 
   // Reward normalization: ROLL derives the mean/std scopes from the deprecated method.
   const rn = config.reward_normalization;
+  if (!(REWARD_GROUPINGS as readonly string[]).includes(rn.grouping)) {
+    fail(["reward_normalization", "grouping"], "Unknown reward normalization grouping", {
+      found: rn.grouping,
+      expected: `one of ${REWARD_GROUPINGS.join(", ")}`,
+      hint: didYouMean(rn.grouping, REWARD_GROUPINGS),
+    });
+  }
   const scope = rn.grouping.toLowerCase() === "batch" ? "batch" : "group";
   if (rn.method === "mean") rn.norm_mean_type ??= scope;
   if (rn.method === "mean_std" || rn.method === "asym_clip") {
     rn.norm_mean_type ??= scope;
     rn.norm_std_type ??= scope;
+  }
+
+  // The pipeline computes KL from the sampled tokens' log-probs; "full" needs the KL over the
+  // whole vocabulary, which only the library's klPenalty takes (from its caller).
+  if (config.kl_penalty === "full" && config.add_token_level_kl) {
+    fail(["kl_penalty"], 'kl_penalty "full" is not computed by the training pipeline', {
+      expected: "kl, abs, mse or k3 with add_token_level_kl",
+    });
   }
 
   // Which roles run.

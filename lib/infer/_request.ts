@@ -3,6 +3,8 @@
 // that name the field, the value and what was expected.
 import type { GenerationRequest } from "./types.ts";
 
+const F32_MAX = 3.4028234663852886e38; // the sampler takes temperature as float32
+
 /** A request with every field checked and defaulted. */
 export interface NormalizedRequest {
   id: string;
@@ -136,8 +138,8 @@ export function normalizeRequest(
     r.temperature,
     `${where}: temperature`,
     1,
-    (x) => Number.isFinite(x) && x >= 0,
-    "a finite number >= 0 (0 is greedy)",
+    (x) => Number.isFinite(x) && x >= 0 && x <= F32_MAX,
+    "a number in [0, 3.4e38] (0 is greedy; sampling runs in float32)",
   );
   optionalBoolean(r.do_sample, `${where}: do_sample`);
   if (r.do_sample === false) temperature = 0;

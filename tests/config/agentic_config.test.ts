@@ -149,6 +149,39 @@ Deno.test("enum and range errors list what is allowed", async () => {
   match(tokens.details.expected ?? "", /"response", "answer"/);
 });
 
+Deno.test("values that would fail only at run time are config errors", async () => {
+  const cases: [string, string, RegExp][] = [
+    ["max_steps=-1", "max_steps", /max_steps must be positive/],
+    ["sequence_length=1", "sequence_length", /a prompt token and a generated one/],
+    ["val_batch_size=0", "val_batch_size", /positive multiple/],
+    ["val_batch_size=-1", "val_batch_size", /positive multiple/],
+    ["reward_normalization.grouping=trajgroup", "reward_normalization.grouping", /grouping/],
+    ["actor_train.training_args.adam_beta1=1", "actor_train.training_args.adam_beta1", /1/],
+    ["critic.training_args.adam_beta2=1", "critic.training_args.adam_beta2", /1/],
+    ["val_env_manager.generating_args.top_p=0", "val_env_manager.generating_args.top_p", /0/],
+    ["actor_infer.generating_args.top_k=-5", "actor_infer.generating_args.top_k", /-1/],
+    [
+      "actor_infer.generating_args.temperature=1e300",
+      "actor_infer.generating_args.temperature",
+      /38/,
+    ],
+  ];
+  for (const [override, key, message] of cases) {
+    const e = await configError(() => loadConfig({ overrides: [override] }));
+    equal(e.details.key, key, override);
+    match(e.format(), message, override);
+  }
+  const grouping = await configError(() =>
+    loadConfig({ overrides: ["reward_normalization.grouping=trajgroup"] })
+  );
+  match(grouping.details.expected ?? "", /traj_group_id, tags, batch/);
+  const kl = await configError(() =>
+    loadConfig({ overrides: ["kl_penalty=full", "add_token_level_kl=true", "init_kl_coef=0.1"] })
+  );
+  equal(kl.details.key, "kl_penalty");
+  match(kl.message, /"full" is not computed by the training pipeline/);
+});
+
 Deno.test("cross-field rules: batch multiples, partitions, tags, lengths", async () => {
   const batch = await configError(() => loadConfig({ overrides: ["rollout_batch_size=60"] }));
   equal(batch.details.key, "rollout_batch_size");

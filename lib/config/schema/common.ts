@@ -4,6 +4,8 @@ import { ConfigError } from "../errors.ts";
 
 /** A finite number (ints allowed where floats are expected, as in ROLL). */
 export const num = z.number().refine(Number.isFinite, "expected a finite number");
+/** The largest finite float32 (settings the kernels take as float32 stay under it). */
+export const F32_MAX = 3.4028234663852886e38;
 /** An integer. */
 export const int = z.number().int();
 /** A non-negative integer. */

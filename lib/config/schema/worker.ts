@@ -1,7 +1,7 @@
 // Worker (role) configuration: actor_train, actor_infer, critic, reference.
 // Field names and defaults follow ROLL's WorkerConfig and argument classes.
 import { z } from "npm:zod@4.6.7";
-import { count, deviceMapping, freeDict, int, num, positive, section } from "./common.ts";
+import { count, deviceMapping, F32_MAX, freeDict, int, num, positive, section } from "./common.ts";
 
 export const ModelArguments = section({
   model_name_or_path: z.string().nullable().default(null),
@@ -35,8 +35,8 @@ export const TrainingArguments = section({
   lr_scheduler_type: z.enum(["constant", "constant_with_warmup", "linear", "cosine"])
     .default("linear"),
   weight_decay: num.nonnegative().default(0),
-  adam_beta1: num.min(0).max(1).default(0.9),
-  adam_beta2: num.min(0).max(1).default(0.999),
+  adam_beta1: num.min(0).lt(1).default(0.9),
+  adam_beta2: num.min(0).lt(1).default(0.999),
   adam_epsilon: num.positive().default(1e-8),
   per_device_train_batch_size: positive.default(8),
   gradient_accumulation_steps: positive.default(1),
@@ -53,9 +53,10 @@ export const TrainingArguments = section({
 
 export const GeneratingArguments = section({
   do_sample: z.boolean().nullable().default(true),
-  temperature: num.nonnegative().nullable().default(0.95),
-  top_p: num.min(0).max(1).nullable().default(0.7),
-  top_k: int.nullable().default(50),
+  // (as the engine checks each request: sampling runs in float32)
+  temperature: num.nonnegative().max(F32_MAX).nullable().default(0.95),
+  top_p: num.gt(0).max(1).nullable().default(0.7),
+  top_k: int.min(-1).max(2 ** 31 - 1).nullable().default(50),
   num_beams: positive.nullable().default(1),
   max_length: positive.nullable().default(8192),
   max_new_tokens: positive.nullable().default(8192),
