@@ -243,7 +243,15 @@ export async function createEnv(
 ): Promise<Env> {
   const factory = await resolveEnvFactory(type, options);
   const config = parseEnvConfig(type, factory, envConfig);
-  const env = await factory.create(config);
+  let env: Env;
+  try {
+    env = await factory.create(config);
+  } catch (e) {
+    if (e instanceof EnvConfigError) throw e;
+    throw new EnvConfigError(
+      `The factory of env_type '${type}' failed: ${errorWithFrame(e)}`,
+    );
+  }
   const missing = ["reset", "step", "render", "close"].filter((m) =>
     typeof (env as unknown as Record<string, unknown>)?.[m] !== "function"
   );
@@ -254,6 +262,13 @@ export async function createEnv(
     );
   }
   return env;
+}
+
+/** An error's message and, for an Error, the first frame of its stack (where it was thrown). */
+function errorWithFrame(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
+  return `${e.message}${frame ? ` (${frame})` : ""}`;
 }
 
 async function importFactory(type: string, options: ResolveOptions): Promise<AnyFactory> {

@@ -17,6 +17,7 @@ import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
+import { makeOutputFolders } from "../pipeline/output_folders.ts";
 import type { ExitFn } from "./rollout.ts";
 
 /** The options of `agentrl eval` as commander parses them. */
@@ -37,13 +38,18 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   };
   const { config, notices } = await loadConfig(options);
   for (const n of notices) console.error(`note: ${n}`);
+  const val = config.val_env_manager;
+  const kind = flags.policy ?? (val.llm_proxy.proxy_type === "random" ? "random" : "model");
+  if (kind !== "model" && kind !== "random") {
+    throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
+  }
+  makeOutputFolders([["render_save_dir", config.render_save_dir]]);
   const path = flags.checkpoint ?? await prepareModelPath(config.pretrain ?? null);
   // the inference roles' device_mapping, as in training (workers=cuda: GPU 0)
   using kernels = openPipelineKernels(pipelineDevice(config, false, false));
   using policyModel = await loadPolicyModel(kernels, path);
   const { model, tokenizer } = policyModel;
   console.error(`model: ${policyModel.source}`);
-  const val = config.val_env_manager;
   const gen = val.generating_args!;
   const envs = val.num_env_groups * (val.group_size + val.group_size_redundancy);
   await using engine = new GenerationEngine(model, {
@@ -52,10 +58,6 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
     seed: config.seed,
   });
-  const kind = flags.policy ?? (val.llm_proxy.proxy_type === "random" ? "random" : "model");
-  if (kind !== "model" && kind !== "random") {
-    throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
-  }
   const enginePolicy = new EnginePolicy(engine, samplingOf(gen), endOfTurnIds(tokenizer));
   const policy = kind === "random"
     ? new RandomPolicy(tokenizer, tokenizer.tokenToId("<|im_end|>") ?? null)
@@ -72,6 +74,16 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     render: config.render_save_dir !== null && config.render_save_dir !== undefined,
   });
   const seconds = (performance.now() - t0) / 1000;
+  if (result.samples.length === 0) { // every episode was lost: an env or the policy fails
+    const first = result.lost[0];
+    throw exit(
+      1,
+      "No validation episode finished" +
+        (first
+          ? ` (${result.lost.length} lost); the first: ${first.reason}: ${first.message}`
+          : ""),
+    );
+  }
   const metrics = { ...result.metrics };
   metrics["val/time/rollout"] = seconds;
   if (kind === "model") {

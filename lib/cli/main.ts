@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "npm:@commander-js/extra-typings@15.1.0";
 import { ConfigError } from "../config/errors.ts";
+import { KernelError } from "../../ffi/kernels.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
@@ -50,7 +51,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       console.error(e.message);
       return USAGE_ERROR;
     }
-    if (e instanceof RolloutError) {
+    if (e instanceof RolloutError || e instanceof KernelError) {
       console.error(e.message);
       return 1;
     }

@@ -23,6 +23,7 @@ import { Rng } from "../../envs/random.ts";
 import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts";
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { ChatMessage } from "../model/chat_template.ts";
+import { withTimeout } from "../rollout/env_host.ts";
 import { ModelPolicy } from "./model_policy.ts";
 import {
   DEFAULT_AGENT_SYSTEM_TEMPLATE as FALLBACK_SYSTEM,
@@ -104,6 +105,8 @@ export async function runRollout(
     if (e instanceof EnvConfigError) throw usage(e.format());
     throw e;
   }
+  // the env calls' time limit, as the env managers apply it
+  const stepTimeout = loaded.config.train_env_manager.env_step_timeout;
   const parser = new ActionParser(
     typeof envConfig.action_pattern === "string" ? { actionPattern: envConfig.action_pattern } : {},
   );
@@ -150,7 +153,11 @@ export async function runRollout(
     const history: string[] = [];
     const conversation: ChatMessage[] = [];
     try {
-      observation = (await env.reset(episodeSeed)).observation;
+      observation = (await withTimeout(
+        Promise.resolve().then(() => env.reset(episodeSeed)),
+        stepTimeout,
+        "reset",
+      )).observation;
       if (flags.render) frames.push(env.render("rgb"));
     } catch (e) {
       throw exit(1, `The environment failed to reset (seed ${episodeSeed}): ${errorText(e)}`);
@@ -222,7 +229,11 @@ export async function runRollout(
       print(`--- turn ${turn}: response [assistant] ---\n${response}`);
       let step;
       try {
-        step = await env.step(response);
+        step = await withTimeout(
+          Promise.resolve().then(() => env.step(response)),
+          stepTimeout,
+          "step",
+        );
       } catch (e) {
         throw exit(
           1,

@@ -282,6 +282,13 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     });
   }
 
+  if (config.rollout_dump_dir !== null) {
+    notices.push(
+      `rollout_dump_dir (${config.rollout_dump_dir}) is ignored: agentrl writes no rollout ` +
+        "dumps (render_save_dir keeps each episode's frames)",
+    );
+  }
+
   // Which roles run.
   if (config.use_kl_loss || config.init_kl_coef > 0 || config.add_token_level_kl) {
     config.enable_reference = true;

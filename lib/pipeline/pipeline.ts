@@ -43,7 +43,14 @@ import { Progress } from "../track/progress.ts";
 import { ActorTrainer, sequenceLogprobs } from "../train/actor.ts";
 import { CriticTrainer, sequenceValues, valueMetrics } from "../train/critic.ts";
 import { distinctSequences, mergeDuplicateSamples, mergesExactly } from "../train/dedup.ts";
-import { type CheckpointInfo, resolveResume, saveCheckpoint } from "../train/checkpoint_dir.ts";
+import {
+  type CheckpointInfo,
+  readCheckpointJson,
+  resolveResume,
+  saveCheckpoint,
+} from "../train/checkpoint_dir.ts";
+import { CheckpointError } from "../model/safetensors.ts";
+import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
 import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
@@ -171,6 +178,12 @@ export async function runPipeline(
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
   const resume = resolveResume(config.resume_from_checkpoint, outputDir);
   if (resume.notice) log(resume.notice);
+  const logDir = config.tracker_kwargs?.log_dir;
+  makeOutputFolders([
+    ["output_dir", outputDir],
+    ["tracker_kwargs.log_dir", typeof logDir === "string" ? logDir : null],
+    ["render_save_dir", config.render_save_dir],
+  ]);
   const from: CheckpointInfo | null = resume.checkpoint;
   const modelPath = from
     ? `${from.dir}/model`
@@ -194,6 +207,13 @@ export async function runPipeline(
     : null;
 
   // critic: a value head on the same backbone (gae only)
+  if (from && useCritic && !isFolder(`${from.dir}/critic`)) {
+    throw new CheckpointError(
+      `${from.dir} holds no critic (the run that saved it did not train one), but ` +
+        "adv_estimator gae needs it: resume with that run's adv_estimator, or start afresh",
+      { file: from.dir },
+    );
+  }
   using critic = useCritic
     ? await loadPolicyModel(
       kernels,
@@ -253,9 +273,19 @@ export async function runPipeline(
   if (from) {
     optimizer.load(`${from.dir}/optimizer`);
     criticOptimizer?.load(`${from.dir}/critic_optimizer`);
-    const state = JSON.parse(await Deno.readTextFile(`${from.dir}/${STATE_FILE}`)) as TrainerState;
+    const statePath = `${from.dir}/${STATE_FILE}`;
+    const state = readCheckpointJson(statePath);
+    const bad = (key: string, what: string) =>
+      new CheckpointError(`${statePath}: '${key}' ${what}`, { file: statePath, key });
+    if (typeof state.step !== "number" || !Number.isInteger(state.step) || state.step < 0) {
+      throw bad("step", `must be an integer >= 0, got ${JSON.stringify(state.step)}`);
+    }
     startStep = state.step;
-    klController = klControllerFromJSON(state.klController);
+    try {
+      klController = klControllerFromJSON(state.klController);
+    } catch (e) {
+      throw bad("klController", `is not valid: ${e instanceof Error ? e.message : e}`);
+    }
   }
 
   const trainEnvs = config.train_env_manager.num_env_groups *
@@ -544,4 +574,12 @@ function transcript(s: TrajectorySample): string {
     .map((m) => JSON.stringify(m.content))
     .join(" ");
   return `  sample ${s.trajId}: score ${s.score.toFixed(2)}, ${s.endReason}, responses ${turns}`;
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
 }

@@ -348,7 +348,7 @@ export function resolveResume(resume: boolean | string, outputDir: string): Resu
     };
   }
   if (typeof resume !== "string" || resume === "") {
-    throw new TypeError(
+    throw new CheckpointError(
       `resume_from_checkpoint must be true, false or a checkpoint folder, got ${
         JSON.stringify(resume)
       }`,
@@ -443,4 +443,47 @@ export async function removeIncompleteCheckpoints(outputDir: string): Promise<st
     }
   }
   return removed;
+}
+
+/**
+ * The JSON object in checkpoint file `path`. A file that cannot be read or holds anything but
+ * a JSON object is a {@linkcode CheckpointError} naming it.
+ *
+ * @example
+ * ```ts
+ * import { readCheckpointJson } from "./checkpoint_dir.ts";
+ * const path = await Deno.makeTempFile({ suffix: ".json" });
+ * await Deno.writeTextFile(path, '{"step": 3}');
+ * console.log(readCheckpointJson(path).step); // 3
+ * ```
+ */
+export function readCheckpointJson(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (e) {
+    throw new CheckpointError(
+      `Cannot read checkpoint file ${path}: ${e instanceof Error ? e.message : e}`,
+      { file: path },
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new CheckpointError(
+      `Checkpoint file ${path} is not valid JSON (${e instanceof Error ? e.message : e}): ` +
+        "expected the file as the trainer wrote it",
+      { file: path },
+    );
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new CheckpointError(
+      `Checkpoint file ${path} holds ${
+        JSON.stringify(value)?.slice(0, 40)
+      }: expected a JSON object`,
+      { file: path },
+    );
+  }
+  return value as Record<string, unknown>;
 }

@@ -30,7 +30,8 @@
 import { join } from "node:path";
 import { adamw, type Kernels, scale, sumSquares, Tensor } from "../../ffi/mod.ts";
 import { type BufferLayout, qwen2ParamKind } from "../model/param_layout.ts";
-import { SafetensorsFile, writeSafetensors } from "../model/safetensors.ts";
+import { CheckpointError, SafetensorsFile, writeSafetensors } from "../model/safetensors.ts";
+import { readCheckpointJson } from "./checkpoint_dir.ts";
 
 /** What {@linkcode AdamW} optimizes: a flat parameter buffer and its gradient. */
 export interface Optimizable {
@@ -323,10 +324,12 @@ export class AdamW implements Disposable {
    */
   load(dir: string): void {
     const jsonPath = join(dir, OPTIMIZER_FILES.scalars);
-    const scalars = JSON.parse(Deno.readTextFileSync(jsonPath)) as { step?: unknown };
-    const step = scalars.step;
+    const step = readCheckpointJson(jsonPath).step;
     if (typeof step !== "number" || !Number.isInteger(step) || step < 0) {
-      throw new RangeError(`${jsonPath}: 'step' must be an integer >= 0, got ${step}`);
+      throw new CheckpointError(`${jsonPath}: 'step' must be an integer >= 0, got ${step}`, {
+        file: jsonPath,
+        key: "step",
+      });
     }
     using file = SafetensorsFile.open(join(dir, OPTIMIZER_FILES.tensors));
     const m = new Float32Array(this.m.size);

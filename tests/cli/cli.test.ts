@@ -200,6 +200,26 @@ Deno.test("train runs the pipeline: a one-step run writes metrics, a report and 
     equal(rows.length, 2, rows.join("\n")); // step 0, then the final validation at step 1
     ok((await Deno.stat(`${dir}/report.html`)).isFile);
     ok((await Deno.stat(`${dir}/checkpoints/checkpoint-1/manifest.json`)).isFile);
+
+    // resuming it: a GRPO checkpoint has no critic for gae; a damaged trainer state is named
+    const resume = (...more: string[]) =>
+      cliFull(
+        "train",
+        "pretrain=null",
+        `output_dir=${dir}`,
+        "max_steps=2",
+        "resume_from_checkpoint=true",
+        ...more,
+      );
+    const gae = await resume("adv_estimator=gae");
+    assertCleanError(gae);
+    match(gae.stderr, /checkpoint-1 holds no critic .* adv_estimator gae needs it/);
+    const statePath = `${dir}/checkpoints/checkpoint-1/trainer_state.json`;
+    const size = (await Deno.stat(statePath)).size; // (the manifest checks sizes)
+    await Deno.writeTextFile(statePath, "{".padEnd(size, "x"));
+    const damaged = await resume();
+    assertCleanError(damaged);
+    match(damaged.stderr, /trainer_state\.json is not valid JSON/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -220,6 +240,11 @@ Deno.test("train: a bad env, a too short sequence_length and a missing checkpoin
       ["resume_from_checkpoint=/nonexistent"],
       /resume_from_checkpoint \/nonexistent does not exist/,
     ],
+    [["resume_from_checkpoint=''"], /must be true, false or a checkpoint folder, got ""/],
+    [
+      ["tracker_kwargs.log_dir=/dev/null"],
+      /tracker_kwargs.log_dir \/dev\/null cannot be used as a/,
+    ],
   ];
   for (const [args, message] of cases) {
     const dir = await Deno.makeTempDir();
@@ -236,6 +261,43 @@ Deno.test("train: a bad env, a too short sequence_length and a missing checkpoin
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
+  }
+});
+
+Deno.test("eval: a bad policy, a render folder that is a file, and no finished episode fail cleanly", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/file`, "x");
+    // an env with no sampleAction: the random policy loses every episode
+    await Deno.writeTextFile(
+      `${dir}/no_sample.ts`,
+      'export default () => ({ instruction: "", reset: () => ({ observation: "x", info: {} }),\n' +
+        '  step: () => { throw new Error("unused"); }, render: () => "x", close() {} });\n',
+    );
+    const small = [
+      "pretrain=null",
+      "val_batch_size=4",
+      "val_env_manager.num_env_groups=4",
+      "val_env_manager.num_groups_partition=[4]",
+    ];
+    const policy = await cliFull("eval", "--policy", "bogus", ...small);
+    assertCleanError(policy);
+    match(policy.stderr, /--policy 'bogus' is not valid/);
+    const render = await cliFull("eval", ...small, `render_save_dir=${dir}/file`);
+    assertCleanError(render);
+    match(render.stderr, /render_save_dir .*file cannot be used as a folder \(it is a file\)/);
+    const lost = await cliFull(
+      "eval",
+      "--policy",
+      "random",
+      ...small,
+      `custom_envs.FrozenLake.env_type=${dir}/no_sample.ts`,
+    );
+    equal(lost.code, 1, show(lost));
+    match(lost.stderr, /No validation episode finished \(\d+ lost\); the first: policy_error/);
+    doesNotMatch(lost.stderr, /Uncaught|^\s+at /m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

@@ -172,6 +172,24 @@ Deno.test("env_type as a module path: a bare factory function; missing exports a
   }
 });
 
+Deno.test("a factory that throws is an error naming the module and where it threw", async () => {
+  const dir = await writeTree({
+    "throws.ts": 'export default () => {\n  throw new Error("ctor boom");\n};\n',
+    "config_error.ts": `import { EnvConfigError } from "${
+      new URL("../../envs/errors.ts", import.meta.url).href
+    }";\nexport default () => { throw new EnvConfigError("size must be odd"); };\n`,
+  });
+  try {
+    const thrown = await envError(() => createEnv(new URL("throws.ts", dir).href, {}));
+    match(thrown.message, /The factory of env_type '.*throws\.ts' failed: ctor boom/);
+    match(thrown.message, /\(at .*throws\.ts:2:/);
+    const own = await envError(() => createEnv(new URL("config_error.ts", dir).href, {}));
+    equal(own.message, "size must be odd"); // the factory's own config error, as it is
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("every environment the shipped configs define validates, resets and steps", async () => {
   const { variables } = await loadConfig({});
   const library = variables.custom_env as Record<

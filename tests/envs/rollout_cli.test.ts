@@ -312,6 +312,27 @@ Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async
   );
 });
 
+Deno.test("an env step that never ends fails after env_step_timeout, without a stack trace", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agentrl_hang_env_" });
+  try {
+    const module = `${dir}/hang.ts`;
+    await Deno.writeTextFile(
+      module,
+      "export default () => ({\n" +
+        '  instruction: "wait", reset: () => ({ observation: "x", info: {} }),\n' +
+        '  step: () => new Promise(() => {}), render: () => "x", close() {},\n' +
+        '  sampleAction: () => "<answer>a</answer>",\n' +
+        "});\n",
+    );
+    const r = await rollout(["--env", module, "train_env_manager.env_step_timeout=1"]);
+    equal(r.code, 1, show(r));
+    match(r.stderr, /failed on turn 1 .*step did not finish within env_step_timeout = 1 s/);
+    doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a step-wise config (envs=step) prompts afresh each turn with the last steps", async () => {
   const r = await rollout(["--env", "FrozenLake", "--seed", "1", "--episodes", "1", "envs=step"]);
   equal(r.code, 0, show(r));

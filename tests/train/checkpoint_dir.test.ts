@@ -11,6 +11,7 @@ import {
   loadCheckpointManifest,
   MANIFEST_FILE,
   pruneCheckpoints,
+  readCheckpointJson,
   removeIncompleteCheckpoints,
   resolveResume,
   saveCheckpoint,
@@ -155,6 +156,27 @@ Deno.test("resume_from_checkpoint: false, true (latest or a notice), a path (val
     const partial = join(checkpointsDir(out), "checkpoint-3.tmp-ffffffff");
     await Deno.mkdir(partial);
     assert.throws(() => resolveResume(partial, out), /not a complete checkpoint/);
+    assert.throws(() => resolveResume("", out), CheckpointError);
     assert.throws(() => resolveResume("", out), /must be true, false or a checkpoint folder/);
+  });
+});
+
+Deno.test("readCheckpointJson: a file that is missing, not JSON or not an object names itself", async () => {
+  await withOutputDir(async (out) => {
+    const path = join(out, "state.json");
+    const fails = (pattern: RegExp) =>
+      assert.throws(() => readCheckpointJson(path), (e: Error) => {
+        assert.ok(e instanceof CheckpointError, String(e));
+        assert.equal(e.details.file, path);
+        assert.match(e.message, pattern);
+        return true;
+      });
+    fails(/Cannot read checkpoint file .*state\.json/);
+    await Deno.writeTextFile(path, '{"step": 3');
+    fails(/state\.json is not valid JSON/);
+    await Deno.writeTextFile(path, "[1, 2]");
+    fails(/holds \[1,2\]: expected a JSON object/);
+    await Deno.writeTextFile(path, '{"step": 3}');
+    assert.deepEqual(readCheckpointJson(path), { step: 3 });
   });
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { Kernels, Tensor } from "../../ffi/mod.ts";
 import { BufferLayout } from "../../lib/model/param_layout.ts";
-import { SafetensorsFile } from "../../lib/model/safetensors.ts";
+import { CheckpointError, SafetensorsFile } from "../../lib/model/safetensors.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { AdamW, adamwOptionsOf, OPTIMIZER_FILES } from "../../lib/train/optimizer.ts";
 import { loadConfig } from "../../lib/config/load_config.ts";
@@ -187,6 +187,21 @@ Deno.test("AdamW state: save -> load -> continue equals an uninterrupted run, bi
     using c = new AdamW({ params: pb, grads: gb, layout }, opts);
     c.load(dir);
     assert.equal(c.stepCount, cut);
+    // a damaged scalars file is a CheckpointError naming it, and changes nothing
+    const scalarsPath = `${dir}/${OPTIMIZER_FILES.scalars}`;
+    const good = await Deno.readTextFile(scalarsPath);
+    for (const [text, why] of [["{", /is not valid JSON/], ['{"step": -1}', /'step' must be/]]) {
+      await Deno.writeTextFile(scalarsPath, text as string);
+      using damaged = new AdamW({ params: pb, grads: gb, layout }, opts);
+      assert.throws(() => damaged.load(dir), (e: Error) => {
+        assert.ok(e instanceof CheckpointError, String(e));
+        assert.match(e.message, why as RegExp);
+        assert.match(e.message, /optimizer\.json/);
+        return true;
+      });
+      assert.equal(damaged.stepCount, 0);
+    }
+    await Deno.writeTextFile(scalarsPath, good);
     for (let s = cut; s < total; s++) {
       gb.view().set(gradAt(s, layout));
       c.step(lr(s));
