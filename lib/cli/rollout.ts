@@ -143,6 +143,19 @@ export async function runRollout(
   const actions: number[] = [];
   const validRates: number[] = [];
   let stoppedEarly = false;
+  if (flags.render) { // before the first episode: a folder it cannot make fails at once
+    try {
+      Deno.mkdirSync(flags.render, { recursive: true });
+    } catch (e) {
+      const noWrite = e instanceof Deno.errors.NotCapable ||
+        e instanceof Deno.errors.PermissionDenied;
+      throw usage(
+        `--render ${flags.render} cannot write there: ` +
+          (e instanceof Deno.errors.AlreadyExists ? "it is a file, not a folder" : errorText(e)) +
+          (noWrite ? " (deno run needs --allow-write; `deno task agentrl` grants it)" : ""),
+      );
+    }
+  }
   episodes: for (let ep = 0; ep < episodes; ep++) {
     const episodeSeed = seed + ep;
     print(`=== episode ${ep + 1}/${episodes}: ${tag} (${entry.env_type}), seed ${episodeSeed} ===`);

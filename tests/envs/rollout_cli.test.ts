@@ -227,6 +227,15 @@ Deno.test("--render without write permission is a clean usage error", async () =
     noWrite: true,
   });
   assertUsageError(r, /--render \/tmp\/agentrl_no_write cannot write there.*--allow-write/);
+  doesNotMatch(r.stdout, /=== episode 1/); // before any episode runs
+  const file = await Deno.makeTempFile();
+  try {
+    const onFile = await rollout(["--env", "FrozenLake", "--render", file]);
+    assertUsageError(onFile, /cannot write there: it is a file, not a folder/);
+    doesNotMatch(onFile.stdout, /=== episode 1/);
+  } finally {
+    await Deno.remove(file);
+  }
 });
 
 Deno.test("an env_type works directly, and --env-config values are typed and merged", async () => {
