@@ -99,6 +99,9 @@ export class Kernels implements Disposable {
     return this.sym.arl_num_threads(this.ctx);
   }
   set threads(n: number) {
+    if (!Number.isInteger(n) || n < 0) { // (the library names its own upper limit)
+      throw new RangeError(`threads must be an integer >= 0 (0 = all cores), got ${n}`);
+    }
     this.check("arl_set_num_threads", this.sym.arl_set_num_threads(this.ctx, n));
   }
 

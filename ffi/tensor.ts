@@ -32,6 +32,11 @@ const registry = new FinalizationRegistry<Held>((held) => {
 // shares instead of allocating its own.
 let sharing: { ptr: Deno.PointerObject; parent: Tensor } | null = null;
 
+// A typed array from view() keeps the tensor that owns its memory alive (so the finalizer
+// cannot free memory still in use), and freeing that tensor detaches every such array (so a
+// later access reads undefined and writes nothing, instead of touching freed memory).
+const owners = new WeakMap<ArrayBuffer, Tensor>();
+
 /**
  * A native buffer with a shape.
  *
@@ -54,6 +59,8 @@ export class Tensor<D extends DType = DType> implements Disposable {
   #ptr: Deno.PointerObject | null;
   // A view's parent (kept alive by this reference); null for an owning tensor.
   #parent: Tensor | null = null;
+  // the array buffers view() handed out over this (owning) tensor's memory
+  #buffers: WeakRef<ArrayBuffer>[] = [];
 
   /** Allocates a zero-filled tensor. */
   constructor(kernels: Kernels, shape: readonly number[], dtype: D) {
@@ -160,6 +167,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
     }
     const ptr = Deno.UnsafePointer.offset(base, byteOffset);
     if (ptr === null) throw new RangeError("A view's pointer cannot be null");
+    if (Deno.UnsafePointer.value(ptr) % BigInt(bytes) !== 0n) { // (a parent of a smaller dtype)
+      throw new RangeError(
+        `A ${dtype} view at byte ${byteOffset} of its parent is not ${bytes}-byte aligned`,
+      );
+    }
     sharing = { ptr, parent };
     try {
       return new Tensor(parent.kernels, shape, dtype);
@@ -181,6 +193,20 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return this.#ptr;
   }
 
+  /**
+   * The native pointer for an op on context `k`: throws if the tensor was freed or belongs
+   * to another context (another device's memory, which the op's kernels cannot read).
+   */
+  ptrIn(k: Kernels): Deno.PointerObject {
+    if (this.kernels !== k) {
+      throw new Error(
+        `This ${this.dtype} tensor [${this.shape.join(", ")}] belongs to another Kernels ` +
+          `context (${this.kernels.backend}) than the op's (${k.backend}): copy it there first`,
+      );
+    }
+    return this.ptr;
+  }
+
   /** Whether the memory is still held (for a view: by its parent). */
   get alive(): boolean {
     return this.#ptr !== null && (this.#parent === null || this.#parent.alive);
@@ -192,7 +218,9 @@ export class Tensor<D extends DType = DType> implements Disposable {
   }
 
   /**
-   * A typed-array view of the native memory (no copy; invalid after free).
+   * A typed-array view of the native memory (no copy). The array keeps the memory alive;
+   * once the tensor is freed it is detached (length 0: reads give undefined, writes are
+   * dropped).
    * CPU tensors only: use {@linkcode Tensor.read} and {@linkcode Tensor.write}
    * for code that runs on any device.
    */
@@ -203,6 +231,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
       );
     }
     const buf = Deno.UnsafePointerView.getArrayBuffer(this.ptr, this.byteSize);
+    let owner: Tensor = this;
+    while (owner.#parent !== null) owner = owner.#parent;
+    owners.set(buf, owner);
+    if (owner.#buffers.length >= 64) owner.#buffers = owner.#buffers.filter((r) => r.deref());
+    owner.#buffers.push(new WeakRef(buf));
     const ctor = this.dtype === "f32"
       ? Float32Array
       : this.dtype === "i32"
@@ -286,6 +319,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
       return;
     }
     registry.unregister(this);
+    for (const ref of this.#buffers) {
+      const buf = ref.deref();
+      if (buf && !buf.detached) buf.transfer(0); // detaches it (copies nothing)
+    }
+    this.#buffers = [];
     this.kernels.sym.arl_free(null, this.#ptr);
     this.#ptr = null;
   }

@@ -1,11 +1,12 @@
 // Helpers the op wrappers share: shape checks and pointer conversion.
+import type { Kernels } from "../kernels.ts";
 import { expectTensor, type Tensor } from "../tensor.ts";
 
 export { expectTensor };
 
-/** A tensor's pointer, or null for an absent optional argument. */
-export function ptrOf(t: Tensor | null | undefined): Deno.PointerObject | null {
-  return t == null ? null : t.ptr;
+/** A tensor's pointer for an op on `k`, or null for an absent optional argument. */
+export function ptrOf(k: Kernels, t: Tensor | null | undefined): Deno.PointerObject | null {
+  return t == null ? null : t.ptrIn(k);
 }
 
 /** Throws unless `value` is an integer in [min, max]. */
@@ -15,11 +16,20 @@ export function expectInt(value: number, name: string, min = 1, max = 2 ** 31 - 
   }
 }
 
-/** Throws unless `value` is a finite number (and positive when asked). */
+/**
+ * Throws unless `value` is a finite number (and positive when asked) that keeps its meaning as
+ * a float32, the type the kernels take it as: not past 3.4e38 (Infinity there) and not so
+ * small that it becomes 0.
+ */
 export function expectNumber(value: number, name: string, positive = false): void {
-  if (!Number.isFinite(value) || (positive && !(value > 0))) {
+  const f32 = Math.fround(value);
+  if (
+    !Number.isFinite(value) || (positive && !(value > 0)) || !Number.isFinite(f32) ||
+    (value !== 0 && f32 === 0)
+  ) {
     throw new RangeError(
-      `${name} must be a ${positive ? "positive" : "finite"} number, got ${value}`,
+      `${name} must be a ${positive ? "positive" : "finite"} number, got ${value} (the ` +
+        "kernels take it as a float32: at most 3.4e38 in size, and 0 or at least 1.2e-38)",
     );
   }
 }
@@ -37,4 +47,30 @@ export function expectWeight(w: Tensor, name: string, shape: readonly number[]):
   const bf16 = w instanceof Object && w.dtype === "bf16";
   expectTensor(w, name, bf16 ? "bf16" : "f32", shape);
   return bf16;
+}
+
+type Named = readonly [name: string, tensor: Tensor | null | undefined];
+
+/**
+ * Throws if an output's memory overlaps an input's or another output's: ops that read an
+ * input after writing part of an output would compute from overwritten values.
+ */
+export function expectDisjoint(outputs: readonly Named[], inputs: readonly Named[]): void {
+  const span = ([name, t]: Named) => {
+    if (!t) return null;
+    const start = Deno.UnsafePointer.value(t.ptr);
+    return { name, start, end: start + BigInt(t.byteSize) };
+  };
+  const outs = outputs.map(span).filter((x) => x !== null);
+  const all = [...outs, ...inputs.map(span).filter((x) => x !== null)];
+  outs.forEach((o, i) => {
+    for (const other of all.slice(i + 1)) {
+      if (o.start < other.end && other.start < o.end) {
+        throw new RangeError(
+          `${o.name} and ${other.name} share memory: this op needs its outputs apart from ` +
+            "its inputs and from each other",
+        );
+      }
+    }
+  });
 }

@@ -1,7 +1,7 @@
 /** Packed causal attention, its backward pass, and KV-cache decoding. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor } from "./_args.ts";
+import { dim, expectDisjoint, expectNumber, expectTensor } from "./_args.ts";
 
 function shapes(q: Tensor, kk: Tensor, cuSeqlens: Tensor) {
   expectTensor(q, "q", "f32", [-1, -1, -1]);
@@ -45,6 +45,10 @@ export function attentionForward(
   const { t, hq, hkv, d, b } = shapes(q, kk, cuSeqlens);
   expectTensor(v, "v", "f32", [t, hkv, d]);
   expectTensor(out, "out", "f32", [t, hq, d]);
+  expectDisjoint([["out", out], ["lse", lse]], [["q", q], ["k", kk], ["v", v], [
+    "cuSeqlens",
+    cuSeqlens,
+  ]]);
   expectTensor(lse, "lse", "f32", [hq, t]);
   expectNumber(scale, "scale", true);
   const bf16 = checkPrecision(precision);
@@ -52,12 +56,12 @@ export function attentionForward(
     bf16 ? "arl_attention_forward_bf16" : "arl_attention_forward",
     (bf16 ? k.sym.arl_attention_forward_bf16 : k.sym.arl_attention_forward)(
       k.ctx,
-      out.ptr,
-      lse.ptr,
-      q.ptr,
-      kk.ptr,
-      v.ptr,
-      cuSeqlens.ptr,
+      out.ptrIn(k),
+      lse.ptrIn(k),
+      q.ptrIn(k),
+      kk.ptrIn(k),
+      v.ptrIn(k),
+      cuSeqlens.ptrIn(k),
       b,
       t,
       hq,
@@ -90,22 +94,31 @@ export function attentionBackward(
   expectTensor(grads.dk, "dk", "f32", [t, hkv, d]);
   expectTensor(grads.dv, "dv", "f32", [t, hkv, d]);
   expectTensor(lse, "lse", "f32", [hq, t]);
+  expectDisjoint([["dq", grads.dq], ["dk", grads.dk], ["dv", grads.dv]], [
+    ["dout", dout],
+    ["q", q],
+    ["k", kk],
+    ["v", v],
+    ["out", out],
+    ["lse", lse],
+    ["cuSeqlens", cuSeqlens],
+  ]);
   expectNumber(scale, "scale", true);
   const bf16 = checkPrecision(precision);
   k.check(
     bf16 ? "arl_attention_backward_bf16" : "arl_attention_backward",
     (bf16 ? k.sym.arl_attention_backward_bf16 : k.sym.arl_attention_backward)(
       k.ctx,
-      grads.dq.ptr,
-      grads.dk.ptr,
-      grads.dv.ptr,
-      dout.ptr,
-      q.ptr,
-      kk.ptr,
-      v.ptr,
-      out.ptr,
-      lse.ptr,
-      cuSeqlens.ptr,
+      grads.dq.ptrIn(k),
+      grads.dk.ptrIn(k),
+      grads.dv.ptrIn(k),
+      dout.ptrIn(k),
+      q.ptrIn(k),
+      kk.ptrIn(k),
+      v.ptrIn(k),
+      out.ptrIn(k),
+      lse.ptrIn(k),
+      cuSeqlens.ptrIn(k),
       b,
       t,
       hq,
@@ -138,12 +151,12 @@ export function kvCacheWrite(
     "arl_kv_cache_write",
     k.sym.arl_kv_cache_write(
       k.ctx,
-      kCache.ptr,
-      vCache.ptr,
-      kk.ptr,
-      v.ptr,
-      slots.ptr,
-      positions.ptr,
+      kCache.ptrIn(k),
+      vCache.ptrIn(k),
+      kk.ptrIn(k),
+      v.ptrIn(k),
+      slots.ptrIn(k),
+      positions.ptrIn(k),
       n,
       s,
       hkv,
@@ -177,12 +190,12 @@ export function attentionDecode(
     "arl_attention_decode",
     k.sym.arl_attention_decode(
       k.ctx,
-      out.ptr,
-      q.ptr,
-      kCache.ptr,
-      vCache.ptr,
-      slots.ptr,
-      lens.ptr,
+      out.ptrIn(k),
+      q.ptrIn(k),
+      kCache.ptrIn(k),
+      vCache.ptrIn(k),
+      slots.ptrIn(k),
+      lens.ptrIn(k),
       n,
       s,
       hq,

@@ -32,7 +32,21 @@ export function rmsnormLinearForward(
   expectNumber(eps, "eps");
   const name = bf16 ? "arl_rmsnorm_linear_forward_bf16" : "arl_rmsnorm_linear_forward";
   const fn = bf16 ? k.sym.arl_rmsnorm_linear_forward_bf16 : k.sym.arl_rmsnorm_linear_forward;
-  k.check(name, fn(k.ctx, y.ptr, x.ptr, normWeight.ptr, w.ptr, ptrOf(bias), m, n, kk, eps));
+  k.check(
+    name,
+    fn(
+      k.ctx,
+      y.ptrIn(k),
+      x.ptrIn(k),
+      normWeight.ptrIn(k),
+      w.ptrIn(k),
+      ptrOf(k, bias),
+      m,
+      n,
+      kk,
+      eps,
+    ),
+  );
 }
 
 /**
@@ -69,7 +83,21 @@ export function rmsnormLinearSwigluForward(
   const fn = bf16
     ? k.sym.arl_rmsnorm_linear_swiglu_forward_bf16
     : k.sym.arl_rmsnorm_linear_swiglu_forward;
-  k.check(name, fn(k.ctx, y.ptr, x.ptr, normWeight.ptr, w.ptr, ptrOf(bias), m, f, kk, eps));
+  k.check(
+    name,
+    fn(
+      k.ctx,
+      y.ptrIn(k),
+      x.ptrIn(k),
+      normWeight.ptrIn(k),
+      w.ptrIn(k),
+      ptrOf(k, bias),
+      m,
+      f,
+      kk,
+      eps,
+    ),
+  );
 }
 
 /**
@@ -102,13 +130,13 @@ export function ropeKvCacheWrite(
     "arl_rope_kv_cache_write",
     k.sym.arl_rope_kv_cache_write(
       k.ctx,
-      q.ptr,
-      kk.ptr,
-      kCache.ptr,
-      vCache.ptr,
-      v.ptr,
-      slots.ptr,
-      positions.ptr,
+      q.ptrIn(k),
+      kk.ptrIn(k),
+      kCache.ptrIn(k),
+      vCache.ptrIn(k),
+      v.ptrIn(k),
+      slots.ptrIn(k),
+      positions.ptrIn(k),
       n,
       hq,
       s,
@@ -167,18 +195,18 @@ export function rmsnormQkvRopeForward(
     name,
     fn(
       k.ctx,
-      y.ptr,
-      x.ptr,
-      normWeight.ptr,
-      w.ptr,
-      ptrOf(bias),
+      y.ptrIn(k),
+      x.ptrIn(k),
+      normWeight.ptrIn(k),
+      w.ptrIn(k),
+      ptrOf(k, bias),
       m,
       kk,
       eps,
-      rope.kCache.ptr,
-      rope.vCache.ptr,
-      rope.slots.ptr,
-      rope.positions.ptr,
+      rope.kCache.ptrIn(k),
+      rope.vCache.ptrIn(k),
+      rope.slots.ptrIn(k),
+      rope.positions.ptrIn(k),
       rope.hq,
       s,
       hkv,

@@ -1,7 +1,7 @@
 /** Embedding, RMSNorm, RoPE, SwiGLU, residual add and the value head. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
 /** out (T, C) = wte (V, C)[tokens (T)]. */
 export function embeddingForward(k: Kernels, out: Tensor, tokens: Tensor, wte: Tensor): void {
@@ -11,7 +11,7 @@ export function embeddingForward(k: Kernels, out: Tensor, tokens: Tensor, wte: T
   expectTensor(out, "out", "f32", [t, c]);
   k.check(
     "arl_embedding_forward",
-    k.sym.arl_embedding_forward(k.ctx, out.ptr, tokens.ptr, wte.ptr, t, v, c),
+    k.sym.arl_embedding_forward(k.ctx, out.ptrIn(k), tokens.ptrIn(k), wte.ptrIn(k), t, v, c),
   );
 }
 
@@ -23,7 +23,7 @@ export function embeddingBackward(k: Kernels, dwte: Tensor, dout: Tensor, tokens
   expectTensor(dout, "dout", "f32", [t, c]);
   k.check(
     "arl_embedding_backward",
-    k.sym.arl_embedding_backward(k.ctx, dwte.ptr, dout.ptr, tokens.ptr, t, v, c),
+    k.sym.arl_embedding_backward(k.ctx, dwte.ptrIn(k), dout.ptrIn(k), tokens.ptrIn(k), t, v, c),
   );
 }
 
@@ -44,7 +44,16 @@ export function rmsnormForward(
   expectNumber(eps, "eps");
   k.check(
     "arl_rmsnorm_forward",
-    k.sym.arl_rmsnorm_forward(k.ctx, out.ptr, rstd.ptr, x.ptr, weight.ptr, t, c, eps),
+    k.sym.arl_rmsnorm_forward(
+      k.ctx,
+      out.ptrIn(k),
+      rstd.ptrIn(k),
+      x.ptrIn(k),
+      weight.ptrIn(k),
+      t,
+      c,
+      eps,
+    ),
   );
 }
 
@@ -65,16 +74,22 @@ export function rmsnormBackward(
   expectTensor(rstd, "rstd", "f32", [t]);
   expectTensor(weight, "weight", "f32", [c]);
   if (dweight) expectTensor(dweight, "dweight", "f32", [c]);
+  expectDisjoint([["dx", dx], ["dweight", dweight]], [
+    ["dout", dout],
+    ["x", x],
+    ["rstd", rstd],
+    ["weight", weight],
+  ]);
   k.check(
     "arl_rmsnorm_backward",
     k.sym.arl_rmsnorm_backward(
       k.ctx,
-      dx.ptr,
-      ptrOf(dweight),
-      dout.ptr,
-      x.ptr,
-      rstd.ptr,
-      weight.ptr,
+      dx.ptrIn(k),
+      ptrOf(k, dweight),
+      dout.ptrIn(k),
+      x.ptrIn(k),
+      rstd.ptrIn(k),
+      weight.ptrIn(k),
       t,
       c,
     ),
@@ -97,7 +112,17 @@ export function rope(
   expectNumber(theta, "theta", true);
   k.check(
     "arl_rope",
-    k.sym.arl_rope(k.ctx, out.ptr, x.ptr, positions.ptr, t, h, d, theta, inverse ? 1 : 0),
+    k.sym.arl_rope(
+      k.ctx,
+      out.ptrIn(k),
+      x.ptrIn(k),
+      positions.ptrIn(k),
+      t,
+      h,
+      d,
+      theta,
+      inverse ? 1 : 0,
+    ),
   );
 }
 
@@ -108,7 +133,7 @@ export function swigluForward(k: Kernels, out: Tensor, gate: Tensor, up: Tensor)
   expectTensor(out, "out", "f32", gate.shape);
   k.check(
     "arl_swiglu_forward",
-    k.sym.arl_swiglu_forward(k.ctx, out.ptr, gate.ptr, up.ptr, BigInt(gate.size)),
+    k.sym.arl_swiglu_forward(k.ctx, out.ptrIn(k), gate.ptrIn(k), up.ptrIn(k), BigInt(gate.size)),
   );
 }
 
@@ -122,17 +147,18 @@ export function swigluBackward(
   up: Tensor,
 ): void {
   for (const [t, n] of [[dgate, "dgate"], [dup, "dup"], [dout, "dout"], [up, "up"]] as const) {
+    expectDisjoint([["dgate", dgate], ["dup", dup]], [["dout", dout], ["gate", gate], ["up", up]]);
     expectTensor(t, n, "f32", gate.shape);
   }
   k.check(
     "arl_swiglu_backward",
     k.sym.arl_swiglu_backward(
       k.ctx,
-      dgate.ptr,
-      dup.ptr,
-      dout.ptr,
-      gate.ptr,
-      up.ptr,
+      dgate.ptrIn(k),
+      dup.ptrIn(k),
+      dout.ptrIn(k),
+      gate.ptrIn(k),
+      up.ptrIn(k),
       BigInt(gate.size),
     ),
   );
@@ -140,9 +166,10 @@ export function swigluBackward(
 
 /** out = a + b (out may be a or b). */
 export function add(k: Kernels, out: Tensor, a: Tensor, b: Tensor): void {
+  expectTensor(a, "a", "f32", a?.shape?.map(() => -1) ?? []); // (any shape; b and out match it)
   expectTensor(b, "b", "f32", a.shape);
   expectTensor(out, "out", "f32", a.shape);
-  k.check("arl_add", k.sym.arl_add(k.ctx, out.ptr, a.ptr, b.ptr, BigInt(a.size)));
+  k.check("arl_add", k.sym.arl_add(k.ctx, out.ptrIn(k), a.ptrIn(k), b.ptrIn(k), BigInt(a.size)));
 }
 
 /** values (T) = h (T, C) w (C) + bias. */
@@ -160,7 +187,7 @@ export function valueHeadForward(
   expectNumber(bias, "bias");
   k.check(
     "arl_value_head_forward",
-    k.sym.arl_value_head_forward(k.ctx, values.ptr, h.ptr, w.ptr, bias, t, c),
+    k.sym.arl_value_head_forward(k.ctx, values.ptrIn(k), h.ptrIn(k), w.ptrIn(k), bias, t, c),
   );
 }
 
@@ -183,12 +210,12 @@ export function valueHeadBackward(
     "arl_value_head_backward",
     k.sym.arl_value_head_backward(
       k.ctx,
-      ptrOf(grads.dh),
-      ptrOf(grads.dw),
-      ptrOf(grads.dbias),
-      dvalues.ptr,
-      h.ptr,
-      w.ptr,
+      ptrOf(k, grads.dh),
+      ptrOf(k, grads.dw),
+      ptrOf(k, grads.dbias),
+      dvalues.ptrIn(k),
+      h.ptrIn(k),
+      w.ptrIn(k),
       t,
       c,
     ),

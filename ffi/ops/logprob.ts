@@ -1,7 +1,7 @@
 /** The fused LM head + log-softmax + gather + entropy, and full logits. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 function shapes(h: Tensor, targets: Tensor, w: Tensor) {
   expectTensor(h, "h", "f32", [-1, -1]);
@@ -32,12 +32,12 @@ export function logprobForward(
     bf16 ? "arl_logprob_forward_bf16" : "arl_logprob_forward",
     (bf16 ? k.sym.arl_logprob_forward_bf16 : k.sym.arl_logprob_forward)(
       k.ctx,
-      out.logp.ptr,
-      ptrOf(out.entropy),
-      out.lse.ptr,
-      h.ptr,
-      targets.ptr,
-      w.ptr,
+      out.logp.ptrIn(k),
+      ptrOf(k, out.entropy),
+      out.lse.ptrIn(k),
+      h.ptrIn(k),
+      targets.ptrIn(k),
+      w.ptrIn(k),
       t,
       v,
       c,
@@ -67,20 +67,29 @@ export function logprobBackward(
     if (!saved.entropy) throw new TypeError("dentropy needs the forward pass's entropy");
     expectTensor(saved.entropy, "entropy", "f32", [t]);
   }
+  expectDisjoint([["dh", grads.dh], ["dw", grads.dw]], [
+    ["dlogp", upstream.dlogp],
+    ["dentropy", upstream.dentropy],
+    ["h", h],
+    ["targets", targets],
+    ["w", w],
+    ["lse", saved.lse],
+    ["entropy", saved.entropy],
+  ]);
   expectNumber(temperature, "temperature", true);
   k.check(
     bf16 ? "arl_logprob_backward_bf16" : "arl_logprob_backward",
     (bf16 ? k.sym.arl_logprob_backward_bf16 : k.sym.arl_logprob_backward)(
       k.ctx,
-      grads.dh.ptr,
-      ptrOf(grads.dw),
-      upstream.dlogp.ptr,
-      ptrOf(upstream.dentropy),
-      h.ptr,
-      targets.ptr,
-      w.ptr,
-      saved.lse.ptr,
-      ptrOf(saved.entropy),
+      grads.dh.ptrIn(k),
+      ptrOf(k, grads.dw),
+      upstream.dlogp.ptrIn(k),
+      ptrOf(k, upstream.dentropy),
+      h.ptrIn(k),
+      targets.ptrIn(k),
+      w.ptrIn(k),
+      saved.lse.ptrIn(k),
+      ptrOf(k, saved.entropy),
       t,
       v,
       c,
@@ -97,5 +106,8 @@ export function lmHead(k: Kernels, logits: Tensor, h: Tensor, w: Tensor): void {
   const v = dim(w, 0);
   expectTensor(logits, "logits", "f32", [t, v]);
   const fn = bf16 ? k.sym.arl_lm_head_bf16 : k.sym.arl_lm_head;
-  k.check(bf16 ? "arl_lm_head_bf16" : "arl_lm_head", fn(k.ctx, logits.ptr, h.ptr, w.ptr, t, v, c));
+  k.check(
+    bf16 ? "arl_lm_head_bf16" : "arl_lm_head",
+    fn(k.ctx, logits.ptrIn(k), h.ptrIn(k), w.ptrIn(k), t, v, c),
+  );
 }

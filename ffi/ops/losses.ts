@@ -106,6 +106,18 @@ export function ppoLoss(
   for (const [v, n] of [[p.clipLow, "clipLow"], [p.clipHigh, "clipHigh"]] as const) {
     expectNumber(v, n);
   }
+  for (
+    const [v, n] of [
+      [p.dualClip, "dualClip"],
+      [klCoef, "klCoef"],
+      [p.klClamp, "klClamp"],
+      [entropyCoef, "entropyCoef"],
+      [sftCoef, "sftCoef"],
+      [p.normLen, "normLen"],
+    ] as const
+  ) {
+    if (v !== undefined) expectNumber(v, n);
+  }
   const params = new ArrayBuffer(40);
   const f = new Float32Array(params);
   const i = new Int32Array(params);
@@ -125,16 +137,16 @@ export function ppoLoss(
     k.sym.arl_ppo_loss(
       k.ctx,
       Deno.UnsafePointer.of(metrics),
-      grads.dlogp.ptr,
-      ptrOf(grads.dentropy),
-      x.logp.ptr,
-      x.oldLogp.ptr,
-      ptrOf(x.refLogp),
-      x.advantages.ptr,
-      ptrOf(x.entropy),
-      x.mask.ptr,
-      ptrOf(x.sftMask),
-      x.cuSeqlens.ptr,
+      grads.dlogp.ptrIn(k),
+      ptrOf(k, grads.dentropy),
+      x.logp.ptrIn(k),
+      x.oldLogp.ptrIn(k),
+      ptrOf(k, x.refLogp),
+      x.advantages.ptrIn(k),
+      ptrOf(k, x.entropy),
+      x.mask.ptrIn(k),
+      ptrOf(k, x.sftMask),
+      x.cuSeqlens.ptrIn(k),
       b,
       t,
       Deno.UnsafePointer.of(params),
@@ -189,6 +201,8 @@ export function valueLoss(
     expectTensor(v, n, "f32", [t]);
   }
   const clip = o.valueClip ?? 0;
+  expectNumber(clip, "valueClip");
+  if (o.normLen !== undefined) expectNumber(o.normLen, "normLen");
   if (clip > 0) {
     if (!x.oldValues) throw new TypeError("valueClip > 0 needs oldValues");
     expectTensor(x.oldValues, "oldValues", "f32", [t]);
@@ -203,12 +217,12 @@ export function valueLoss(
       k.ctx,
       Deno.UnsafePointer.of(out.subarray(0, 1)),
       Deno.UnsafePointer.of(out.subarray(1, 2)),
-      dvalues.ptr,
-      x.values.ptr,
-      ptrOf(x.oldValues),
-      x.returns.ptr,
-      x.mask.ptr,
-      x.cuSeqlens.ptr,
+      dvalues.ptrIn(k),
+      x.values.ptrIn(k),
+      ptrOf(k, x.oldValues),
+      x.returns.ptrIn(k),
+      x.mask.ptrIn(k),
+      x.cuSeqlens.ptrIn(k),
       dim(x.cuSeqlens, 0) - 1,
       t,
       clip,
@@ -239,11 +253,11 @@ export function klFull(
     "arl_kl_full",
     k.sym.arl_kl_full(
       k.ctx,
-      kl.ptr,
-      ptrOf(backward?.dlogits),
-      logits.ptr,
-      refLogits.ptr,
-      ptrOf(backward?.dkl),
+      kl.ptrIn(k),
+      ptrOf(k, backward?.dlogits),
+      logits.ptrIn(k),
+      refLogits.ptrIn(k),
+      ptrOf(k, backward?.dkl),
       t,
       v,
     ),

@@ -1,7 +1,7 @@
 /** Matrix products: general SGEMM and the linear layer. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 /** Options of {@linkcode sgemm}. */
 export interface SgemmOptions {
@@ -26,13 +26,14 @@ export function sgemm(k: Kernels, c: Tensor, a: Tensor, b: Tensor, o: SgemmOptio
   const beta = o.beta ?? 0;
   expectNumber(alpha, "alpha");
   expectNumber(beta, "beta");
+  expectDisjoint([["c", c]], [["a", a], ["b", b]]);
   k.check(
     "arl_sgemm",
     k.sym.arl_sgemm(
       k.ctx,
-      c.ptr,
-      a.ptr,
-      b.ptr,
+      c.ptrIn(k),
+      a.ptrIn(k),
+      b.ptrIn(k),
       o.transA ? 1 : 0,
       o.transB ? 1 : 0,
       m,
@@ -63,11 +64,12 @@ export function linearForward(
   const bf16 = expectWeight(w, "w", [-1, dim(x, 1)]);
   const [m, kk, n] = [dim(x, 0), dim(x, 1), dim(w, 0)];
   expectTensor(y, "y", "f32", [m, n]);
+  expectDisjoint([["y", y]], [["x", x], ["w", w], ["bias", bias]]);
   if (bias) expectTensor(bias, "bias", "f32", [n]);
   const fn = bf16 ? k.sym.arl_linear_forward_bf16 : k.sym.arl_linear_forward;
   k.check(
     bf16 ? "arl_linear_forward_bf16" : "arl_linear_forward",
-    fn(k.ctx, y.ptr, x.ptr, w.ptr, ptrOf(bias), m, n, kk, accumulate ? 1 : 0),
+    fn(k.ctx, y.ptrIn(k), x.ptrIn(k), w.ptrIn(k), ptrOf(k, bias), m, n, kk, accumulate ? 1 : 0),
   );
 }
 
@@ -87,16 +89,21 @@ export function linearBackward(
   if (grads.dx) expectTensor(grads.dx, "dx", "f32", [m, kk]);
   if (grads.dw) expectTensor(grads.dw, "dw", "f32", [n, kk]);
   if (grads.dbias) expectTensor(grads.dbias, "dbias", "f32", [n]);
+  expectDisjoint([["dx", grads.dx], ["dw", grads.dw], ["dbias", grads.dbias]], [
+    ["dy", dy],
+    ["x", x],
+    ["w", w],
+  ]);
   k.check(
     bf16 ? "arl_linear_backward_bf16" : "arl_linear_backward",
     (bf16 ? k.sym.arl_linear_backward_bf16 : k.sym.arl_linear_backward)(
       k.ctx,
-      ptrOf(grads.dx),
-      ptrOf(grads.dw),
-      ptrOf(grads.dbias),
-      dy.ptr,
-      x.ptr,
-      w.ptr,
+      ptrOf(k, grads.dx),
+      ptrOf(k, grads.dw),
+      ptrOf(k, grads.dbias),
+      dy.ptrIn(k),
+      x.ptrIn(k),
+      w.ptrIn(k),
       m,
       n,
       kk,

@@ -1,7 +1,7 @@
 /** AdamW, gradient norms, scaling, fills and dtype conversion. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectInt, expectNumber, expectTensor } from "./_args.ts";
+import { expectDisjoint, expectInt, expectNumber, expectTensor } from "./_args.ts";
 
 /** Settings of {@linkcode adamw}. */
 export interface AdamWParams {
@@ -30,14 +30,20 @@ export function adamw(
   }
   expectInt(p.step, "step");
   expectNumber(p.lr, "lr");
+  for (const [x, n] of [[p.beta1, "beta1"], [p.beta2, "beta2"], [p.eps, "eps"]] as const) {
+    if (x !== undefined) expectNumber(x, n);
+  }
+  if (p.weightDecay !== undefined) expectNumber(p.weightDecay, "weightDecay");
+  if (p.gradScale !== undefined) expectNumber(p.gradScale, "gradScale");
+  expectDisjoint([["params", params], ["m", m], ["v", v]], [["grads", grads]]);
   k.check(
     "arl_adamw",
     k.sym.arl_adamw(
       k.ctx,
-      params.ptr,
-      m.ptr,
-      v.ptr,
-      grads.ptr,
+      params.ptrIn(k),
+      m.ptrIn(k),
+      v.ptrIn(k),
+      grads.ptrIn(k),
       BigInt(params.size),
       p.lr,
       p.beta1 ?? 0.9,
@@ -56,7 +62,7 @@ export function sumSquares(k: Kernels, x: Tensor): number {
   const out = new Float64Array(1);
   k.check(
     "arl_sum_squares",
-    k.sym.arl_sum_squares(k.ctx, Deno.UnsafePointer.of(out), x.ptr, BigInt(x.size)),
+    k.sym.arl_sum_squares(k.ctx, Deno.UnsafePointer.of(out), x.ptrIn(k), BigInt(x.size)),
   );
   return out[0]!;
 }
@@ -65,32 +71,39 @@ export function sumSquares(k: Kernels, x: Tensor): number {
 export function scale(k: Kernels, x: Tensor, s: number): void {
   expectTensor(x, "x", "f32", x.shape);
   expectNumber(s, "s");
-  k.check("arl_scale", k.sym.arl_scale(k.ctx, x.ptr, s, BigInt(x.size)));
+  k.check("arl_scale", k.sym.arl_scale(k.ctx, x.ptrIn(k), s, BigInt(x.size)));
 }
 
 /** Sets every element to `value` (zeroing with 0). */
 export function fill(k: Kernels, x: Tensor, value: number): void {
   expectTensor(x, "x", "f32", x.shape);
-  k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptr, value, BigInt(x.size)));
+  k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptrIn(k), value, BigInt(x.size)));
 }
 
 /** bf16 (round to nearest even) of an f32 tensor of the same shape. */
 export function toBf16(k: Kernels, out: Tensor, x: Tensor): void {
   expectTensor(x, "x", "f32", x.shape);
   expectTensor(out, "out", "bf16", x.shape);
-  k.check("arl_f32_to_bf16", k.sym.arl_f32_to_bf16(k.ctx, out.ptr, x.ptr, BigInt(x.size)));
+  k.check(
+    "arl_f32_to_bf16",
+    k.sym.arl_f32_to_bf16(k.ctx, out.ptrIn(k), x.ptrIn(k), BigInt(x.size)),
+  );
 }
 
 /** f32 of a bf16 tensor of the same shape. */
 export function fromBf16(k: Kernels, out: Tensor, x: Tensor): void {
   expectTensor(x, "x", "bf16", x.shape);
   expectTensor(out, "out", "f32", x.shape);
-  k.check("arl_bf16_to_f32", k.sym.arl_bf16_to_f32(k.ctx, out.ptr, x.ptr, BigInt(x.size)));
+  k.check(
+    "arl_bf16_to_f32",
+    k.sym.arl_bf16_to_f32(k.ctx, out.ptrIn(k), x.ptrIn(k), BigInt(x.size)),
+  );
 }
 
 /** The device's measured fused multiply-add peak in GFLOP/s (a benchmark baseline). */
 export function fmaPeak(k: Kernels, iterations = 200_000_000): number {
-  expectInt(iterations, "iterations", 1, Number.MAX_SAFE_INTEGER);
+  // (at most 2^34: past that a call runs for minutes on any CPU)
+  expectInt(iterations, "iterations", 1, 2 ** 34);
   const out = new Float64Array(1);
   k.check(
     "arl_fma_peak",

@@ -34,7 +34,13 @@ export function sample(
       throw new RangeError(`row ${i}: temperature must be >= 0, got ${r.temperature}`);
     }
     temperature[i] = r.temperature;
-    topK[i] = r.topK ?? 0;
+    const kept = r.topK ?? 0;
+    if (!Number.isInteger(kept) || kept < -1 || kept > 2 ** 31 - 1) {
+      throw new RangeError(
+        `row ${i}: topK must be an integer >= -1 (0 and -1 are off), got ${kept}`,
+      );
+    }
+    topK[i] = kept;
     topP[i] = r.topP ?? 1;
     seeds[i] = BigInt.asUintN(64, BigInt(r.seed));
     counters[i] = BigInt.asUintN(64, BigInt(r.counter));
@@ -48,7 +54,7 @@ export function sample(
       k.ctx,
       p(tokens),
       p(logprobs),
-      logits.ptr,
+      logits.ptrIn(k),
       p(temperature),
       p(topK),
       p(topP),

@@ -230,6 +230,65 @@ Deno.test("TS: bad scalars, missing optional inputs, bad tensors and contexts th
   closed.close(); // idempotent
   assert.throws(() => closed.ctx, /This kernel context is closed/);
   assert.throws(() => new Tensor(closed, [2], "f32"), /This kernel context is closed/);
+  assert.throws(() => (k.threads = -3), /threads must be an integer >= 0/);
+});
+
+Deno.test("TS: outputs over inputs, another context's tensors, float32 range, views", () => {
+  using k = openKernels();
+  using x = f32(k, [1, 2, 3, 4], [2, 2]);
+  using w = f32(k, [1, 0, 0, 1], [2, 2]);
+  // an output that shares an input's memory (the op would read what it overwrote)
+  assert.throws(() => linearForward(k, x, x, w), /y and x share memory/);
+  using g = f32(k, [1, 1], [2]);
+  using p1 = f32(k, [1, 2], [2]);
+  using m1 = f32(k, [0, 0], [2]);
+  assert.throws(
+    () => adamw(k, p1, m1, m1, g, { lr: 0.1, step: 1 }),
+    /m and v share memory/,
+  );
+  assert.throws(() => adamw(k, p1, m1, g, g, { lr: 0.1, step: 1, gradScale: NaN }), /gradScale/);
+  // add checks its first input too (it once read a bf16 tensor as f32, past its end)
+  using b16 = new Tensor(k, [2], "bf16");
+  using out2 = new Tensor(k, [2], "f32");
+  assert.throws(() => add(k, out2, b16, g), /a must be f32, got bf16/);
+  // a tensor of another context
+  using other = openKernels();
+  using y = new Tensor(k, [2, 2], "f32");
+  using xo = f32(other, [1, 2, 3, 4], [2, 2]);
+  assert.throws(() => linearForward(k, y, xo, w), /belongs to another Kernels context/);
+  // numbers that are Infinity or 0 as float32
+  using xr = new Tensor(k, [1, 1, 2], "f32");
+  using pos = i32(k, [0]);
+  assert.throws(
+    () => rope(k, xr, xr, pos, 1e39),
+    /theta must be a positive number, got 1e\+39 \(the kernels take it as a float32/,
+  );
+  assert.throws(
+    () => sgemm(k, y, x, w, { alpha: 1e-50 }),
+    /alpha must be a finite number, got 1e-50 \(.*float32/,
+  );
+  // sampling's topK is an integer >= -1
+  using logits = f32(k, [0, 1, 2], [1, 3]);
+  const row = { temperature: 1, seed: 1, counter: 0 };
+  assert.throws(() => sample(k, logits, [{ ...row, topK: 1.5 }]), /topK must be an integer/);
+  // a view whose start is not aligned for its dtype
+  using bytes = new Tensor(k, [4], "bf16");
+  using odd = Tensor.viewOf(bytes, 2, [3], "bf16");
+  assert.throws(() => Tensor.viewOf(odd, 0, [1], "f32"), /not 4-byte aligned/);
+});
+
+Deno.test("a typed-array view keeps its memory alive, and is detached when the tensor is freed", () => {
+  using k = openKernels();
+  const t = new Tensor(k, [8], "f32");
+  const whole = t.view();
+  const part = Tensor.viewOf(t, 16, [2], "f32").view();
+  whole[5] = 7;
+  assert.equal(part[1], 7);
+  t.free();
+  assert.equal(whole.length, 0); // detached: reads give undefined, writes are dropped
+  assert.equal(part.length, 0);
+  whole[5] = 1;
+  assert.equal(whole[5], undefined);
 });
 
 // ---- native checks, through the TS wrappers --------------------------------------
@@ -254,10 +313,11 @@ Deno.test("native errors reach TS as KernelError with the library's explanation"
     /target id 7 at row 0 is outside \[0, 7\)/,
   );
   using q = new Tensor(k, [4, 2, 2], "f32");
+  using attnOut = new Tensor(k, [4, 2, 2], "f32");
   using lse = new Tensor(k, [2, 4], "f32");
   using cuBad = i32(k, [0, 3, 2, 4]);
   expectKernelError(
-    () => attentionForward(k, q, lse, q, q, q, cuBad),
+    () => attentionForward(k, attnOut, lse, q, q, q, cuBad),
     ARL_ERR_VALUE,
     /cu_seqlens must not decrease/,
   );
@@ -312,8 +372,11 @@ Deno.test("native errors reach TS as KernelError with the library's explanation"
     /top_p of row 0 must be > 0, got 0/,
   );
   using prm = new Tensor(k, [3], "f32");
+  using mom = new Tensor(k, [3], "f32");
+  using vel = new Tensor(k, [3], "f32");
+  using grd = new Tensor(k, [3], "f32");
   expectKernelError(
-    () => adamw(k, prm, prm, prm, prm, { lr: 0.1, step: 1, beta1: 1 }),
+    () => adamw(k, prm, mom, vel, grd, { lr: 0.1, step: 1, beta1: 1 }),
     ARL_ERR_VALUE,
     /betas must be in \[0, 1\), got 1 and 0.999/,
   );
