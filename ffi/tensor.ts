@@ -207,6 +207,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
     return this.ptr;
   }
 
+  /** The tensor that allocated this one's memory (itself unless a view). */
+  #owner(): Tensor {
+    return this.#parent === null ? this : this.#parent.#owner();
+  }
+
   /** Whether the memory is still held (for a view: by its parent). */
   get alive(): boolean {
     return this.#ptr !== null && (this.#parent === null || this.#parent.alive);
@@ -231,8 +236,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
       );
     }
     const buf = Deno.UnsafePointerView.getArrayBuffer(this.ptr, this.byteSize);
-    let owner: Tensor = this;
-    while (owner.#parent !== null) owner = owner.#parent;
+    const owner = this.#owner();
     owners.set(buf, owner);
     if (owner.#buffers.length >= 64) owner.#buffers = owner.#buffers.filter((r) => r.deref());
     owner.#buffers.push(new WeakRef(buf));
