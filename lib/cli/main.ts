@@ -67,6 +67,31 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
+/**
+ * Reports an error that escaped every awaited call (an environment's timer or a promise
+ * nobody awaits, in envs run in the main thread) in one line, with where it was thrown, and
+ * ends the process; AGENTRL_DEBUG=1 prints its whole stack.
+ */
+function reportEscaped(error: unknown): void {
+  const e = error instanceof Error ? error : new Error(String(error));
+  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
+  console.error(
+    `An error escaped outside the calls agentrl awaits (an environment's timer or unawaited ` +
+      `promise, when envs run in the main thread; env_runner=worker isolates them): ` +
+      `${e.message}${frame ? ` (${frame})` : ""}`,
+  );
+  if (Deno.env.get("AGENTRL_DEBUG") === "1") console.error(e.stack);
+  Deno.exit(1);
+}
+
 if (import.meta.main) {
+  globalThis.addEventListener("error", (event) => {
+    event.preventDefault();
+    reportEscaped(event.error);
+  });
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    event.preventDefault();
+    reportEscaped(event.reason);
+  });
   Deno.exit(await runCli(Deno.args));
 }

@@ -16,6 +16,7 @@ import { CustomEnv } from "../config/schema/env_manager.ts";
 import type { CfgObject } from "../config/types.ts";
 import { didYouMean } from "../util/did_you_mean.ts";
 import { ActionParser } from "../../envs/action_parser.ts";
+import { checkResetResult, checkRgbFrame, checkStepResult } from "../../envs/check_results.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import { aggregateEpisodeMetrics } from "../../envs/metrics.ts";
@@ -33,6 +34,15 @@ import {
 
 /** Thrown to end the process with a status and a message (see `ExitRequest` in commands.ts). */
 export type ExitFn = (status: number, message: string) => Error;
+
+/** The env's RGB frame, checked; an exit (status 1) naming `when` if it cannot render. */
+function renderFrame(env: Env, when: string, exit: ExitFn): RgbFrame {
+  try {
+    return checkRgbFrame(env.render("rgb"));
+  } catch (e) {
+    throw exit(1, `The environment could not render ${when}: ${errorText(e)}`);
+  }
+}
 
 /** The options of `agentrl rollout` as commander parses them. */
 export interface RolloutFlags {
@@ -166,15 +176,17 @@ export async function runRollout(
     const history: string[] = [];
     const conversation: ChatMessage[] = [];
     try {
-      observation = (await withTimeout(
-        Promise.resolve().then(() => env.reset(episodeSeed)),
-        stepTimeout,
-        "reset",
-      )).observation;
-      if (flags.render) frames.push(env.render("rgb"));
+      observation = checkResetResult(
+        await withTimeout(
+          Promise.resolve().then(() => env.reset(episodeSeed)),
+          stepTimeout,
+          "reset",
+        ),
+      ).observation;
     } catch (e) {
       throw exit(1, `The environment failed to reset (seed ${episodeSeed}): ${errorText(e)}`);
     }
+    if (flags.render) frames.push(renderFrame(env, `after the reset of seed ${episodeSeed}`, exit));
     for (let turn = 1; turn <= maxTurns; turn++) {
       const recent = history.slice(Math.max(0, history.length - historyLength));
       const user = fillTemplate(template, {
@@ -234,18 +246,29 @@ export async function runRollout(
         }
         const text = line.value.trim();
         response = text.includes("<") ? text : parser.format(text) ?? text;
-      } else if (policy.kind === "scripted") {
-        response = env.oracleAction!() ?? env.sampleAction?.(random) ?? "";
       } else {
-        response = env.sampleAction!(random);
+        const scripted = policy.kind === "scripted";
+        try {
+          response = scripted
+            ? env.oracleAction!() ?? env.sampleAction?.(random) ?? ""
+            : env.sampleAction!(random);
+        } catch (e) {
+          throw exit(
+            1,
+            `The environment's ${scripted ? "oracleAction" : "sampleAction"} failed on turn ` +
+              `${turn} of seed ${episodeSeed}: ${errorText(e)}`,
+          );
+        }
       }
       print(`--- turn ${turn}: response [assistant] ---\n${response}`);
       let step;
       try {
-        step = await withTimeout(
-          Promise.resolve().then(() => env.step(response)),
-          stepTimeout,
-          "step",
+        step = checkStepResult(
+          await withTimeout(
+            Promise.resolve().then(() => env.step(response)),
+            stepTimeout,
+            "step",
+          ),
         );
       } catch (e) {
         throw exit(
@@ -265,7 +288,9 @@ export async function runRollout(
       observation = step.observation;
       total += step.reward;
       metrics.push(step.info.metrics);
-      if (flags.render) frames.push(env.render("rgb"));
+      if (flags.render) {
+        frames.push(renderFrame(env, `after turn ${turn} of seed ${episodeSeed}`, exit));
+      }
       const m = step.info.metrics;
       print(
         `--- turn ${turn}: result ---\nreward ${
@@ -303,7 +328,11 @@ export async function runRollout(
       }
     }
   }
-  env.close();
+  try {
+    await env.close();
+  } catch (e) {
+    console.error(`note: the environment's close() failed: ${errorText(e)}`);
+  }
 
   const mean = (xs: number[]) => xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
   const summary: RolloutSummary = {

@@ -58,6 +58,8 @@ export function sampleWith(env: Env, seed: number): string | null {
 
 /** Rejects with an {@linkcode EnvTimeoutError} when `p` takes longer than `seconds`. */
 export function withTimeout<T>(p: Promise<T>, seconds: number, what: string): Promise<T> {
+  // once the time is up nobody awaits p: a rejection it gets later must not go unhandled
+  p.catch(() => {});
   let timer: ReturnType<typeof setTimeout> | undefined;
   const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new EnvTimeoutError(what, seconds)), seconds * 1000);

@@ -70,7 +70,7 @@ class EnvWorker {
   call(req: Request, timeoutSeconds: number, what: string): Promise<unknown> {
     if (!this.alive) return Promise.reject(new EnvWorkerStoppedError("it was stopped earlier"));
     const id = this.#nextId++;
-    return new Promise((resolve, reject) => {
+    const call = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         const error = new EnvTimeoutError(what, timeoutSeconds);
         this.#pending.delete(id);
@@ -89,6 +89,10 @@ class EnvWorker {
       });
       this.#worker.postMessage({ ...req, id });
     });
+    // A caller that stopped waiting (an abandoned episode, a race it lost) still leaves this
+    // promise to reject when the worker stops: that rejection is handled here, not unhandled.
+    call.catch(() => {});
+    return call;
   }
 
   /** Terminates the worker and fails its pending calls. */

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { checkResetResult, checkRgbFrame, checkStepResult } from "../../envs/check_results.ts";
 import { aggregateEpisodeMetrics } from "../../envs/metrics.ts";
 import type { RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { CustomEnv } from "../config/schema/env_manager.ts";
@@ -72,9 +73,9 @@ export async function runEpisode(
   o: EpisodeOptions,
 ): Promise<TrajectorySample | null> {
   const { entry } = spec;
-  let observation = (await env.reset(spec.seed)).observation;
+  let observation = checkResetResult(await env.reset(spec.seed)).observation;
   const frames: RgbFrame[] = [];
-  if (o.render) frames.push(await env.renderRgb());
+  if (o.render) frames.push(checkRgbFrame(await env.renderRgb()));
   const messages: ChatMessage[] = [];
   const tokens: number[] = [];
   const mask: number[] = [];
@@ -160,7 +161,7 @@ export async function runEpisode(
     messages.push(o.encoder.assistantMessage(response.tokenIds));
 
     const actedFrom = observation;
-    const step = await env.step(o.decodeForEnv(response.tokenIds));
+    const step = checkStepResult(await env.step(o.decodeForEnv(response.tokenIds)));
     const m = step.info.metrics;
     const penalty = !m.action_is_valid && !m.format_penalty ? o.formatPenalty : 0;
     stepRewards.push(step.reward + penalty);
@@ -172,7 +173,7 @@ export async function runEpisode(
       history.push(stepHistoryLine(turn + 1, actedFrom, said, m.action_is_valid, step.reward));
     }
     stepMetrics.push(penalty ? { ...m, format_penalty: penalty } : m);
-    if (o.render) frames.push(await env.renderRgb());
+    if (o.render) frames.push(checkRgbFrame(await env.renderRgb()));
     observation = step.observation;
     if (step.terminated) {
       endReason = "terminated";

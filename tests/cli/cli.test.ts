@@ -272,7 +272,7 @@ Deno.test("eval: a bad policy, a render folder that is a file, and no finished e
     await Deno.writeTextFile(
       `${dir}/no_sample.ts`,
       'export default () => ({ instruction: "", reset: () => ({ observation: "x", info: {} }),\n' +
-        '  step: () => { throw new Error("unused"); }, render: () => "x", close() {} });\n',
+        '  step: () => { throw new Error("unused"); }, render: () => ({ width: 1, height: 1, data: new Uint8Array(3) }), close() {} });\n',
     );
     const small = [
       "pretrain=null",

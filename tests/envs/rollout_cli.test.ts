@@ -342,6 +342,58 @@ Deno.test("an env step that never ends fails after env_step_timeout, without a s
   }
 });
 
+Deno.test("an env that breaks its contract (NaN reward, bad frame, failing close) is named cleanly", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agentrl_bad_env_" });
+  try {
+    const module = (name: string, body: string) => {
+      const path = `${dir}/${name}.ts`;
+      Deno.writeTextFileSync(
+        path,
+        "const metrics = { action_is_valid: true, action_is_effective: true, success: false, " +
+          "format_penalty: 0 };\n" +
+          "export default () => ({\n" +
+          '  instruction: "", reset: () => ({ observation: "x", info: {} }),\n' +
+          '  sampleAction: () => "<answer>a</answer>",\n' +
+          "  render: () => ({ width: 2, height: 2, data: new Uint8Array(12) }),\n" +
+          '  step: () => ({ observation: "y", reward: 1, terminated: true, truncated: false, ' +
+          "info: { metrics } }),\n" +
+          `  close() {},\n${body}\n});\n`,
+      );
+      return path;
+    };
+    const nan = await rollout(["--env", module("nan", "  step: () => ({ reward: NaN }),")]);
+    equal(nan.code, 1, show(nan));
+    match(nan.stderr, /failed on turn 1 of seed 0: step returned observation undefined/);
+    const nanReward = await rollout([
+      "--env",
+      module(
+        "nan_reward",
+        "  step: () => ({ observation: 'y', reward: NaN, terminated: true, truncated: false, " +
+          "info: { metrics } }),",
+      ),
+    ]);
+    match(nanReward.stderr, /step returned reward NaN: expected a finite number/);
+    const frame = await rollout([
+      "--env",
+      module("frame", "  render: () => ({ width: 2, height: 2, data: new Uint8Array(5) }),"),
+      "--render",
+      `${dir}/frames`,
+    ]);
+    equal(frame.code, 1, show(frame));
+    match(frame.stderr, /could not render after the reset of seed 0: .*5 bytes/);
+    const close = await rollout([
+      "--env",
+      module("close", '  close() { throw new Error("close boom"); },'),
+      "--json",
+    ]);
+    equal(close.code, 0, show(close));
+    match(close.stderr, /note: the environment's close\(\) failed: close boom/);
+    for (const r of [nan, nanReward, frame, close]) doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a step-wise config (envs=step) prompts afresh each turn with the last steps", async () => {
   const r = await rollout(["--env", "FrozenLake", "--seed", "1", "--episodes", "1", "envs=step"]);
   equal(r.code, 0, show(r));
