@@ -33,7 +33,7 @@ import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
 import { RolloutScheduler } from "../rollout/scheduler.ts";
-import type { TrajectorySample } from "../rollout/types.ts";
+import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
@@ -331,6 +331,16 @@ export async function runPipeline(
   let lastMetrics: Record<string, number> = {};
   const endStep = Math.min(config.max_steps, startStep + (options.stopAfter ?? Infinity));
 
+  // lost trajectories (an env or the policy failed): how many, and the first one's reason
+  const noteLost = (where: string, lost: readonly LostTrajectory[]) => {
+    const first = lost[0];
+    if (!first) return;
+    log(
+      `  ${where} lost ${lost.length} trajectories; the first: ${first.reason} in ` +
+        `${first.tag} env ${first.envId}: ${first.message}`,
+    );
+  };
+
   const validate = async (step: number) => {
     const tv = performance.now();
     progress.start("validation", config.val_batch_size);
@@ -342,6 +352,7 @@ export async function runPipeline(
       render: !!config.render_save_dir,
     });
     progress.done();
+    noteLost("validation", val.lost);
     if (config.render_save_dir) {
       for (const s of val.samples.slice(0, 8)) {
         if (s.frames?.length) {
@@ -390,6 +401,7 @@ export async function runPipeline(
       const tr = performance.now();
       const tokensBefore = trainPolicy.generatedTokens;
       const batch = await scheduler.getBatch(config.rollout_batch_size, step);
+      noteLost(`step ${step}'s rollout`, batch.lost);
       Object.assign(metrics, batch.metrics);
       metrics["time/step_rollout"] = (performance.now() - tr) / 1000;
       const generated = trainPolicy.generatedTokens - tokensBefore;

@@ -225,6 +225,46 @@ Deno.test("train runs the pipeline: a one-step run writes metrics, a report and 
   }
 });
 
+Deno.test("train names the trajectories it lost, and why", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // a FrozenLake whose step fails for odd seeds: some trajectories are lost, not all
+    await Deno.writeTextFile(
+      `${dir}/flaky.ts`,
+      `import { FrozenLakeEnv, FrozenLakeConfig } from "${
+        new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href
+      }";\n` +
+        "export default { configSchema: FrozenLakeConfig, create(config: unknown) {\n" +
+        "  const env = new FrozenLakeEnv(config as never); let seed = 0;\n" +
+        "  const reset = env.reset.bind(env), step = env.step.bind(env);\n" +
+        "  env.reset = (s: number) => { seed = s; return reset(s); };\n" +
+        '  env.step = (a: string) => { if (seed % 2) throw new Error("flaky step"); return step(a); };\n' +
+        "  return env; } };\n",
+    );
+    const r = await cliFull(
+      "train",
+      "pretrain=null",
+      `output_dir=${dir}/out`,
+      "max_steps=1",
+      "eval_steps=100",
+      "rollout_batch_size=8",
+      "train_env_manager.num_env_groups=2",
+      "train_env_manager.num_groups_partition=[2]",
+      "train_env_manager.group_size=4",
+      "val_batch_size=4",
+      "val_env_manager.num_env_groups=4",
+      "val_env_manager.num_groups_partition=[4]",
+      "max_actions_per_traj=2",
+      "max_tokens_per_step=6",
+      `custom_envs.FrozenLake.env_type=${dir}/flaky.ts`,
+    );
+    equal(r.code, 0, show(r));
+    match(r.stderr, /step 0's rollout lost \d+ trajectories; the first: env_error in .*flaky step/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("train with a bad value is a clean usage error before anything runs", async () => {
   const r = await cliFull("train", "ppo_epochs=0");
   assertCleanError(r);
