@@ -147,7 +147,8 @@ arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* pos
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(t) * h, d);
   if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
-  if (!(theta > 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);
+  if (!(theta > 0.0f) || !std::isfinite(theta))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0", __func__);
   for (int32_t i = 0; i < t; i++)
     if (positions[i] < 0)
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d at row %d is negative", __func__,

@@ -1,4 +1,5 @@
 // GEMM entry points: arl_sgemm, arl_linear_forward/backward.
+#include <cmath>
 #include <cstring>
 
 #include "common.h"
@@ -31,6 +32,9 @@ arl_status arl_sgemm(arl_ctx* ctx, float* c, const float* a, const float* b, int
   if (arl_status s = check_ld(ctx, __func__, "lda", lda, trans_a ? m : k)) return s;
   if (arl_status s = check_ld(ctx, __func__, "ldb", ldb, trans_b ? k : n)) return s;
   if (arl_status s = check_ld(ctx, __func__, "ldc", ldc, n)) return s;
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: alpha and beta must be finite, got %g and %g",
+                     __func__, double(alpha), double(beta));
   ARL_PRODUCT(ctx, m, ldc);
   return arl::guarded(ctx, __func__, [&] { arl::sgemm(ctx->num_threads, trans_a != 0, trans_b != 0, m, n, k, alpha, a, lda,
                             b, ldb, beta, c, ldc); });

@@ -48,8 +48,11 @@ arl_status arl_adamw(arl_ctx* ctx, float* params, float* m, float* v, const floa
   if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
     return arl::fail(ctx, ARL_ERR_VALUE, "%s: betas must be in [0, 1), got %g and %g", __func__,
                      double(beta1), double(beta2));
-  if (!(eps > 0) || !(lr >= 0) || !(weight_decay >= 0))
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: need eps > 0, lr >= 0, weight_decay >= 0", __func__);
+  if (!(eps > 0) || !(lr >= 0) || !(weight_decay >= 0) || !std::isfinite(eps) ||
+      !std::isfinite(lr) || !std::isfinite(weight_decay) || !std::isfinite(grad_scale))
+    return arl::fail(ctx, ARL_ERR_VALUE,
+                     "%s: need finite eps > 0, lr >= 0, weight_decay >= 0 and grad_scale",
+                     __func__);
   const double c1 = 1.0 - std::pow(double(beta1), step);
   const double c2 = 1.0 - std::pow(double(beta2), step);
   const float step_size = float(lr / c1);

@@ -77,7 +77,9 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
         for (int32_t j = 0; j < v; j++) sum += std::exp(z[j] - m);
         const double lse = m + std::log(sum);
         int32_t chosen = best;
-        if (!greedy) {
+        // NaN or infinite logits (a diverged model): keep the argmax, as the CUDA library does
+        // (the weights exp(z - m) would be NaN, and the draw would fall through to the last id)
+        if (!greedy && std::isfinite(m) && std::isfinite(lse)) {
           // Candidates: all tokens, or the top-k by logit (ties broken by lower id).
           int32_t kept = v;
           std::iota(order, order + v, 0);

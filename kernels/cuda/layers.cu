@@ -1,4 +1,5 @@
 // Token embedding, RMSNorm, RoPE, SwiGLU and the residual add on a CUDA device.
+#include <cmath>
 #include <climits>
 #include <initializer_list>
 
@@ -380,7 +381,8 @@ arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* pos
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(t) * h, d);
   if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
-  if (!(theta > 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);
+  if (!(theta > 0.0f) || !std::isfinite(theta))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0", __func__);
   // Negative positions are flagged by the kernel, not checked here: a synchronize per call
   // would stall decoding (see arl::DeferredCode).
   const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;

@@ -765,7 +765,7 @@ Deno.test("native: out-of-range token ids, targets, slots, positions and lengths
     k,
     s.arl_rope(ctx, p(o), p(f), p(ints(0)), 1, 2, 8, 0, 0),
     ARL_ERR_VALUE,
-    /theta must be > 0/,
+    /theta must be finite and > 0/,
   );
 });
 
@@ -1164,10 +1164,31 @@ Deno.test("native: unknown agg mode and kl kind, bad clip settings, missing opti
     k,
     adam(0.1, 0.9, 0.999, 0, 0, 1),
     ARL_ERR_VALUE,
-    /need eps > 0, lr >= 0, weight_decay >= 0/,
+    /need finite eps > 0, lr >= 0, weight_decay >= 0 and grad_scale/,
   );
-  expectNative(k, adam(-0.1, 0.9, 0.999, 1e-8, 0, 1), ARL_ERR_VALUE, /need eps > 0/);
-  expectNative(k, adam(0.1, 0.9, 0.999, 1e-8, -1, 1), ARL_ERR_VALUE, /need eps > 0/);
+  expectNative(k, adam(-0.1, 0.9, 0.999, 1e-8, 0, 1), ARL_ERR_VALUE, /need finite eps > 0/);
+  expectNative(k, adam(0.1, 0.9, 0.999, 1e-8, -1, 1), ARL_ERR_VALUE, /need finite eps > 0/);
+  expectNative(k, adam(Infinity, 0.9, 0.999, 1e-8, 0, 1), ARL_ERR_VALUE, /need finite eps/);
+  expectNative(k, adam(0.1, 0.9, 0.999, 1e-8, Infinity, 1), ARL_ERR_VALUE, /need finite eps/);
+  expectNative(
+    k,
+    s.arl_adamw(ctx, p(o), p(o2), p(o3), p(f), 16n, 0.1, 0.9, 0.999, 1e-8, 0, 1, NaN),
+    ARL_ERR_VALUE,
+    /grad_scale/,
+  );
+  // sgemm's alpha and beta, rope's theta: finite (the wrappers check too; the ABI on its own)
+  expectNative(
+    k,
+    s.arl_sgemm(ctx, p(o), p(f), p(f), 0, 0, 2, 2, 2, Infinity, 0, 2, 2, 2),
+    ARL_ERR_VALUE,
+    /alpha and beta must be finite, got inf and 0/,
+  );
+  expectNative(
+    k,
+    s.arl_sgemm(ctx, p(o), p(f), p(f), 0, 0, 2, 2, 2, 1, NaN, 2, 2, 2),
+    ARL_ERR_VALUE,
+    /alpha and beta must be finite/,
+  );
 });
 
 // ---- fuzz ---------------------------------------------------------------------------
