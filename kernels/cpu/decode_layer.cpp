@@ -15,6 +15,17 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                                  int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
   ARL_DECODE_LAYER_ARGS(ctx);
+  // The values the steps check one by one, checked before the first writes anything (a bad
+  // one would leave the cache and qkv written and the layer half done).
+  if (*slot < 0 || *slot >= s)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token 0 is outside [0, %d)", __func__,
+                     *slot, s);
+  if (*position < 0 || *position >= l)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d of token 0 is outside [0, %d)",
+                     __func__, *position, l);
+  if (*len < 1 || *len > l)
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query 0 is outside [1, %d]", __func__,
+                     *len, l);
   return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
                                  w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv, d,
                                  s, l, eps, theta, scale);

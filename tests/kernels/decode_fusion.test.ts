@@ -221,10 +221,13 @@ Deno.test("ropeKvCacheWrite equals rope on q and k, then kvCacheWrite; bad posit
   assert.deepEqual(Array.from(vc2.view()), Array.from(vc1.view()), "vCache");
   assert.notDeepEqual(Array.from(kc2.view()), Array.from(kc0), "the cache was written");
   using badSlot = i32(k, Int32Array.of(1, 2, 0));
+  const before = [q2, k2, kc2].map((t) => Array.from(t.view()));
   assert.throws(
     () => ropeKvCacheWrite(k, q2, k2, kc2, vc2, tv, badSlot, tp, 1e4),
     /arl_kv_cache_write: slot 2 of token 1 is outside \[0, 2\)/,
   );
+  // nothing was written: q and k were once rotated before the slot was checked
+  [q2, k2, kc2].forEach((t, i) => assert.deepEqual(Array.from(t.view()), before[i]));
   using badPos = i32(k, Int32Array.of(1, -1, 0));
   assert.throws(
     () => ropeKvCacheWrite(k, q2, k2, kc2, vc2, tv, ts, badPos, 1e4),
