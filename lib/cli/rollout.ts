@@ -105,6 +105,17 @@ export async function runRollout(
     overrides,
   };
   const loaded = await loadConfig(options);
+  // --env-config takes every argument after it: a config override placed there lands in it
+  const misplaced = (flags.envConfig ?? []).find((a) => {
+    const top = a.split("=")[0]!.replace(/^[+~]+/, "").split(".")[0]!;
+    return a.includes(".") && Object.hasOwn(loaded.config, top);
+  });
+  if (misplaced !== undefined) {
+    throw usage(
+      `--env-config took '${misplaced}', a config override: put overrides before --env-config ` +
+        "(it takes every argument after it)",
+    );
+  }
   const { tag, entry } = resolveEnv(flags.env, loaded.config, loaded.variables, cliConfig, usage);
   const envConfig = mergeDeep(entry.env_config ?? {}, cliConfig);
 

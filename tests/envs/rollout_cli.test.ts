@@ -319,6 +319,16 @@ Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async
     await rollout(["--env", "FrozenLake", "--env-config", "p=1.5"]),
     /env_config\.p: .*found number 1\.5/,
   );
+  assertUsageError(
+    await rollout([
+      "--env",
+      "FrozenLake",
+      "--env-config",
+      "size=4",
+      "train_env_manager.env_step_timeout=2",
+    ]),
+    /--env-config took 'train_env_manager\.env_step_timeout=2', a config override: put overrides before/,
+  );
 });
 
 Deno.test("an env step that never ends fails after env_step_timeout, without a stack trace", async () => {
