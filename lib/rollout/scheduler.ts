@@ -158,7 +158,13 @@ export class RolloutScheduler {
   async #getBatch(batchSize: number, step: number): Promise<RolloutBatch> {
     const t0 = performance.now();
     for (const q of this.#queues.values()) q.advanceStep(step);
-    this.#loops ??= this.slots.map((slot) => this.#envLoop(slot));
+    // (a loop that fails outside its episodes stops the batch with its error: never unhandled)
+    this.#loops ??= this.slots.map((slot) =>
+      this.#envLoop(slot).catch((e) => {
+        this.#loopError ??= e;
+        this.#onProgress?.();
+      })
+    );
     const ratio = this.mode === "train" ? Math.floor(this.config.async_generation_ratio) : 0;
     const taken: CompleteGroup[] = [];
     let have = 0;
