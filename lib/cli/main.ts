@@ -63,7 +63,17 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       // Commander has printed its message (or the help) already.
       return e.exitCode === 0 ? 0 : USAGE_ERROR;
     }
-    throw e;
+    // anything else is a failure no check names (a crashed env worker, or a bug): one line,
+    // where it was thrown, and the stack with AGENTRL_DEBUG=1
+    const err = e instanceof Error ? e : new Error(String(e));
+    const frame = err.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
+    console.error(
+      `${err.name}: ${err.message}${frame ? ` (${frame})` : ""}` +
+        (Deno.env.get("AGENTRL_DEBUG") === "1"
+          ? `\n${err.stack}`
+          : " (AGENTRL_DEBUG=1 prints the stack)"),
+    );
+    return 1;
   }
 }
 

@@ -9,6 +9,7 @@
 import { createEnv } from "../../envs/registry.ts";
 import type { Env } from "../../envs/types.ts";
 import { sampleWith } from "./env_host.ts";
+import { CRASH_REPLY_ID } from "./env_worker_protocol.ts";
 
 /** A request from the host. */
 export type EnvWorkerRequest =
@@ -70,6 +71,31 @@ async function handle(
     }
   }
 }
+
+// An error that escapes every request (an env's timer, a promise nobody awaits) ends this
+// worker: the host hears of it as a crash reply and restarts the env, and Deno does not print
+// it as an uncaught error with its stack.
+function crash(error: unknown): void {
+  const e = error instanceof Error ? error : new Error(String(error));
+  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
+  self.postMessage(
+    {
+      id: CRASH_REPLY_ID,
+      ok: false,
+      name: e.name,
+      message: `${e.name}: ${e.message}${frame ? ` (${frame})` : ""}`,
+    } satisfies EnvWorkerReply,
+  );
+  self.close();
+}
+self.addEventListener("error", (event) => {
+  event.preventDefault();
+  crash(event.error);
+});
+self.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  crash(event.reason);
+});
 
 self.onmessage = async (event: MessageEvent<EnvWorkerRequest>) => {
   const req = event.data;

@@ -17,6 +17,7 @@ import type { ResetResult, RgbFrame, StepResult } from "../../envs/types.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError } from "./env_host.ts";
 import type { EnvWorkerReply, EnvWorkerRequest } from "./env_worker.ts";
+import { CRASH_REPLY_ID } from "./env_worker_protocol.ts";
 
 /** Seconds allowed for starting a worker and building an env in it. */
 const OPEN_TIMEOUT_SECONDS = 120;
@@ -49,6 +50,10 @@ class EnvWorker {
     this.#worker = new Worker(new URL("./env_worker.ts", import.meta.url), { type: "module" });
     this.#worker.onmessage = (e: MessageEvent<EnvWorkerReply>) => {
       const reply = e.data;
+      if (reply.id === CRASH_REPLY_ID && !reply.ok) {
+        this.stop(`it crashed: ${reply.message}`);
+        return;
+      }
       const p = this.#pending.get(reply.id);
       if (!p) return;
       this.#pending.delete(reply.id);

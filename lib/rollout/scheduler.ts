@@ -20,6 +20,7 @@
  * @module
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
+import { EnvConfigError } from "../../envs/errors.ts";
 import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
 import type { ChatEncoder } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
@@ -244,11 +245,15 @@ export class RolloutScheduler {
         try {
           env ??= await this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config);
         } catch (e) {
-          lose("env_error", e);
-          // a config mistake fails every env the same way: stop instead of spinning
-          this.#loopError ??= e;
-          this.#onProgress?.();
-          break;
+          lose(e instanceof EnvTimeoutError ? "env_timeout" : "env_error", e);
+          if (e instanceof EnvConfigError) {
+            // a config mistake fails every env the same way: stop instead of spinning
+            this.#loopError ??= e;
+            this.#onProgress?.();
+            break;
+          }
+          // a crash or a hang: the next episode tries a fresh env (losses in a row stop it)
+          continue;
         }
         try {
           const sample = await runEpisode(env, {

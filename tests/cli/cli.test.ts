@@ -341,6 +341,36 @@ Deno.test("eval: a bad policy, a render folder that is a file, and no finished e
   }
 });
 
+Deno.test("eval: env workers that crash lose their episodes, with a one-line error", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // a module whose worker dies from a timer right after loading
+    await Deno.writeTextFile(
+      `${dir}/crash.ts`,
+      'setTimeout(() => { throw new Error("boom from a timer"); }, 1);\n' +
+        `import { FrozenLakeConfig, FrozenLakeEnv } from "${
+          new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href
+        }";\n` +
+        "export default { configSchema: FrozenLakeConfig, " +
+        "create: (c: unknown) => new FrozenLakeEnv(c as never) };\n",
+    );
+    const r = await cliFull(
+      "eval",
+      "pretrain=null",
+      "val_batch_size=4",
+      "val_env_manager.num_env_groups=4",
+      "val_env_manager.num_groups_partition=[4]",
+      "val_env_manager.env_runner=worker",
+      `custom_envs.FrozenLake.env_type=${dir}/crash.ts`,
+    );
+    equal(r.code, 1, show(r));
+    match(r.stderr, /(Every trajectory is being lost|No validation episode finished).*env worker/);
+    doesNotMatch(r.stderr, /Uncaught|escaped|^\s+at /m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("eval with a missing checkpoint is a clean usage error", async () => {
   const r = await cliFull("eval", "--checkpoint", "/nonexistent/model");
   assertCleanError(r);
