@@ -215,8 +215,12 @@ function parsePricing(value: unknown, where: string): number[] {
     }
     return out.slice(0, 2);
   }
-  if (Array.isArray(value) && value.every((x) => typeof x === "number" && Number.isFinite(x))) {
-    return (value as number[]).slice(0, 2);
+  if (Array.isArray(value)) {
+    const bad = value.findIndex((x) => typeof x !== "number" || !Number.isFinite(x));
+    if (bad < 0) return (value as number[]).slice(0, 2);
+    throw new WebShopDataError(
+      `${where}: "pricing"[${bad}] is ${kindOf(value[bad])}; expected a finite number`,
+    );
   }
   throw new WebShopDataError(
     `${where}: "pricing" is ${

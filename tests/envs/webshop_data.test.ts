@@ -218,6 +218,12 @@ Deno.test("bad data files: clear errors naming the file and what was expected", 
         '[{"asin": "B1", "name": "x", "category": "c", "query": "q", "pricing": {}}]',
       ),
     }, /"pricing" is an object; expected a "\$12\.99 - \$15\.99" string or a list of numbers/],
+    [{
+      products_file: write(
+        "price_list.json",
+        '[{"asin": "B1", "name": "x", "category": "c", "query": "q", "pricing": [3, "abc"]}]',
+      ),
+    }, /"pricing"\[1\] is a string; expected a finite number/],
     [
       { documents_file: write("docs.jsonl", '{"id": "B1", "product": {}}\nnot json\n') },
       /documents_file '.*docs\.jsonl': line 2 is not valid JSON .*expected WebShop's documents\.jsonl/,
