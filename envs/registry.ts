@@ -8,6 +8,7 @@
  * @module
  */
 import type { z } from "npm:zod@4.6.7";
+import { describeThrown } from "../lib/util/describe_thrown.ts";
 import { didYouMean } from "../lib/util/did_you_mean.ts";
 import { CountdownConfig } from "./countdown/config.ts";
 import { CountdownEnv } from "./countdown/env.ts";
@@ -249,7 +250,7 @@ export async function createEnv(
   } catch (e) {
     if (e instanceof EnvConfigError) throw e;
     throw new EnvConfigError(
-      `The factory of env_type '${type}' failed: ${errorWithFrame(e)}`,
+      `The factory of env_type '${type}' failed: ${describeThrown(e)}`,
     );
   }
   const missing = ["reset", "step", "render", "close"].filter((m) =>
@@ -262,13 +263,6 @@ export async function createEnv(
     );
   }
   return env;
-}
-
-/** An error's message and, for an Error, the first frame of its stack (where it was thrown). */
-function errorWithFrame(e: unknown): string {
-  if (!(e instanceof Error)) return String(e);
-  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
-  return `${e.message}${frame ? ` (${frame})` : ""}`;
 }
 
 async function importFactory(type: string, options: ResolveOptions): Promise<AnyFactory> {

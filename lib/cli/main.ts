@@ -4,6 +4,7 @@ import { KernelError } from "../../ffi/kernels.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
+import { describeThrown } from "../util/describe_thrown.ts";
 import { normalizeArgv } from "./argv.ts";
 import {
   benchCommand,
@@ -63,34 +64,29 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       // Commander has printed its message (or the help) already.
       return e.exitCode === 0 ? 0 : USAGE_ERROR;
     }
-    // anything else is a failure no check names (a crashed env worker, or a bug): one line,
-    // where it was thrown, and the stack with AGENTRL_DEBUG=1
-    const err = e instanceof Error ? e : new Error(String(e));
-    const frame = err.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
-    console.error(
-      `${err.name}: ${err.message}${frame ? ` (${frame})` : ""}` +
-        (Deno.env.get("AGENTRL_DEBUG") === "1"
-          ? `\n${err.stack}`
-          : " (AGENTRL_DEBUG=1 prints the stack)"),
-    );
+    // anything else is a failure no check names (a crashed env worker, or a bug)
+    printFailure(describeThrown(e, true), e);
     return 1;
   }
 }
 
+/** Prints a failure no check names in one line; AGENTRL_DEBUG=1 adds the stack of `e`. */
+function printFailure(line: string, e: unknown): void {
+  const stack = Deno.env.get("AGENTRL_DEBUG") === "1" && e instanceof Error ? e.stack : undefined;
+  console.error(line + (stack ? `\n${stack}` : " (AGENTRL_DEBUG=1 prints the stack)"));
+}
+
 /**
  * Reports an error that escaped every awaited call (an environment's timer or a promise
- * nobody awaits, in envs run in the main thread) in one line, with where it was thrown, and
- * ends the process; AGENTRL_DEBUG=1 prints its whole stack.
+ * nobody awaits, in envs run in the main thread) and ends the process.
  */
 function reportEscaped(error: unknown): void {
-  const e = error instanceof Error ? error : new Error(String(error));
-  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
-  console.error(
+  printFailure(
     `An error escaped outside the calls agentrl awaits (an environment's timer or unawaited ` +
       `promise, when envs run in the main thread; env_runner=worker isolates them): ` +
-      `${e.message}${frame ? ` (${frame})` : ""}`,
+      describeThrown(error),
+    error,
   );
-  if (Deno.env.get("AGENTRL_DEBUG") === "1") console.error(e.stack);
   Deno.exit(1);
 }
 

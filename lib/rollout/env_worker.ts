@@ -10,6 +10,7 @@ import { createEnv } from "../../envs/registry.ts";
 import type { Env } from "../../envs/types.ts";
 import { sampleWith } from "./env_host.ts";
 import { CRASH_REPLY_ID } from "./env_worker_protocol.ts";
+import { describeThrown } from "../util/describe_thrown.ts";
 
 /** A request from the host. */
 export type EnvWorkerRequest =
@@ -76,14 +77,12 @@ async function handle(
 // worker: the host hears of it as a crash reply and restarts the env, and Deno does not print
 // it as an uncaught error with its stack.
 function crash(error: unknown): void {
-  const e = error instanceof Error ? error : new Error(String(error));
-  const frame = e.stack?.split("\n").find((l) => l.trim().startsWith("at "))?.trim();
   self.postMessage(
     {
       id: CRASH_REPLY_ID,
       ok: false,
-      name: e.name,
-      message: `${e.name}: ${e.message}${frame ? ` (${frame})` : ""}`,
+      name: error instanceof Error ? error.name : "Error",
+      message: describeThrown(error, true),
     } satisfies EnvWorkerReply,
   );
   self.close();

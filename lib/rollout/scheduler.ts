@@ -245,7 +245,7 @@ export class RolloutScheduler {
         try {
           env ??= await this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config);
         } catch (e) {
-          lose(e instanceof EnvTimeoutError ? "env_timeout" : "env_error", e);
+          lose(lossReason(e), e);
           if (e instanceof EnvConfigError) {
             // a config mistake fails every env the same way: stop instead of spinning
             this.#loopError ??= e;
@@ -287,14 +287,7 @@ export class RolloutScheduler {
             this.#onProgress?.();
             break;
           }
-          lose(
-            e instanceof PolicyError
-              ? "policy_error"
-              : e instanceof EnvTimeoutError
-              ? "env_timeout"
-              : "env_error",
-            e,
-          );
+          lose(lossReason(e), e);
           // the env may be in any state (or its worker gone): rebuild it
           const broken = env;
           env = null;
@@ -320,4 +313,13 @@ export class RolloutScheduler {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** Why a trajectory was lost, from what its episode (or its env's creation) threw. */
+function lossReason(e: unknown): LostTrajectory["reason"] {
+  return e instanceof PolicyError
+    ? "policy_error"
+    : e instanceof EnvTimeoutError
+    ? "env_timeout"
+    : "env_error";
 }

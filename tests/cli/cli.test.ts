@@ -123,6 +123,31 @@ Deno.test("bench with an unknown name lists the benchmarks and fails", async () 
   doesNotMatch(r.stderr, /Uncaught|^\s+at /m);
 });
 
+/** Overrides for a fast train run: small groups and batches, two actions of six tokens. */
+const SMALL_RUN = [
+  "pretrain=null",
+  "rollout_batch_size=8",
+  "train_env_manager.num_env_groups=2",
+  "train_env_manager.num_groups_partition=[2]",
+  "train_env_manager.group_size=4",
+  "val_batch_size=4",
+  "val_env_manager.num_env_groups=4",
+  "val_env_manager.num_groups_partition=[4]",
+  "max_actions_per_traj=2",
+  "max_tokens_per_step=6",
+];
+
+/** Overrides for a fast eval: four validation episodes. */
+const SMALL_VAL = [
+  "pretrain=null",
+  "val_batch_size=4",
+  "val_env_manager.num_env_groups=4",
+  "val_env_manager.num_groups_partition=[4]",
+];
+
+/** FrozenLake's module, for the test env modules written below. */
+const FROZEN_LAKE_MODULE = new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href;
+
 /** Runs the CLI with the permissions `deno task agentrl` grants. */
 async function cliFull(...args: string[]): Promise<CliResult> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
@@ -181,18 +206,9 @@ Deno.test("train runs the pipeline: a one-step run writes metrics, a report and 
   try {
     const r = await cliFull(
       "train",
-      "pretrain=null",
+      ...SMALL_RUN,
       `output_dir=${dir}`,
       "max_steps=1",
-      "rollout_batch_size=8",
-      "train_env_manager.num_env_groups=2",
-      "train_env_manager.num_groups_partition=[2]",
-      "train_env_manager.group_size=4",
-      "val_batch_size=4",
-      "val_env_manager.num_env_groups=4",
-      "val_env_manager.num_groups_partition=[4]",
-      "max_actions_per_traj=2",
-      "max_tokens_per_step=6",
     );
     equal(r.code, 0, show(r));
     match(r.stderr, /step 0\/1 \| val FrozenLake success/);
@@ -231,9 +247,7 @@ Deno.test("train names the trajectories it lost, and why", async () => {
     // a FrozenLake whose step fails for odd seeds: some trajectories are lost, not all
     await Deno.writeTextFile(
       `${dir}/flaky.ts`,
-      `import { FrozenLakeEnv, FrozenLakeConfig } from "${
-        new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href
-      }";\n` +
+      `import { FrozenLakeEnv, FrozenLakeConfig } from "${FROZEN_LAKE_MODULE}";\n` +
         "export default { configSchema: FrozenLakeConfig, create(config: unknown) {\n" +
         "  const env = new FrozenLakeEnv(config as never); let seed = 0;\n" +
         "  const reset = env.reset.bind(env), step = env.step.bind(env);\n" +
@@ -243,19 +257,10 @@ Deno.test("train names the trajectories it lost, and why", async () => {
     );
     const r = await cliFull(
       "train",
-      "pretrain=null",
+      ...SMALL_RUN,
       `output_dir=${dir}/out`,
       "max_steps=1",
       "eval_steps=100",
-      "rollout_batch_size=8",
-      "train_env_manager.num_env_groups=2",
-      "train_env_manager.num_groups_partition=[2]",
-      "train_env_manager.group_size=4",
-      "val_batch_size=4",
-      "val_env_manager.num_env_groups=4",
-      "val_env_manager.num_groups_partition=[4]",
-      "max_actions_per_traj=2",
-      "max_tokens_per_step=6",
       `custom_envs.FrozenLake.env_type=${dir}/flaky.ts`,
     );
     equal(r.code, 0, show(r));
@@ -314,23 +319,17 @@ Deno.test("eval: a bad policy, a render folder that is a file, and no finished e
       'export default () => ({ instruction: "", reset: () => ({ observation: "x", info: {} }),\n' +
         '  step: () => { throw new Error("unused"); }, render: () => ({ width: 1, height: 1, data: new Uint8Array(3) }), close() {} });\n',
     );
-    const small = [
-      "pretrain=null",
-      "val_batch_size=4",
-      "val_env_manager.num_env_groups=4",
-      "val_env_manager.num_groups_partition=[4]",
-    ];
-    const policy = await cliFull("eval", "--policy", "bogus", ...small);
+    const policy = await cliFull("eval", "--policy", "bogus", ...SMALL_VAL);
     assertCleanError(policy);
     match(policy.stderr, /--policy 'bogus' is not valid/);
-    const render = await cliFull("eval", ...small, `render_save_dir=${dir}/file`);
+    const render = await cliFull("eval", ...SMALL_VAL, `render_save_dir=${dir}/file`);
     assertCleanError(render);
     match(render.stderr, /render_save_dir .*file cannot be used as a folder \(it is a file\)/);
     const lost = await cliFull(
       "eval",
       "--policy",
       "random",
-      ...small,
+      ...SMALL_VAL,
       `custom_envs.FrozenLake.env_type=${dir}/no_sample.ts`,
     );
     equal(lost.code, 1, show(lost));
@@ -348,18 +347,13 @@ Deno.test("eval: env workers that crash lose their episodes, with a one-line err
     await Deno.writeTextFile(
       `${dir}/crash.ts`,
       'setTimeout(() => { throw new Error("boom from a timer"); }, 1);\n' +
-        `import { FrozenLakeConfig, FrozenLakeEnv } from "${
-          new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href
-        }";\n` +
+        `import { FrozenLakeConfig, FrozenLakeEnv } from "${FROZEN_LAKE_MODULE}";\n` +
         "export default { configSchema: FrozenLakeConfig, " +
         "create: (c: unknown) => new FrozenLakeEnv(c as never) };\n",
     );
     const r = await cliFull(
       "eval",
-      "pretrain=null",
-      "val_batch_size=4",
-      "val_env_manager.num_env_groups=4",
-      "val_env_manager.num_groups_partition=[4]",
+      ...SMALL_VAL,
       "val_env_manager.env_runner=worker",
       `custom_envs.FrozenLake.env_type=${dir}/crash.ts`,
     );
