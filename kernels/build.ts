@@ -229,7 +229,19 @@ async function run(cmd: string, args: string[], verbose: boolean): Promise<void>
   if (verbose && text.trim()) console.log(text);
 }
 
-async function buildLibrary(spec: LibrarySpec, force: boolean, verbose: boolean) {
+/** One object to compile, with an estimate of its cost (to start the longest first). */
+export interface CompileJob {
+  weight: number;
+  run: () => Promise<void>;
+}
+
+/** A library's out-of-date objects, and the link that follows them (false: nothing to do). */
+export interface LibraryPlan {
+  jobs: CompileJob[];
+  link: () => Promise<boolean>;
+}
+
+async function planLibrary(spec: LibrarySpec, force: boolean, verbose: boolean) {
   await Deno.mkdir(spec.objects, { recursive: true });
   const flagsStamp = new URL("flags.txt", spec.objects);
   const flags = JSON.stringify([spec.compiler, spec.compile, spec.link]);
@@ -247,35 +259,81 @@ async function buildLibrary(spec: LibrarySpec, force: boolean, verbose: boolean)
   const newestHeader = Math.max(0, ...await Promise.all(headers.map(mtime)));
   const sources = await listFiles(spec.sources, [spec.ext]);
   const objects: URL[] = [];
-  const jobs: (() => Promise<void>)[] = [];
+  const jobs: CompileJob[] = [];
   for (const src of sources) {
     const name = src.pathname.split("/").pop()!.slice(0, -spec.ext.length) + ".o";
     const obj = new URL(name, spec.objects);
     objects.push(obj);
     const objTime = await mtime(obj);
     if (force || objTime === 0 || objTime < await mtime(src) || objTime < newestHeader) {
-      jobs.push(() =>
-        run(spec.compiler, [...spec.compile, "-c", src.pathname, "-o", obj.pathname], verbose)
-      );
+      jobs.push({
+        weight: await includedBytes(src, new Set()),
+        run: () =>
+          run(spec.compiler, [...spec.compile, "-c", src.pathname, "-o", obj.pathname], verbose),
+      });
     }
   }
-  const libTime = await mtime(spec.output);
-  const relink = jobs.length > 0 || libTime === 0 ||
-    (await Promise.all(objects.map(mtime))).some((t) => t > libTime);
-  if (!relink) return false;
-  const parallel = Math.max(1, navigator.hardwareConcurrency ?? 2);
-  for (let i = 0; i < jobs.length; i += parallel) {
-    await Promise.all(jobs.slice(i, i + parallel).map((job) => job()));
+  const link = async () => {
+    const libTime = await mtime(spec.output);
+    const relink = jobs.length > 0 || libTime === 0 ||
+      (await Promise.all(objects.map(mtime))).some((t) => t > libTime);
+    if (!relink) return false;
+    const tmp = new URL(`libagentrl_${spec.name}.so.tmp${Deno.pid}`, BUILD);
+    await run(
+      spec.compiler,
+      [...spec.link, "-o", tmp.pathname, ...objects.map((o) => o.pathname)],
+      verbose,
+    );
+    await Deno.rename(tmp, spec.output);
+    await Deno.writeTextFile(flagsStamp, flags);
+    return true;
+  };
+  return { jobs, link } satisfies LibraryPlan;
+}
+
+/**
+ * The bytes a compiler reads for a source: the file and the local headers it includes, each
+ * once (a proxy for its compile time: the GEMV and attention templates dominate).
+ */
+export async function includedBytes(file: URL, seen: Set<string>): Promise<number> {
+  if (seen.has(file.href)) return 0;
+  seen.add(file.href);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch {
+    return 0; // a system header, or one the compiler finds on an include path
   }
-  const tmp = new URL(`libagentrl_${spec.name}.so.tmp${Deno.pid}`, BUILD);
-  await run(
-    spec.compiler,
-    [...spec.link, "-o", tmp.pathname, ...objects.map((o) => o.pathname)],
-    verbose,
-  );
-  await Deno.rename(tmp, spec.output);
-  await Deno.writeTextFile(flagsStamp, flags);
-  return true;
+  let bytes = text.length;
+  for (const m of text.matchAll(/^#include "([^"]+)"/gm)) {
+    bytes += await includedBytes(new URL(m[1]!, file), seen);
+  }
+  return bytes;
+}
+
+/**
+ * Compiles every plan's objects on as many processes as there are cores, the costliest first
+ * (one library's long tail overlaps another's objects), then links each library. After a
+ * failure no new job starts; the running ones finish before the first error is thrown.
+ */
+export async function buildPlans(
+  plans: LibraryPlan[],
+  parallel = Math.max(1, navigator.hardwareConcurrency ?? 2),
+): Promise<boolean[]> {
+  const queue = plans.flatMap((p) => p.jobs).sort((a, b) => b.weight - a.weight);
+  const errors: unknown[] = [];
+  const worker = async () => {
+    for (let job = queue.shift(); job && errors.length === 0; job = queue.shift()) {
+      try {
+        await job.run();
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, worker));
+  if (errors.length > 0) throw errors[0];
+  return await Promise.all(plans.map((p) => p.link()));
 }
 
 /** What {@linkcode buildKernels} did for each library. */
@@ -292,20 +350,28 @@ export async function buildKernels(
 ): Promise<BuildResult> {
   const force = options.force ?? false;
   const verbose = options.verbose ?? false;
-  const cpu = await buildLibrary(cpuSpec(), force, verbose) ? "built" : "up to date";
+  const plans: LibraryPlan[] = [await planLibrary(cpuSpec(), force, verbose)];
   let emulator: BuildResult["emulator"];
+  let emulatorPlan = -1;
   if (options.emulator && !(Deno.build.os === "linux" && Deno.build.arch === "x86_64")) {
     emulator = "skipped: needs x86-64 Linux"; // its fiber switch is x86-64 assembly
   } else if (options.emulator) {
     await translateForEmulator();
-    emulator = await buildLibrary(emulatorSpec(), force, verbose) ? "built" : "up to date";
+    emulatorPlan = plans.push(await planLibrary(emulatorSpec(), force, verbose)) - 1;
   }
+  let cuda: BuildResult["cuda"] = "skipped: --cpu-only";
+  let cudaPlan = -1;
+  if (!options.cpuOnly) {
+    const nvcc = await findNvcc();
+    if (nvcc === null) cuda = "skipped: no nvcc";
+    else cudaPlan = plans.push(await planLibrary(cudaSpec(nvcc), force, verbose)) - 1;
+  }
+  const built = await buildPlans(plans);
+  const outcome = (i: number) => built[i] ? "built" as const : "up to date" as const;
+  if (emulatorPlan >= 0) emulator = outcome(emulatorPlan);
+  if (cudaPlan >= 0) cuda = outcome(cudaPlan);
   const withEmulator = emulator === undefined ? {} : { emulator };
-  if (options.cpuOnly) return { cpu, cuda: "skipped: --cpu-only", ...withEmulator };
-  const nvcc = await findNvcc();
-  if (nvcc === null) return { cpu, cuda: "skipped: no nvcc", ...withEmulator };
-  const cuda = await buildLibrary(cudaSpec(nvcc), force, verbose) ? "built" : "up to date";
-  return { cpu, cuda, ...withEmulator };
+  return { cpu: outcome(0), cuda, ...withEmulator };
 }
 
 if (import.meta.main) {

@@ -923,12 +923,16 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
   // Slots and lengths are checked by the kernel (reported at the next synchronizing call).
   const int splits = decode_splits(ctx, n, hq, l, d);
   auto* partial = splits > 1 ? static_cast<float*>(ctx->decode_partial) : nullptr;
+#define ARL_LAUNCH_DECODE(P)                                                                 \
+  launch_decode<P>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, \
+                   scale, splits)
   switch (dims_per_lane(d)) {
-    case 1: launch_decode<1>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
-    case 2: launch_decode<2>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
-    case 4: launch_decode<4>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
-    default: launch_decode<8>(ctx, out, partial, q, k_cache, v_cache, slots, lens, n, s, hq, hkv, l, d, scale, splits); break;
+    case 1: ARL_LAUNCH_DECODE(1); break;
+    case 2: ARL_LAUNCH_DECODE(2); break;
+    case 4: ARL_LAUNCH_DECODE(4); break;
+    default: ARL_LAUNCH_DECODE(8); break;
   }
+#undef ARL_LAUNCH_DECODE
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

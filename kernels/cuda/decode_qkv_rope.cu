@@ -1,7 +1,8 @@
-// Decode fusions (ABI versions 4 and 5): calls that a decode step makes back to back, in one kernel
-// where the rows are few (see agentrl.h).
+// Decode fusions (ABI version 5): RoPE with the KV cache write, and the q|k|v GEMV that also
+// RMS-normalizes its input and ropes and caches its outputs (see agentrl.h).
 #include "common.cuh"
 #include "gemv.cuh"
+#include "typed_entries.cuh"
 #include "rope.cuh"
 
 namespace {
@@ -45,7 +46,8 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
       rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
     }
     const bool is_k = hh >= hq;
-    float* row = is_k ? k + i * kv_stride + int64_t(hh - hq) * d : q + i * q_stride + int64_t(hh) * d;
+    float* row = is_k ? k + i * kv_stride + int64_t(hh - hq) * d
+                      : q + i * q_stride + int64_t(hh) * d;
     const float a = row[j], b = row[j + half];
     const float ra = a * cs - b * sn, rb = b * cs + a * sn;
     row[j] = ra;
@@ -63,58 +65,6 @@ __global__ void rope_kv_cache_write_kernel(float* q, float* k, float* k_cache, f
   }
 }
 
-// The linear entry point for the weights' type.
-arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const float* w, const float* bias,
-                        int32_t m, int32_t n, int32_t k, int32_t accumulate) {
-  return arl_linear_forward(ctx, y, x, w, bias, m, n, k, accumulate);
-}
-arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const uint16_t* w,
-                        const float* bias, int32_t m, int32_t n, int32_t k, int32_t accumulate) {
-  return arl_linear_forward_bf16(ctx, y, x, w, bias, m, n, k, accumulate);
-}
-
-// y = rmsnorm(x) . w^T + bias: the fused GEMV for few rows, else rmsnorm into scratch and the
-// linear entry point.
-template <typename W>
-arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x,
-                          const float* norm_weight, const W* w, const float* bias, int32_t m,
-                          int32_t n, int32_t k, float eps) {
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows<arl::kGemvNorm>(ctx, y, x, w, bias, m, n, k, false, norm_weight, eps);
-    return arl::check_launch(ctx, fn);
-  }
-  const size_t rows = size_t(m) * size_t(k);
-  auto* h = static_cast<float*>(arl::scratch(ctx, fn, (rows + size_t(m)) * sizeof(float)));
-  if (h == nullptr) return ARL_ERR_ALLOC;
-  if (arl_status s = arl_rmsnorm_forward(ctx, h, h + rows, x, norm_weight, m, k, eps)) return s;
-  return linear_entry(ctx, y, h, w, bias, m, n, k, 0);
-}
-
-// [g | u] = rmsnorm(x) . w^T + bias (w: F gate rows, then F up rows); y = silu(g) * u: the
-// fused GEMV for few rows, else the rmsnorm, the gate and up linears and SwiGLU through
-// scratch memory.
-template <typename W>
-arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const float* x,
-                                 const float* norm_weight, const W* w, const float* bias,
-                                 int32_t m, int32_t f, int32_t k, float eps) {
-  if (m <= arl::kGemvRows) {
-    arl::gemv_rows<arl::kGemvNormSwiglu>(ctx, y, x, w, bias, m, f, k, false, norm_weight, eps);
-    return arl::check_launch(ctx, fn);
-  }
-  // h (M, K), rstd (M), g (M, F), u (M, F), each 256-byte aligned
-  const auto padded = [](size_t n) { return (n + 63) & ~size_t(63); };
-  const size_t hk = padded(size_t(m) * size_t(k)), mf = padded(size_t(m) * size_t(f));
-  const size_t floats = hk + padded(size_t(m)) + 2 * mf;
-  auto* h = static_cast<float*>(arl::scratch(ctx, fn, floats * sizeof(float)));
-  if (h == nullptr) return ARL_ERR_ALLOC;
-  float *rstd = h + hk, *g = rstd + padded(size_t(m)), *u = g + mf;
-  if (arl_status s = arl_rmsnorm_forward(ctx, h, rstd, x, norm_weight, m, k, eps)) return s;
-  if (arl_status s = linear_entry(ctx, g, h, w, bias, m, f, k, 0)) return s;
-  const float* bias_up = bias != nullptr ? bias + f : nullptr;
-  if (arl_status s = linear_entry(ctx, u, h, w + int64_t(f) * k, bias_up, m, f, k, 0)) return s;
-  return arl_swiglu_forward(ctx, y, g, u, int64_t(m) * f);
-}
-
 // rope_kv_cache_write_kernel over n rows of q, k and v that start q_stride and kv_stride
 // floats apart (the caller checks the launch).
 void launch_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_cache,
@@ -129,7 +79,8 @@ void launch_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_c
 }
 
 // y = rmsnorm(x) . w^T + bias for a stacked q|k|v weight, then RoPE and the cache write of each
-// row's parts: the fused GEMV for few rows, else rmsnorm_linear and the RoPE kernel on y's rows.
+// row's parts: the fused GEMV for few rows, else the unfused norm and GEMV and the RoPE kernel
+// on y's rows.
 template <typename W>
 arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float* x,
                             const float* norm_weight, const W* w, const float* bias, int32_t m,
@@ -144,7 +95,8 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
                                        &rope);
     return arl::check_launch(ctx, fn);
   }
-  if (arl_status st = rmsnorm_linear(ctx, fn, y, x, norm_weight, w, bias, m, n, k, eps)) return st;
+  if (arl_status st = arl::rmsnorm_linear_entry(ctx, y, x, norm_weight, w, bias, m, n, k, eps))
+    return st;
   launch_rope_kv(ctx, y, y + int64_t(hq) * d, k_cache, v_cache, y + int64_t(hq + hkv) * d, slots,
                  positions, m, hq, s, hkv, l, d, theta, n, n);
   return arl::check_launch(ctx, fn);
@@ -153,41 +105,6 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
 }  // namespace
 
 extern "C" {
-
-arl_status arl_rmsnorm_linear_forward(arl_ctx* ctx, float* y, const float* x,
-                                      const float* norm_weight, const float* w, const float* bias,
-                                      int32_t m, int32_t n, int32_t k, float eps) {
-  ARL_CTX(ctx);
-  ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
-}
-
-arl_status arl_rmsnorm_linear_forward_bf16(arl_ctx* ctx, float* y, const float* x,
-                                           const float* norm_weight, const uint16_t* w,
-                                           const float* bias, int32_t m, int32_t n, int32_t k,
-                                           float eps) {
-  ARL_CTX(ctx);
-  ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, n, k, eps);
-  return rmsnorm_linear(ctx, __func__, y, x, norm_weight, w, bias, m, n, k, eps);
-}
-
-arl_status arl_rmsnorm_linear_swiglu_forward(arl_ctx* ctx, float* y, const float* x,
-                                             const float* norm_weight, const float* w,
-                                             const float* bias, int32_t m, int32_t f, int32_t k,
-                                             float eps) {
-  ARL_CTX(ctx);
-  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
-  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
-}
-
-arl_status arl_rmsnorm_linear_swiglu_forward_bf16(arl_ctx* ctx, float* y, const float* x,
-                                                  const float* norm_weight, const uint16_t* w,
-                                                  const float* bias, int32_t m, int32_t f,
-                                                  int32_t k, float eps) {
-  ARL_CTX(ctx);
-  ARL_RMSNORM_LINEAR_SWIGLU_ARGS(ctx, y, x, norm_weight, w, m, f, k, eps);
-  return rmsnorm_linear_swiglu(ctx, __func__, y, x, norm_weight, w, bias, m, f, k, eps);
-}
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
                                    float* v_cache, const float* v, const int32_t* slots,
