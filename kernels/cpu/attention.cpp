@@ -221,14 +221,9 @@ arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, cons
   ARL_POSITIVE(ctx, l);
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
-  for (int32_t i = 0; i < n; i++) {
-    if (slots[i] < 0 || slots[i] >= s)
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token %d is outside [0, %d)", __func__,
-                       slots[i], i, s);
-    if (positions[i] < 0 || positions[i] >= l)
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d of token %d is outside [0, %d)",
-                       __func__, positions[i], i, l);
-  }
+  // (checked before anything is written: a bad row changes no output)
+  if (arl_status st = arl::check_cache_rows(ctx, __func__, slots, positions, n, s, l, false))
+    return st;
   for (int32_t i = 0; i < n; i++) {
     for (int32_t h = 0; h < hkv; h++) {
       const int64_t dst = ((int64_t(slots[i]) * hkv + h) * l + positions[i]) * d;

@@ -32,6 +32,12 @@ int default_threads();
 arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
                             int32_t t);
 
+// Checks the KV cache rows of n tokens: each slot in [0, s), each position under l and, unless
+// negative_positions_ok (for callers where arl_rope reports them first), not negative.
+arl_status check_cache_rows(arl_ctx* ctx, const char* fn, const int32_t* slots,
+                            const int32_t* positions, int64_t n, int32_t s, int32_t l,
+                            bool negative_positions_ok);
+
 }  // namespace arl
 
 namespace arl {

@@ -32,6 +32,20 @@ arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int
   return ARL_OK;
 }
 
+arl_status check_cache_rows(arl_ctx* ctx, const char* fn, const int32_t* slots,
+                            const int32_t* positions, int64_t n, int32_t s, int32_t l,
+                            bool negative_positions_ok) {
+  for (int64_t i = 0; i < n; i++) {
+    if (slots[i] < 0 || slots[i] >= s)
+      return fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token %lld is outside [0, %d)", fn,
+                  slots[i], (long long)i, s);
+    if (positions[i] >= l || (positions[i] < 0 && !negative_positions_ok))
+      return fail(ctx, ARL_ERR_VALUE, "%s: position %d of token %lld is outside [0, %d)", fn,
+                  positions[i], (long long)i, l);
+  }
+  return ARL_OK;
+}
+
 int default_threads() {
   int n = omp_get_num_procs();
   return n > 0 ? n : 1;

@@ -57,21 +57,6 @@ arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const f
   return arl_swiglu_forward(ctx, y, g.data(), u.data(), int64_t(m) * f);
 }
 
-// The slots and positions arl_kv_cache_write checks (its name in the message, as the CUDA
-// library reports them), checked before anything is written: a bad one changes no output.
-arl_status check_cache_rows(arl_ctx* ctx, const char* fn, const int32_t* slots,
-                            const int32_t* positions, int64_t n, int32_t s, int32_t l) {
-  for (int64_t i = 0; i < n; i++) {
-    if (slots[i] < 0 || slots[i] >= s)
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token %lld is outside [0, %d)", fn,
-                       slots[i], (long long)i, s);
-    if (positions[i] >= l)  // (a negative one is arl_rope's to report: it checks first too)
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d of token %lld is outside [0, %d)",
-                       fn, positions[i], (long long)i, l);
-  }
-  return ARL_OK;
-}
-
 // rmsnorm_linear into y, then arl_rope_kv_cache_write on copies of each row's q, k and v
 // parts (the call takes them contiguous), the rotated q and k copied back into y.
 template <typename W>
@@ -81,7 +66,8 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
                             const int32_t* slots, const int32_t* positions, int32_t hq, int32_t s,
                             int32_t hkv, int32_t l, int32_t d, float theta) {
   const int64_t qd = int64_t(hq) * d, kvd = int64_t(hkv) * d, n = qd + 2 * kvd;
-  if (arl_status st = check_cache_rows(ctx, "arl_kv_cache_write", slots, positions, m, s, l))
+  if (arl_status st = arl::check_cache_rows(ctx, "arl_kv_cache_write", slots, positions, m, s, l,
+                                            true))
     return st;
   if (arl_status st = rmsnorm_linear(ctx, fn, y, x, norm_weight, w, bias, m, int32_t(n), k, eps))
     return st;
@@ -153,7 +139,8 @@ arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_ca
                                    int32_t hkv, int32_t l, int32_t d, float theta) {
   ARL_CTX(ctx);
   ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, theta);
-  if (arl_status st = check_cache_rows(ctx, "arl_kv_cache_write", slots, positions, n, s, l))
+  if (arl_status st = arl::check_cache_rows(ctx, "arl_kv_cache_write", slots, positions, n, s, l,
+                                            true))
     return st;
   if (arl_status st = arl_rope(ctx, q, q, positions, n, hq, d, theta, 0)) return st;
   if (arl_status st = arl_rope(ctx, k, k, positions, n, hkv, d, theta, 0)) return st;
