@@ -57,7 +57,16 @@ export const SokobanConfig = z.strictObject({
   action_lookup: codeTable("action_lookup", [1, 2, 3, 4], true).nullable().default(null),
 }).check((ctx) => {
   const [rows, cols] = ctx.value.dim_room;
-  if ((rows - 2) * (cols - 2) <= ctx.value.num_boxes + 1) {
+  // a box moves only along three free cells in a line (player, box, the cell beyond)
+  if (Math.max(rows, cols) < 5) {
+    ctx.issues.push({
+      code: "custom",
+      input: ctx.value.dim_room,
+      path: ["dim_room"],
+      message: `a ${rows}x${cols} room has no three inner cells in a line, so no box can move: ` +
+        `expected a side of at least 5`,
+    });
+  } else if ((rows - 2) * (cols - 2) <= ctx.value.num_boxes + 1) {
     ctx.issues.push({
       code: "custom",
       input: ctx.value.num_boxes,

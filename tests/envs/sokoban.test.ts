@@ -12,6 +12,7 @@ import {
   reversePlaying,
   SOKOBAN_COLORS,
   SOKOBAN_TILE,
+  SokobanConfig,
   type SokobanLevel,
   solveSokoban,
 } from "../../envs/sokoban/mod.ts";
@@ -308,4 +309,19 @@ Deno.test("rgb frames: one tile per cell, box colors tell on-target from off-tar
   deepStrictEqual(getPixel(f, 0, 0), SOKOBAN_COLORS.wall);
   deepStrictEqual(getPixel(f, 4 * t + 4, t + t / 2), SOKOBAN_COLORS.target);
   deepStrictEqual(getPixel(f, t + 12, t + 17), SOKOBAN_COLORS.player);
+});
+
+Deno.test("sokoban: config rejects rooms where no box can move and boxes that do not fit", () => {
+  const issues = (config: unknown) => {
+    const r = SokobanConfig.safeParse(config);
+    return r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  };
+  deepStrictEqual(issues({ dim_room: [4, 4], num_boxes: 1 }), [
+    "dim_room: a 4x4 room has no three inner cells in a line, so no box can move: " +
+    "expected a side of at least 5",
+  ]);
+  deepStrictEqual(issues({ dim_room: [5, 5], num_boxes: 8 }), [
+    "num_boxes: num_boxes 8 does not fit a 5x5 room: expected fewer than 8",
+  ]);
+  deepStrictEqual(issues({ dim_room: [4, 5], num_boxes: 1 }), []);
 });
