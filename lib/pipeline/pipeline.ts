@@ -341,6 +341,18 @@ export async function runPipeline(
     );
   };
 
+  // optimizer steps skipped for a non-finite gradient norm (the weights were left unchanged)
+  const noteSkipped = (step: number, metrics: Record<string, number>) => {
+    for (const role of ["actor", "critic"]) {
+      const skipped = metrics[`${role}/skipped_updates`] ?? 0;
+      if (skipped === 0) continue;
+      log(
+        `  step ${step}: ${skipped} of ${metrics[`${role}/num_updates`]} ${role} updates ` +
+          `skipped: the gradient norm was not finite (a NaN or Inf loss); weights unchanged`,
+      );
+    }
+  };
+
   const validate = async (step: number) => {
     const tv = performance.now();
     progress.start("validation", config.val_batch_size);
@@ -504,6 +516,7 @@ export async function runPipeline(
       metrics["system/tps"] = trainTokens / Math.max(1e-9, metrics["time/step_train"]);
       metrics["system/generated_tps"] = generated / Math.max(1e-9, metrics["time/step_rollout"]);
 
+      noteSkipped(step, metrics);
       tracker.log(step, metrics);
       history.push({ step, ...metrics });
       lastMetrics = metrics;

@@ -118,8 +118,9 @@ export interface MiniBatchUpdate<F extends PerTokenFields> {
  * a permutation). Per mini-batch: zero the grads, run every micro-batch
  * through `start(mini).micro` with its {@linkcode microBatchWeights}, clip the
  * global gradient norm, take an AdamW step at `lr` when the norm is finite,
- * then `done(norm)`. Returns the summed padding fractions and the number of
- * micro-batches.
+ * then `done(norm)`. Returns the summed padding fractions, the number of
+ * micro-batches and the number of steps skipped for a non-finite norm (a NaN or
+ * Inf loss or gradient: the weights and optimizer state are left as they were).
  */
 export function runUpdates<F extends PerTokenFields & { mask: Float32Array }>(
   model: Qwen2Model,
@@ -129,8 +130,8 @@ export function runUpdates<F extends PerTokenFields & { mask: Float32Array }>(
   lr: number,
   shuffle: (n: number) => number[],
   start: (mini: MiniBatch<F>) => MiniBatchUpdate<F>,
-): { padding: number; microBatches: number } {
-  let padding = 0, microBatches = 0;
+): { padding: number; microBatches: number; skipped: number } {
+  let padding = 0, microBatches = 0, skipped = 0;
   for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
     const minis = splitMiniBatches(
       data,
@@ -148,8 +149,9 @@ export function runUpdates<F extends PerTokenFields & { mask: Float32Array }>(
       mini.microBatches.forEach((mb, j) => update.micro(mb, weights[j]!, normLen));
       const norm = optimizer.clipGradNorm(settings.maxGradNorm);
       if (Number.isFinite(norm)) optimizer.step(lr);
+      else skipped++;
       update.done(norm);
     }
   }
-  return { padding, microBatches };
+  return { padding, microBatches, skipped };
 }

@@ -153,7 +153,9 @@ export class ActorTrainer {
   /**
    * PPO on `samples` at learning rate `lr`: `ppoEpochs` passes, each over
    * mini-batches in a seeded random order (`shuffle(n)` returns a
-   * permutation); returns ROLL's actor/* metrics (means over updates).
+   * permutation); returns ROLL's actor/* metrics (means over updates), and
+   * `actor/skipped_updates`: optimizer steps not taken because the gradient norm
+   * was not finite (the weights stay as they were).
    */
   train(
     samples: readonly ActorSample[],
@@ -163,7 +165,7 @@ export class ActorTrainer {
     const s = this.settings;
     const data = toTrainSamples(samples);
     const sums = new MetricSums();
-    const { padding, microBatches } = runUpdates(
+    const { padding, microBatches, skipped } = runUpdates(
       this.model,
       this.optimizer,
       data,
@@ -179,6 +181,7 @@ export class ActorTrainer {
     out["actor/lr"] = lr;
     out["actor/padding_fraction"] = padding / Math.max(1, out["actor/num_updates"]!);
     out["actor/micro_batches"] = microBatches;
+    out["actor/skipped_updates"] = skipped;
     return out;
   }
 

@@ -192,7 +192,8 @@ export class CriticTrainer {
    * `critic/error` ((V - R)^2, seq-mean-token-mean), `critic/grad_norm` (before
    * clipping); the same loss and clip fraction as `critic/vf_loss` and
    * `critic/vf_clipfrac`; and `critic/lr`, `critic/num_updates`,
-   * `critic/padding_fraction`, `critic/micro_batches`.
+   * `critic/padding_fraction`, `critic/micro_batches`, `critic/skipped_updates`
+   * (steps not taken for a non-finite gradient norm).
    */
   train(
     samples: readonly CriticSample[],
@@ -216,7 +217,7 @@ export class CriticTrainer {
     });
     const valid = data.map((d) => d.fields!.mask.some((m) => m > 0));
     const sums = new MetricSums();
-    const { padding, microBatches } = runUpdates(
+    const { padding, microBatches, skipped } = runUpdates(
       this.model,
       this.optimizer,
       data,
@@ -251,6 +252,7 @@ export class CriticTrainer {
     out["critic/num_updates"] = sums.updates;
     out["critic/padding_fraction"] = padding / Math.max(1, sums.updates);
     out["critic/micro_batches"] = microBatches;
+    out["critic/skipped_updates"] = skipped;
     return out;
   }
 

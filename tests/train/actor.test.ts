@@ -124,3 +124,26 @@ Deno.test("actor: micro-batch splits accumulate the one-batch gradient, in every
     }
   }
 });
+
+Deno.test("actor: a mini-batch whose gradient norm is not finite skips its step and says so", () => {
+  using k = Kernels.open({ threads: 2 });
+  using model = actorModel(k, "actor skipped");
+  using opt = new AdamW(model);
+  const rng = new Rng("actor skipped");
+  const data = samples(model, rng);
+  const bad = data.map((s, i) => i === 0 ? { ...s, advantages: s.advantages.map(() => NaN) } : s);
+  // two mini-batches: the first holds the NaN advantages, the second is finite
+  const trainer = new ActorTrainer(model, opt, settings({ miniBatchSize: 5 }));
+  const before = model.params.toArray();
+  const m = trainer.train(bad, 1e-3, identity);
+  assert.equal(m["actor/num_updates"], 2);
+  assert.equal(m["actor/skipped_updates"], 1);
+  assert.ok(model.params.toArray().some((v, i) => v !== before[i]), "the finite step was taken");
+  assert.ok(model.params.toArray().every(Number.isFinite));
+  const clean = new ActorTrainer(model, opt, settings({ miniBatchSize: 5 })).train(
+    data,
+    0,
+    identity,
+  );
+  assert.equal(clean["actor/skipped_updates"], 0);
+});
