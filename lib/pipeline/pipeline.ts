@@ -51,7 +51,7 @@ import {
 } from "../train/checkpoint_dir.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { makeOutputFolders } from "./output_folders.ts";
-import { lrAt, type LrScheduleType } from "../train/lr_schedule.ts";
+import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
 import { trainBatching } from "../train/micro_batches.ts";
 import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
 import { RolloutConfigError } from "../rollout/errors.ts";
@@ -240,7 +240,7 @@ export async function runPipeline(
     : null;
   const criticSchedule = {
     learningRate: criticArgs.learning_rate,
-    warmupSteps: criticArgs.warmup_steps ?? 0,
+    warmupSteps: warmupOf(criticArgs, config.max_steps),
     totalSteps: config.max_steps,
     type: (criticArgs.lr_scheduler_type ?? "constant") as LrScheduleType,
   };
@@ -263,7 +263,7 @@ export async function runPipeline(
   });
   const schedule = {
     learningRate: ta.learning_rate,
-    warmupSteps: ta.warmup_steps ?? 0,
+    warmupSteps: warmupOf(ta, config.max_steps),
     totalSteps: config.max_steps,
     type: (ta.lr_scheduler_type ?? "constant") as LrScheduleType,
   };
@@ -552,6 +552,18 @@ export async function runPipeline(
     criticOptimizer?.dispose();
   }
   return { steps: endStep, lastMetrics, history, checkpoints, outputDir };
+}
+
+/** The warmup steps of a role's training_args: warmup_steps, else warmup_ratio of the run. */
+function warmupOf(
+  args: { warmup_steps?: number; warmup_ratio?: number },
+  totalSteps: number,
+): number {
+  return resolveWarmupSteps({
+    warmupSteps: args.warmup_steps ?? 0,
+    warmupRatio: args.warmup_ratio ?? 0,
+    totalSteps,
+  });
 }
 
 /** A seeded Fisher-Yates permutation of 0..n-1. */

@@ -37,9 +37,15 @@ async function tinyConfig(outputDir: string, extra: string[] = []) {
 Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSONL and a report; a resumed run matches an uninterrupted one", async () => {
   const root = await Deno.makeTempDir();
   const quiet = () => {};
+  // a linear schedule whose warmup is half the run (warmup_ratio: 2 of 4 steps)
+  const schedule = [
+    "actor_train.training_args.lr_scheduler_type=linear",
+    "actor_train.training_args.warmup_ratio=0.5",
+  ];
   try {
     // uninterrupted: 4 steps
-    const full = await runPipeline(await tinyConfig(`${root}/full`), { log: quiet });
+    const fullConfig = await tinyConfig(`${root}/full`, schedule);
+    const full = await runPipeline(fullConfig, { log: quiet });
     assert.equal(full.steps, 4);
     const rows = await readJsonlMetrics(`${root}/full/metrics.jsonl`);
     assert.deepEqual(rows.map((r) => r.step), [0, 1, 2, 3, 4]);
@@ -56,6 +62,8 @@ Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSO
       }
     }
     assert.ok(Number.isFinite(rows[0]!["val/env/FrozenLake/success"]));
+    const lr = fullConfig.actor_train.training_args.learning_rate;
+    assert.deepEqual(rows.slice(0, 4).map((r) => r["actor/lr"]), [0, lr / 2, lr, lr / 2]);
     assert.equal(latestCheckpoint(`${root}/full`)?.step, 4);
     const tb = [...Deno.readDirSync(`${root}/full/tensorboard`)].map((e) => e.name);
     assert.ok(tb.some((n) => n.includes("tfevents")), tb.join(", "));
@@ -63,14 +71,14 @@ Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSO
     assert.ok(html.includes("<svg"));
 
     // interrupted after 2 steps, then resumed from the latest checkpoint
-    const first = await runPipeline(await tinyConfig(`${root}/resumed`), {
+    const first = await runPipeline(await tinyConfig(`${root}/resumed`, schedule), {
       log: quiet,
       stopAfter: 2,
     });
     assert.equal(first.steps, 2);
     assert.equal(latestCheckpoint(`${root}/resumed`)?.step, 2);
     const second = await runPipeline(
-      await tinyConfig(`${root}/resumed`, ["resume_from_checkpoint=true"]),
+      await tinyConfig(`${root}/resumed`, [...schedule, "resume_from_checkpoint=true"]),
       { log: quiet },
     );
     assert.equal(second.steps, 4);
