@@ -1,18 +1,27 @@
 import { didYouMean } from "../util/did_you_mean.ts";
 import { ConfigError, describeValue } from "./errors.ts";
-import { parseInterpolation } from "./interpolation.ts";
-import { formatKeyPath, getChild, getPath, normalizeSegment, parseKeyPath } from "./key_path.ts";
+import { formatKeyPath, getChild, normalizeSegment, parseKeyPath } from "./key_path.ts";
+import { referencedCopy } from "./node_reference.ts";
 import type { OriginMap } from "./origins.ts";
 import type { Override } from "./override_parser.ts";
-import { type CfgObject, type CfgValue, cloneCfg, isCfgObject, type KeySegment } from "./types.ts";
+import {
+  type CfgObject,
+  type CfgValue,
+  cloneCfg,
+  isCfgObject,
+  type KeySegment,
+  type Origin,
+} from "./types.ts";
 
 /** Tells whether a key path is declared by the config schema (so it may be set). */
 export type KnownKey = (path: readonly KeySegment[]) => boolean;
 
 /**
  * Applies value overrides to a composed config, in order, with Hydra's rules:
- * `a=v` needs `a` to exist (in the config or its schema), `+a=v` needs it absent,
- * `++a=v` sets either way, `~a` deletes (`~a=v` only if the value is `v`).
+ * `a=v` needs `a` to exist (in the config or its schema), `+a=v` needs it absent
+ * or null (or `v` to be a mapping or list), `++a=v` sets either way, `~a` deletes
+ * (`~a=v` only if the value is `v`). A mapping value merges into the mapping at
+ * `a`; lists and scalars replace.
  *
  * @example
  * ```ts
@@ -65,8 +74,8 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
         });
       }
       break;
-    case "add":
-      if (existing !== undefined) {
+    case "add": // Hydra's rule: onto nothing or null, or a mapping or list (merged) onto anything
+      if (existing !== undefined && existing !== null && !isContainer(o.value)) {
         throw fail(`Could not add '${o.key}': it already has a value`, {
           found: describeValue(existing),
           hint: `to replace it, use ${o.text.slice(1)} (or ++${o.text.slice(1)})`,
@@ -89,6 +98,21 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
       else delete (parent as CfgObject)[String(last)];
       origins.deleteTree(fullPath);
       return;
+  }
+  // a mapping merges into the mapping there (or into a copy of the one a ${a.b} there names)
+  let current = existing;
+  if (isCfgObject(o.value) && typeof current === "string") {
+    const copied = referencedCopy(root, current);
+    if (copied && isCfgObject(copied.value)) {
+      setChild(parent!, last, copied.value);
+      origins.deleteTree(fullPath);
+      origins.copyFrom(origins, copied.target, fullPath);
+      current = copied.value;
+    }
+  }
+  if (isCfgObject(o.value) && isCfgObject(current)) {
+    mergeOverride(current, o.value, fullPath, origins, origin);
+    return;
   }
   if (Array.isArray(parent)) {
     if (typeof last !== "number" || last >= parent.length) {
@@ -127,12 +151,11 @@ function walk(
     const seg = normalizeSegment(node, raw);
     let child = getChild(node, seg);
     if (typeof child === "string") {
-      const target = nodeReference(child);
-      const copied = target ? materialize(root, target, 0) : undefined;
+      const copied = referencedCopy(root, child);
       if (copied !== undefined) {
-        setChild(node, seg, copied);
-        origins.copyFrom(origins, target!, [...done, seg]);
-        child = copied;
+        setChild(node, seg, copied.value);
+        origins.copyFrom(origins, copied.target, [...done, seg]);
+        child = copied.value;
       }
     }
     if (child === undefined || child === null) {
@@ -169,31 +192,34 @@ function walk(
   return node;
 }
 
+function isContainer(value: CfgValue | undefined): boolean {
+  return isCfgObject(value) || Array.isArray(value);
+}
+
+/** Deep-merges an override's mapping into `target` (lists and scalars replace). */
+function mergeOverride(
+  target: CfgObject,
+  value: CfgObject,
+  path: KeySegment[],
+  origins: OriginMap,
+  origin: Origin,
+): void {
+  for (const [key, v] of Object.entries(value)) {
+    const at = [...path, key];
+    const existing = target[key];
+    if (isCfgObject(v) && isCfgObject(existing)) {
+      mergeOverride(existing, v, at, origins, origin);
+      continue;
+    }
+    target[key] = cloneCfg(v);
+    origins.deleteTree(at);
+    origins.set(at, origin);
+  }
+}
+
 function setChild(node: CfgValue, seg: KeySegment, value: CfgValue): void {
   if (Array.isArray(node) && typeof seg === "number") node[seg] = value;
   else if (isCfgObject(node)) node[String(seg)] = value;
-}
-
-/** The absolute key a whole-value `${a.b}` string refers to, if it is one. */
-function nodeReference(text: string): KeySegment[] | undefined {
-  if (!text.includes("${")) return undefined;
-  try {
-    const pieces = parseInterpolation(text);
-    const only = pieces.length === 1 ? pieces[0] : undefined;
-    return only?.kind === "node" && only.up === 0 ? only.segments : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function materialize(root: CfgObject, target: KeySegment[], depth: number): CfgValue | undefined {
-  if (depth > 16) return undefined;
-  const value = getPath(root, target);
-  if (typeof value === "string") {
-    const next = nodeReference(value);
-    return next ? materialize(root, next, depth + 1) : undefined;
-  }
-  return value !== null && typeof value === "object" ? cloneCfg(value) : undefined;
 }
 
 function suggest(container: CfgValue | undefined, key: KeySegment): string | undefined {

@@ -1,3 +1,4 @@
+import { referencedCopy } from "./node_reference.ts";
 import { OriginMap } from "./origins.ts";
 import {
   type CfgObject,
@@ -10,7 +11,8 @@ import {
 
 /**
  * Merges `source` into `target` at `at`, as OmegaConf merges configs: mappings
- * merge deeply, lists and scalars replace, and `???` never replaces a value.
+ * merge deeply (into a copy of the mapping a `${a.b}` value refers to), lists and
+ * scalars replace, and `???` never replaces a value.
  * Origins of replaced values are taken from `sourceOrigins`.
  */
 export function mergeAt(
@@ -34,10 +36,11 @@ export function mergeAt(
     }
     node = node[name] as CfgObject;
   }
-  mergeObjects(node, source, [...at], [], targetOrigins, sourceOrigins);
+  mergeObjects(target, node, source, [...at], [], targetOrigins, sourceOrigins);
 }
 
 function mergeObjects(
+  root: CfgObject,
   target: CfgObject,
   source: CfgObject,
   targetPath: KeySegment[],
@@ -48,9 +51,18 @@ function mergeObjects(
   for (const [key, value] of Object.entries(source)) {
     const tPath = [...targetPath, key];
     const sPath = [...sourcePath, key];
-    const existing = target[key];
+    let existing = target[key];
+    if (isCfgObject(value) && typeof existing === "string") {
+      // a reference to a mapping (`${custom_env.FrozenLake}`): merged into a copy of it
+      const copied = referencedCopy(root, existing);
+      if (copied && isCfgObject(copied.value)) {
+        target[key] = existing = copied.value;
+        targetOrigins.deleteTree(tPath);
+        targetOrigins.copyFrom(targetOrigins, copied.target, tPath);
+      }
+    }
     if (isCfgObject(value) && isCfgObject(existing)) {
-      mergeObjects(existing, value, tPath, sPath, targetOrigins, sourceOrigins);
+      mergeObjects(root, existing, value, tPath, sPath, targetOrigins, sourceOrigins);
       continue;
     }
     if (value === MISSING && existing !== undefined) continue;

@@ -37,6 +37,21 @@ Deno.test("merge: mappings merge deeply, lists replace, scalars last-wins, ??? k
   ok(!("defaults" in c.value));
 });
 
+Deno.test("merge: a mapping merged onto a ${a.b} reference merges into a copy of its target", async () => {
+  const c = await compose({
+    "main.yaml": "defaults:\n  - base\n  - _self_\ncustom_envs:\n  Lake:\n    max_steps: 5\n",
+    "base.yaml": "custom_env:\n  Lake:\n    env_type: frozen_lake\n    max_steps: 20\n" +
+      "custom_envs:\n  Lake: ${custom_env.Lake}\n  Other: ${custom_env.Lake}\n",
+  });
+  deepStrictEqual(c.value.custom_envs, {
+    Lake: { env_type: "frozen_lake", max_steps: 5 },
+    Other: "${custom_env.Lake}",
+  });
+  deepStrictEqual(c.value.custom_env, { Lake: { env_type: "frozen_lake", max_steps: 20 } });
+  match(c.origins.get(["custom_envs", "Lake", "env_type"])?.source ?? "", /base\.yaml$/);
+  match(c.origins.get(["custom_envs", "Lake", "max_steps"])?.source ?? "", /main\.yaml$/);
+});
+
 Deno.test("packages: group default, @pkg relative, @_global_, @_here_, # @package header", async () => {
   const c = await compose({
     "main.yaml": [

@@ -182,16 +182,26 @@ Deno.test("setting an existing key replaces its value and records the override a
   deepStrictEqual(origins.get(["name"]), CLI("name=y"));
 });
 
-Deno.test("replacing a subtree drops the origins of its old children", () => {
-  const root: CfgObject = { a: { b: 1 } };
+Deno.test("a mapping value merges into the mapping there, as Hydra's OmegaConf.update(merge=True)", () => {
+  const root: CfgObject = {
+    a: { b: 1, c: { d: 2, e: 3 }, l: [1, 2] },
+    lib: { x: 1, y: 2 },
+    r: "${lib}",
+  };
   const origins = new OriginMap();
   origins.set(["a"], { source: "f.yaml", line: 1 });
   origins.set(["a", "b"], { source: "f.yaml", line: 2 });
-  apply(root, ["a={c:2}"], undefined, origins);
-  deepStrictEqual(root, { a: { c: 2 } });
-  equal(origins.get(["a", "b"]), undefined);
-  deepStrictEqual(origins.get(["a"]), CLI("a={c:2}"));
-  deepStrictEqual(origins.find(["a", "c"]), CLI("a={c:2}"));
+  apply(root, ["a={c:{d:5},l:[9],n:1}", "r={y:7}"], undefined, origins);
+  deepStrictEqual(root.a, { b: 1, c: { d: 5, e: 3 }, l: [9], n: 1 });
+  deepStrictEqual(origins.get(["a", "b"]), { source: "f.yaml", line: 2 });
+  deepStrictEqual(origins.get(["a", "c", "d"]), CLI("a={c:{d:5},l:[9],n:1}"));
+  deepStrictEqual(origins.find(["a", "c", "e"]), { source: "f.yaml", line: 1 });
+  // through a reference: a copy of its target, merged; the target is unchanged
+  deepStrictEqual(root.r, { x: 1, y: 7 });
+  deepStrictEqual(root.lib, { x: 1, y: 2 });
+  // a scalar or list value still replaces a mapping
+  apply(root, ["a=[1]"]);
+  deepStrictEqual(root.a, [1]);
 });
 
 Deno.test("override values are copies: later changes do not leak into the override", () => {
@@ -263,6 +273,12 @@ Deno.test("+key=v on an existing key is an error", async () => {
   match(e.details.hint ?? "", /a\.b=2/);
   match(e.details.hint ?? "", /\+\+a\.b=2/);
   deepStrictEqual(root, { a: { b: 1 } });
+});
+
+Deno.test("+key=v adds onto null, and a mapping or list merges onto an existing value", () => {
+  const root: CfgObject = { n: null, m: { a: 1 }, l: [1] };
+  apply(root, ["+n=3", "+m={b:2}", "+l=[4,5]"]);
+  deepStrictEqual(root, { n: 3, m: { a: 1, b: 2 }, l: [4, 5] });
 });
 
 Deno.test("+key=v adds a new key, creating intermediate mappings", () => {

@@ -1,0 +1,43 @@
+/**
+ * Nodes that are whole-value interpolations of other nodes (`${custom_env.FrozenLake}`):
+ * OmegaConf merges into, and overrides set keys under, a copy of the node they refer to.
+ *
+ * @module
+ */
+import { parseInterpolation } from "./interpolation.ts";
+import { getPath } from "./key_path.ts";
+import { type CfgObject, type CfgValue, cloneCfg, type KeySegment } from "./types.ts";
+
+/** The absolute key a whole-value `${a.b}` string refers to, if it is one. */
+export function nodeReference(text: string): KeySegment[] | undefined {
+  if (!text.includes("${")) return undefined;
+  try {
+    const pieces = parseInterpolation(text);
+    const only = pieces.length === 1 ? pieces[0] : undefined;
+    return only?.kind === "node" && only.up === 0 ? only.segments : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A copy of the mapping or list that `text` refers to (following references to references),
+ * or undefined when `text` is not a node reference or its target is missing or a scalar.
+ */
+export function referencedCopy(
+  root: CfgObject,
+  text: string,
+): { value: CfgValue; target: KeySegment[] } | undefined {
+  let target = nodeReference(text);
+  for (let depth = 0; target !== undefined && depth <= 16; depth++) {
+    const value = getPath(root, target);
+    if (typeof value === "string") {
+      target = nodeReference(value);
+      continue;
+    }
+    return value !== null && typeof value === "object"
+      ? { value: cloneCfg(value), target }
+      : undefined;
+  }
+  return undefined;
+}
