@@ -89,30 +89,46 @@ export async function loadPretrained(
 }
 
 /**
+ * The tokenizer files (and generation_config.json) of model folder `dir` that exist, by name:
+ * what {@linkcode savePretrained} copies, read once so that a later save does not depend on
+ * the folder still being there.
+ */
+export async function readTokenizerFiles(dir: string): Promise<Record<string, Uint8Array>> {
+  const files: Record<string, Uint8Array> = {};
+  for (const name of TOKENIZER_FILES) {
+    try {
+      files[name] = await Deno.readFile(`${dir}/${name}`);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+  }
+  return files;
+}
+
+/**
  * Saves a model as a Hugging Face folder (weights, config.json) with the
- * tokenizer files copied from `tokenizerDir`. A critic's value head is saved
- * too (transformers ignores it); `dtype` bf16 halves the size.
+ * tokenizer files copied from `tokenizerDir` (or given as `tokenizerFiles`, from
+ * {@linkcode readTokenizerFiles}). A critic's value head is saved too
+ * (transformers ignores it); `dtype` bf16 halves the size.
  */
 export async function savePretrained(
   model: Qwen2Model,
   dir: string,
-  options: { tokenizerDir?: string; dtype?: "f32" | "bf16"; overwrite?: boolean } = {},
+  options: {
+    tokenizerDir?: string;
+    tokenizerFiles?: Record<string, Uint8Array>;
+    dtype?: "f32" | "bf16";
+    overwrite?: boolean;
+  } = {},
 ): Promise<SavedHfCheckpoint> {
   const extraFiles: Record<string, Uint8Array> = {};
   let generationConfig: Record<string, unknown> | undefined;
-  if (options.tokenizerDir) {
-    for (const name of TOKENIZER_FILES) {
-      let bytes: Uint8Array;
-      try {
-        bytes = await Deno.readFile(`${options.tokenizerDir}/${name}`);
-      } catch (e) {
-        if (e instanceof Deno.errors.NotFound) continue;
-        throw e;
-      }
-      if (name === "generation_config.json") {
-        generationConfig = JSON.parse(new TextDecoder().decode(bytes));
-      } else extraFiles[name] = bytes;
-    }
+  const tokenizerFiles = options.tokenizerFiles ??
+    (options.tokenizerDir ? await readTokenizerFiles(options.tokenizerDir) : {});
+  for (const [name, bytes] of Object.entries(tokenizerFiles)) {
+    if (name === "generation_config.json") {
+      generationConfig = JSON.parse(new TextDecoder().decode(bytes));
+    } else extraFiles[name] = bytes;
   }
   return await saveHfCheckpoint(
     dir,

@@ -46,9 +46,11 @@ import { distinctSequences, mergeDuplicateSamples, mergesExactly } from "../trai
 import {
   type CheckpointInfo,
   readCheckpointJson,
+  removeIncompleteCheckpoints,
   resolveResume,
   saveCheckpoint,
 } from "../train/checkpoint_dir.ts";
+import { describePreviousRun } from "./previous_run.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
@@ -176,8 +178,23 @@ export async function runPipeline(
   if (device.notice) log(device.notice);
   using kernels = openPipelineKernels(device);
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
+  // what interrupted saves left (a set-aside complete copy is put back first)
+  for (const dir of await removeIncompleteCheckpoints(outputDir)) {
+    log(`removed ${dir}: an incomplete checkpoint (a save was interrupted)`);
+  }
   const resume = resolveResume(config.resume_from_checkpoint, outputDir);
   if (resume.notice) log(resume.notice);
+  if (config.resume_from_checkpoint === false) {
+    const previous = describePreviousRun(outputDir);
+    if (previous !== null) {
+      throw new CheckpointError(
+        `output_dir ${outputDir} already holds a run (${previous}): set ` +
+          "resume_from_checkpoint=true to continue it, or choose another output_dir (or delete " +
+          "that folder) to start afresh",
+        { file: outputDir },
+      );
+    }
+  }
   const logDir = config.tracker_kwargs?.log_dir;
   makeOutputFolders([
     ["output_dir", outputDir],
@@ -281,6 +298,13 @@ export async function runPipeline(
       throw bad("step", `must be an integer >= 0, got ${JSON.stringify(state.step)}`);
     }
     startStep = state.step;
+    if (startStep > config.max_steps) {
+      throw new CheckpointError(
+        `${from.dir} is at step ${startStep}, past max_steps ${config.max_steps}: raise ` +
+          "max_steps to train on from it",
+        { file: from.dir },
+      );
+    }
     try {
       klController = klControllerFromJSON(state.klController);
     } catch (e) {
@@ -322,7 +346,12 @@ export async function runPipeline(
     config.track_with,
     config.tracker_kwargs ?? {},
     outputDir,
-    from ? { resumeStep: startStep - 1, warn: log } : { warn: log },
+    // resuming: the rows after the checkpoint go (all of them when there was none to resume)
+    from
+      ? { resumeStep: startStep - 1, warn: log }
+      : config.resume_from_checkpoint === true
+      ? { resumeStep: -1, warn: log }
+      : { warn: log },
   );
   const history: MetricsRow[] = from ? await readJsonlMetrics(`${outputDir}/metrics.jsonl`) : [];
   const progress = new Progress();
@@ -392,6 +421,8 @@ export async function runPipeline(
       };
       await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
     }, {
+      // max_ckpt_to_keep: the newest that many stay (0 keeps every one)
+      ...(config.max_ckpt_to_keep > 0 ? { keepLastN: config.max_ckpt_to_keep } : {}),
       // the validation success of each tag, when this step validated
       meta: Object.fromEntries(
         Object.entries(metrics).filter(([k]) => /^val\/env\/[^/]+\/success$/.test(k)),

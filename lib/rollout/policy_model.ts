@@ -8,7 +8,7 @@
 import type { Kernels } from "../../ffi/mod.ts";
 import { parseQwen2Config } from "../model/hf_config.ts";
 import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
-import { loadPretrained, savePretrained } from "../model/pretrained.ts";
+import { loadPretrained, readTokenizerFiles, savePretrained } from "../model/pretrained.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
 import type { Precision } from "../model/_mixed_precision.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
@@ -43,12 +43,20 @@ export async function loadPolicyModel(
     } catch (e) {
       throw new ModelLoadError(path, e);
     }
+    // read now: a checkpoint loaded from may be pruned before the next save
+    let tokenizerFiles: Record<string, Uint8Array>;
+    try {
+      tokenizerFiles = await readTokenizerFiles(path);
+    } catch (e) {
+      p[Symbol.dispose]();
+      throw new ModelLoadError(path, e);
+    }
     return {
       model: p.model,
       tokenizer: p.tokenizer,
       source: path,
       save: async (m, dir) => {
-        await savePretrained(m, dir, { tokenizerDir: path });
+        await savePretrained(m, dir, { tokenizerFiles });
       },
       [Symbol.dispose]: () => p[Symbol.dispose](),
     };

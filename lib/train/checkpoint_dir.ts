@@ -411,8 +411,9 @@ export async function pruneCheckpoints(outputDir: string, keepLastN: number): Pr
 /**
  * Removes what interrupted saves left under `<outputDir>/checkpoints`:
  * temporary and set-aside folders, and `checkpoint-<step>` folders that fail
- * {@linkcode loadCheckpointManifest}. Call it only when no save is running.
- * Returns the removed folders.
+ * {@linkcode loadCheckpointManifest}. A complete set-aside copy of a step whose
+ * `checkpoint-<step>` is missing or incomplete is renamed back first. Call it
+ * only when no save is running. Returns the removed folders.
  *
  * @example
  * ```ts
@@ -424,8 +425,6 @@ export async function pruneCheckpoints(outputDir: string, keepLastN: number): Pr
  */
 export async function removeIncompleteCheckpoints(outputDir: string): Promise<string[]> {
   const root = checkpointsDir(outputDir);
-  const complete = new Set(listCheckpoints(outputDir).map((c) => c.dir));
-  const removed: string[] = [];
   let entries: Deno.DirEntry[];
   try {
     entries = [...Deno.readDirSync(root)];
@@ -433,6 +432,19 @@ export async function removeIncompleteCheckpoints(outputDir: string): Promise<st
     if (e instanceof Deno.errors.NotFound) return [];
     throw e;
   }
+  // A save that replaced checkpoint-N and stopped between its two renames left the old
+  // complete copy set aside: it becomes checkpoint-N again.
+  for (const e of entries) {
+    const m = /^(checkpoint-\d+)\.old-/.exec(e.name);
+    if (!e.isDirectory || !m) continue;
+    const aside = join(root, e.name), final = join(root, m[1]!);
+    if (completeAt(final) || !completeAt(aside, final)) continue;
+    await Deno.remove(final, { recursive: true }).catch(() => {});
+    await Deno.rename(aside, final);
+  }
+  entries = [...Deno.readDirSync(root)];
+  const complete = new Set(listCheckpoints(outputDir).map((c) => c.dir));
+  const removed: string[] = [];
   for (const e of entries) {
     const dir = join(root, e.name);
     const leftover = /^checkpoint-\d+\.(tmp|old)-/.test(e.name) ||
@@ -443,6 +455,22 @@ export async function removeIncompleteCheckpoints(outputDir: string): Promise<st
     }
   }
   return removed;
+}
+
+/** Whether `dir` holds a complete checkpoint (checked as if it were at `asName`). */
+function completeAt(dir: string, asName = dir): boolean {
+  try {
+    Deno.statSync(dir);
+  } catch {
+    return false;
+  }
+  try {
+    const m = loadCheckpointManifest(dir);
+    return `checkpoint-${m.step}` === basename(asName);
+  } catch (e) {
+    if (e instanceof CheckpointError) return false;
+    throw e;
+  }
 }
 
 /**

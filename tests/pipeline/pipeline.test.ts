@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../../lib/config/load_config.ts";
 import { runPipeline } from "../../lib/pipeline/pipeline.ts";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
-import { latestCheckpoint } from "../../lib/train/checkpoint_dir.ts";
+import { latestCheckpoint, listCheckpoints } from "../../lib/train/checkpoint_dir.ts";
+import { CheckpointError } from "../../lib/model/safetensors.ts";
 
 /** A few-step run of the tiny default model (random weights) on FrozenLake. */
 async function tinyConfig(outputDir: string, extra: string[] = []) {
@@ -171,6 +172,63 @@ Deno.test("pipeline: policy_gradient_tokens=answer with a KL loss runs (the adva
         assert.ok(Number.isFinite(r[key]), `${key} at step ${r.step}: ${r[key]}`);
       }
     }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("pipeline: an output_dir holding a run is refused unless resumed; max_ckpt_to_keep prunes; resume past max_steps and a restart with no checkpoint are handled", async () => {
+  const root = await Deno.makeTempDir();
+  const quiet = () => {};
+  const steps = (dir: string) => listCheckpoints(dir).map((c) => c.step);
+  const rowSteps = async (dir: string) =>
+    (await readJsonlMetrics(`${dir}/metrics.jsonl`)).map((r) => r.step);
+  const few = ["eval_steps=100", "save_steps=1", "max_ckpt_to_keep=1"];
+  try {
+    const dir = `${root}/run`;
+    await runPipeline(await tinyConfig(dir, [...few, "max_steps=2"]), { log: quiet });
+    assert.deepEqual(steps(dir), [2]);
+    // a fresh start there would mix two runs
+    await assert.rejects(
+      async () => await runPipeline(await tinyConfig(dir, [...few, "max_steps=2"]), { log: quiet }),
+      (e: Error) => e instanceof CheckpointError && /already holds a run/.test(e.message),
+    );
+    // resumed from checkpoint-2, which the next save prunes: checkpoint-3 still has a tokenizer
+    await runPipeline(
+      await tinyConfig(dir, [...few, "max_steps=3", "resume_from_checkpoint=true"]),
+      { log: quiet },
+    );
+    assert.deepEqual(steps(dir), [3]);
+    assert.ok(Deno.statSync(`${dir}/checkpoints/checkpoint-3/model/tokenizer.json`).isFile);
+    assert.deepEqual(await rowSteps(dir), [0, 1, 2, 3]);
+    await assert.rejects(
+      async () =>
+        await runPipeline(
+          await tinyConfig(dir, [...few, "max_steps=2", "resume_from_checkpoint=true"]),
+          { log: quiet },
+        ),
+      (e: Error) => e instanceof CheckpointError && /past max_steps 2/.test(e.message),
+    );
+    // stopped before any checkpoint, then resumed: the run restarts and its rows replace the old
+    const early = `${root}/early`;
+    await runPipeline(await tinyConfig(early, ["eval_steps=100", "save_steps=100"]), {
+      log: quiet,
+      stopAfter: 1,
+    });
+    assert.deepEqual(steps(early), []);
+    assert.deepEqual(await rowSteps(early), [0]);
+    const notes: string[] = [];
+    await runPipeline(
+      await tinyConfig(early, [
+        "eval_steps=100",
+        "save_steps=100",
+        "max_steps=1",
+        "resume_from_checkpoint=true",
+      ]),
+      { log: (l) => notes.push(l) },
+    );
+    assert.ok(notes.some((l) => /holds no complete checkpoint/.test(l)), notes.join("\n"));
+    assert.deepEqual(await rowSteps(early), [0, 1]);
   } finally {
     await Deno.remove(root, { recursive: true });
   }

@@ -110,6 +110,25 @@ Deno.test("what a crash leaves behind is never a checkpoint, and can be removed"
   });
 });
 
+Deno.test("a complete set-aside copy of a step whose folder is missing or incomplete is put back", async () => {
+  await withOutputDir(async (out) => {
+    const root = checkpointsDir(out);
+    // stopped between the renames of a replacing save: checkpoint-5 missing, its copy aside
+    await saveCheckpoint(out, 5, writeState(5));
+    await Deno.rename(join(root, "checkpoint-5"), join(root, "checkpoint-5.old-0a1b2c3d"));
+    // checkpoint-6 incomplete, with a complete copy aside; checkpoint-7 complete, a stale copy
+    await saveCheckpoint(out, 6, writeState(6));
+    await Deno.rename(join(root, "checkpoint-6"), join(root, "checkpoint-6.old-1a1b2c3d"));
+    await Deno.mkdir(join(root, "checkpoint-6"));
+    await saveCheckpoint(out, 7, writeState(7));
+    await Deno.mkdir(join(root, "checkpoint-7.old-2a1b2c3d"));
+    const removed = (await removeIncompleteCheckpoints(out)).map((d) => d.slice(root.length + 1));
+    assert.deepEqual(removed, ["checkpoint-7.old-2a1b2c3d"]);
+    assert.deepEqual(names(out), ["checkpoint-5", "checkpoint-6", "checkpoint-7"]);
+    assert.deepEqual(listCheckpoints(out).map((c) => c.step), [5, 6, 7]);
+  });
+});
+
 Deno.test("saving a step again replaces it; keepLastN prunes the oldest", async () => {
   await withOutputDir(async (out) => {
     await saveCheckpoint(out, 4, writeState(4));
