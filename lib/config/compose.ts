@@ -200,6 +200,14 @@ class Composer {
           slot.used = true;
           if (slot.delete) {
             if (slot.option === null || sameOption(slot.option, option)) continue;
+            throw new ConfigError(
+              `Could not delete '${key}=${slot.option}': the defaults list chooses ` +
+                `'${option}' for it`,
+              {
+                origin: slot.origin ?? { source: "command line", override: slot.text },
+                hint: `to delete it whatever its option, use ~${key}`,
+              },
+            );
           } else {
             option = slot.option;
             origin = slot.origin ?? { source: "command line", override: slot.text };

@@ -39,6 +39,11 @@ export function parseOverrideValue(text: string): CfgValue {
   return value;
 }
 
+const DIGITS = String.raw`\d(?:_?\d)*`;
+const POINT = String.raw`(?:${DIGITS})?\.${DIGITS}|${DIGITS}\.`;
+const INT = /^[-+]?(?:0|[1-9](?:_?\d)*)$/;
+const FLOAT = new RegExp(String.raw`^[-+]?(?:${POINT}|(?:${DIGITS}|${POINT})[eE][-+]?\d+)$`);
+
 /** Types an unquoted primitive as Hydra does. */
 export function typePrimitive(raw: string): CfgValue {
   const text = raw.trim();
@@ -46,17 +51,13 @@ export function typePrimitive(raw: string): CfgValue {
   if (lower === "null") return null;
   if (lower === "true") return true;
   if (lower === "false") return false;
-  if (/^[-+]?\d[\d_]*$/.test(text) && !/__/.test(text)) return Number(text.replaceAll("_", ""));
+  // Hydra's override grammar: no leading zeros in an int, one '_' at a time between digits
+  if (INT.test(text)) return Number(text.replaceAll("_", ""));
   if (/^[-+]?(?:inf|nan)$/.test(lower)) {
     if (lower.endsWith("nan")) return NaN;
     return lower.startsWith("-") ? -Infinity : Infinity;
   }
-  if (
-    /^[-+]?(?:\d[\d_]*\.[\d_]*|\.\d[\d_]*|\d[\d_]*)(?:e[-+]?\d+)?$/i.test(text) &&
-    /[.e]/i.test(text)
-  ) {
-    return Number(text.replaceAll("_", ""));
-  }
+  if (FLOAT.test(text)) return Number(text.replaceAll("_", ""));
   return text;
 }
 

@@ -173,6 +173,16 @@ Deno.test("command-line group overrides: set, append, delete, and unknown groups
   match(e.message, /Could not override 'extra'/);
   equal(e.details.hint, "to add it to the defaults list, use +extra=...");
   deepStrictEqual(e.details.origin, { source: "command line", override: "extra=on" });
+  // ~group=option deletes only that option, as in Hydra: another one is an error
+  const kept = await compose(files, "main", [
+    { kind: "delete", group: "db", option: "mysql", text: "~db=mysql" },
+  ]);
+  deepStrictEqual(kept.value, { cache: { ttl: 5 } });
+  const wrong = await configError(() =>
+    compose(files, "main", [{ kind: "delete", group: "db", option: "sqlite", text: "~db=sqlite" }])
+  );
+  match(wrong.message, /Could not delete 'db=sqlite': the defaults list chooses 'mysql'/);
+  equal(wrong.details.hint, "to delete it whatever its option, use ~db");
 });
 
 Deno.test("a defaults cycle is an error, not a hang", async () => {

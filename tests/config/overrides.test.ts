@@ -40,6 +40,13 @@ Deno.test("override values are typed like Hydra: null, booleans, numbers", () =>
     ["+INF", Infinity],
     ["abc", "abc"],
     ["1__0", "1__0"],
+    ["1_", "1_"],
+    ["007", "007"], // an int has no leading zeros (a float may: 007.5)
+    ["007.5", 7.5],
+    ["1_0.2_5", 10.25],
+    ["1.e3", 1000],
+    ["1e", "1e"],
+    ["0x10", "0x10"],
     ["1e5x", "1e5x"],
     ["a.b/c-d", "a.b/c-d"],
     ["  7  ", 7],
