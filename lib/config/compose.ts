@@ -163,7 +163,15 @@ class Composer {
     }
     const source = displayUrl(url);
     const text = await this.#reader.read(url);
-    if (text === undefined) throw new ConfigError(`Config file not found: ${source}`);
+    if (text === undefined) {
+      // the primary config: name the configs that are there
+      const there = frame.primary ? await this.#reader.list(new URL(".", url)) ?? [] : [];
+      const name = url.pathname.split("/").pop()!.replace(/\.yaml$/, "");
+      throw new ConfigError(`Config file not found: ${source}`, {
+        expected: there.length ? `one of: ${there.sort().join(", ")}` : undefined,
+        hint: didYouMean(name, there),
+      });
+    }
     const loaded = loadYaml(text, source);
     const entries = parseDefaultsList(loaded.value.defaults ?? null, loaded.origins);
     delete loaded.value.defaults;

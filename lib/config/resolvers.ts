@@ -1,5 +1,6 @@
 import { ConfigError } from "./errors.ts";
 import { parseOverrideValue } from "./override_value.ts";
+import { pythonStr } from "./python_format.ts";
 import type { CfgValue } from "./types.ts";
 
 /** What a resolver can ask of the config being resolved. */
@@ -27,7 +28,12 @@ function envResolver(args: CfgValue[], ctx: ResolverContext): CfgValue {
   }
   const value = ctx.env(name);
   if (value !== undefined) return value;
-  if (rest.length === 1) return rest[0] === null ? null : String(rest[0]);
+  // the default as OmegaConf returns it: a string, in Python's spelling (1e-05, True)
+  if (rest.length === 1) {
+    const d = rest[0];
+    if (d === null) return null;
+    return typeof d === "object" ? String(d) : pythonStr(d as boolean | number | string);
+  }
   throw new ConfigError(`Environment variable '${name}' is not set`, {
     expected: `set ${name}, or give a default: \${oc.env:${name},default}`,
   });

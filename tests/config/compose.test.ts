@@ -148,6 +148,10 @@ Deno.test("a missing option names the group, lists the options and suggests one"
 Deno.test("a missing primary config and a missing plain config are clear errors", async () => {
   const missing = await configError(() => compose({ "other.yaml": "a: 1\n" }));
   match(missing.message, /Config file not found: .*main\.yaml/);
+  equal(missing.details.expected, "one of: other");
+  const typo = await configError(() => compose({ "mains.yaml": "a: 1\n", "b.yaml": "" }));
+  equal(typo.details.expected, "one of: b, mains");
+  match(typo.details.hint ?? "", /mains/);
   const plain = await configError(() => compose({ "main.yaml": "defaults:\n  - nowhere/x\n" }));
   match(plain.message, /Could not find config 'nowhere\/x'/);
   equal(plain.details.key, "defaults[0]");

@@ -68,6 +68,8 @@ Deno.test("${oc.env:VAR,default}: set, unset with default, default null", () => 
       plain: "${oc.env:MY_VAR}",
       unset: "${oc.env:NOPE,fallback}",
       num: "${oc.env:NOPE,5}",
+      small: "${oc.env:NOPE,1e-5}",
+      flag: "${oc.env:NOPE,true}",
       none: "${oc.env:NOPE,null}",
       legacy: "${env:MY_VAR}",
       text: "dir=${oc.env:MY_VAR}/x",
@@ -77,7 +79,9 @@ Deno.test("${oc.env:VAR,default}: set, unset with default, default null", () => 
   equal(out.set, "value");
   equal(out.plain, "value");
   equal(out.unset, "fallback");
-  equal(out.num, "5"); // OmegaConf's oc.env returns str(default)
+  equal(out.num, "5"); // OmegaConf's oc.env returns str(default), in Python's spelling
+  equal(out.small, "1e-05");
+  equal(out.flag, "True");
   equal(out.none, null);
   equal(out.legacy, "value");
   equal(out.text, "dir=value/x");
