@@ -51,6 +51,7 @@ import {
   saveCheckpoint,
 } from "../train/checkpoint_dir.ts";
 import { describePreviousRun } from "./previous_run.ts";
+import { configChanges } from "./config_changes.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
@@ -88,6 +89,8 @@ interface TrainerState {
 }
 
 const STATE_FILE = "trainer_state.json";
+/** The resolved config of the run that saved a checkpoint (compared on resume). */
+const CONFIG_FILE = "agentic_config.json";
 
 /** A training sequence: tokens [begin, end) of episode `episode`. */
 interface Piece {
@@ -298,6 +301,21 @@ export async function runPipeline(
       throw bad("step", `must be an integer >= 0, got ${JSON.stringify(state.step)}`);
     }
     startStep = state.step;
+    // the run that saved it: settings that differ now make the continuation inexact
+    const savedConfig = `${from.dir}/${CONFIG_FILE}`;
+    if (isFile(savedConfig)) {
+      const changes = configChanges(
+        readCheckpointJson(savedConfig),
+        JSON.parse(JSON.stringify(config)),
+      );
+      if (changes.length > 0) {
+        log(
+          `resuming with ${changes.length} config change(s) from the run that saved ${from.dir}:`,
+        );
+        for (const line of changes.slice(0, 12)) log(`  ${line}`);
+        if (changes.length > 12) log(`  ... and ${changes.length - 12} more`);
+      }
+    }
     if (startStep > config.max_steps) {
       throw new CheckpointError(
         `${from.dir} is at step ${startStep}, past max_steps ${config.max_steps}: raise ` +
@@ -420,6 +438,7 @@ export async function runPipeline(
         seed: config.seed,
       };
       await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
+      await Deno.writeTextFile(`${dir}/${CONFIG_FILE}`, JSON.stringify(config, null, 2));
     }, {
       // max_ckpt_to_keep: the newest that many stay (0 keeps every one)
       ...(config.max_ckpt_to_keep > 0 ? { keepLastN: config.max_ckpt_to_keep } : {}),
@@ -647,6 +666,14 @@ function transcript(s: TrajectorySample): string {
 function isFolder(path: string): boolean {
   try {
     return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
   } catch {
     return false;
   }

@@ -194,10 +194,14 @@ Deno.test("pipeline: an output_dir holding a run is refused unless resumed; max_
       (e: Error) => e instanceof CheckpointError && /already holds a run/.test(e.message),
     );
     // resumed from checkpoint-2, which the next save prunes: checkpoint-3 still has a tokenizer
+    const said: string[] = [];
     await runPipeline(
       await tinyConfig(dir, [...few, "max_steps=3", "resume_from_checkpoint=true"]),
-      { log: quiet },
+      { log: (l) => said.push(l) },
     );
+    // the change from the run that saved checkpoint-2 is named
+    assert.ok(said.some((l) => /resuming with 1 config change/.test(l)), said.join("\n"));
+    assert.ok(said.includes("  max_steps: 2 -> 3"), said.join("\n"));
     assert.deepEqual(steps(dir), [3]);
     assert.ok(Deno.statSync(`${dir}/checkpoints/checkpoint-3/model/tokenizer.json`).isFile);
     assert.deepEqual(await rowSteps(dir), [0, 1, 2, 3]);
