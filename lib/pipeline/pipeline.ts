@@ -205,9 +205,11 @@ export async function runPipeline(
     ["render_save_dir", config.render_save_dir],
   ]);
   const from: CheckpointInfo | null = resume.checkpoint;
-  const modelPath = from
-    ? `${from.dir}/model`
-    : await prepareModelPath(config.pretrain ?? null, log);
+  // pretrain (built first when it names a built-in model that is missing), for whichever role
+  // starts from it: the actor and critic of a fresh run, the reference always
+  let pretrained: Promise<string | null> | undefined;
+  const pretrain = () => pretrained ??= prepareModelPath(config.pretrain ?? null, log);
+  const modelPath = from ? `${from.dir}/model` : await pretrain();
   using actor: PolicyModel = await loadPolicyModel(kernels, modelPath, {
     seed: config.seed,
     ...rolePrecision(config.actor_train.model_args.dtype, device.kind),
@@ -220,7 +222,7 @@ export async function runPipeline(
 
   // reference: only when a KL term reads it (needsRef, above)
   using reference = needsRef
-    ? await loadPolicyModel(kernels, config.pretrain ?? null, {
+    ? await loadPolicyModel(kernels, await pretrain(), {
       seed: config.seed,
       ...rolePrecision(config.reference.model_args.dtype, device.kind),
     })
@@ -237,7 +239,7 @@ export async function runPipeline(
   using critic = useCritic
     ? await loadPolicyModel(
       kernels,
-      from ? `${from.dir}/critic` : config.pretrain ?? null,
+      from ? `${from.dir}/critic` : await pretrain(),
       {
         seed: config.seed,
         valueHead: true,
@@ -374,7 +376,9 @@ export async function runPipeline(
   const history: MetricsRow[] = from ? await readJsonlMetrics(`${outputDir}/metrics.jsonl`) : [];
   const progress = new Progress();
   const checkpoints: string[] = [];
-  const t0 = performance.now();
+  // a resumed run's clock goes on from the interrupted run's last step
+  const before = history.findLast((r) => Number.isFinite(r["time/elapsed"]))?.["time/elapsed"] ?? 0;
+  const t0 = performance.now() - before * 1000;
   let lastMetrics: Record<string, number> = {};
   const endStep = Math.min(config.max_steps, startStep + (options.stopAfter ?? Infinity));
 

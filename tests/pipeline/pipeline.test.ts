@@ -85,6 +85,9 @@ Deno.test("pipeline: a few steps give finite metrics, checkpoints, tfevents, JSO
     assert.equal(second.steps, 4);
     const resumed = await readJsonlMetrics(`${root}/resumed/metrics.jsonl`);
     assert.deepEqual(resumed.map((r) => r.step), [0, 1, 2, 3, 4]);
+    // the clock goes on from the interrupted run's
+    const elapsed = resumed.slice(0, 4).map((r) => r["time/elapsed"]!);
+    assert.ok(elapsed.every((t, i) => i === 0 || t > elapsed[i - 1]!), elapsed.join(", "));
     for (const step of [2, 3]) {
       const a = rows.find((r) => r.step === step)!;
       const b = resumed.find((r) => r.step === step)!;
