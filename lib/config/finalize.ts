@@ -289,6 +289,14 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     );
   }
 
+  const ckpt = config.checkpoint_config?.output_dir;
+  if (typeof ckpt === "string") {
+    notices.push(
+      `checkpoint_config.output_dir (${ckpt}) is ignored: checkpoints go to ` +
+        `${config.output_dir}/checkpoints (set output_dir to move them)`,
+    );
+  }
+
   // Which roles run.
   if (config.use_kl_loss || config.init_kl_coef > 0 || config.add_token_level_kl) {
     config.enable_reference = true;

@@ -258,6 +258,24 @@ Deno.test("derived values: model paths, reward-normalization scopes, reference r
   equal(config.enable_reference, true);
 });
 
+Deno.test("settings agentrl does not use get a notice naming where the output goes instead", async () => {
+  const { notices } = await loadConfig({
+    overrides: [
+      "output_dir=/o",
+      "rollout_dump_dir=/dumps",
+      "+checkpoint_config={type: file_system, output_dir: /ckpt}",
+    ],
+  });
+  ok(notices.some((n) => /rollout_dump_dir \(\/dumps\) is ignored/.test(n)), notices.join("\n"));
+  ok(
+    notices.some((n) =>
+      /checkpoint_config.output_dir \(\/ckpt\) is ignored: checkpoints go to \/o\/checkpoints/
+        .test(n)
+    ),
+    notices.join("\n"),
+  );
+});
+
 Deno.test("device_mapping accepts ROLL's Python expressions and rejects others", async () => {
   const { config } = await loadConfig({
     overrides: ["actor_train.device_mapping='list(range(2,4))+[7]'"],
