@@ -5,7 +5,7 @@ import { mergeAt } from "./merge.ts";
 import { OriginMap } from "./origins.ts";
 import { type ConfigReader, defaultReader, displayUrl } from "./source.ts";
 import type { CfgObject, Origin } from "./types.ts";
-import { loadYaml } from "./yaml_load.ts";
+import { type LoadedYaml, loadYaml } from "./yaml_load.ts";
 
 /** A command-line change to the defaults list: `group=opt`, `+group=opt`, `~group`. */
 export interface GroupOverride {
@@ -73,6 +73,17 @@ interface OverrideSlot {
   delete: boolean;
 }
 
+/**
+ * A config of the defaults tree: its content, the package it lands in, and what its defaults
+ * list puts before and after it (`"self"` is its own content), in list order.
+ */
+interface TreeNode {
+  source: string;
+  loaded: LoadedYaml;
+  pkg: string;
+  items: (TreeNode | "self")[];
+}
+
 const MAX_DEPTH = 32;
 
 /**
@@ -126,7 +137,7 @@ class Composer {
     const name = this.options.configName.replace(/\.ya?ml$/, "");
     const url = new URL(`${name}.yaml`, this.options.configDir);
     const slash = name.lastIndexOf("/");
-    await this.#include(
+    const tree = await this.#include(
       url,
       {
         url,
@@ -149,10 +160,40 @@ class Composer {
         },
       );
     }
+    this.#merge(tree);
     return { value: this.value, origins: this.origins, choices: this.choices, files: this.files };
   }
 
-  async #include(url: URL, frame: Frame, depth: number, explicitPackage: string | undefined) {
+  /** Merges a built tree in list order: each config's entries around its own content. */
+  #merge(node: TreeNode) {
+    for (const item of node.items) {
+      if (item !== "self") {
+        this.#merge(item);
+        continue;
+      }
+      this.files.push(node.source);
+      mergeAt(
+        this.value,
+        this.origins,
+        packageSegments(node.pkg),
+        node.loaded.value,
+        node.loaded.origins,
+      );
+    }
+  }
+
+  /**
+   * Builds the subtree of a config file. As in Hydra, a list's `override` entries are registered
+   * before any of its entries is expanded, and the entries are expanded last to first, so that an
+   * override in a later entry's subtree (a `+experiment=...` on the command line) changes a group
+   * chosen earlier in the list.
+   */
+  async #include(
+    url: URL,
+    frame: Frame,
+    depth: number,
+    explicitPackage: string | undefined,
+  ): Promise<TreeNode> {
     if (depth > MAX_DEPTH) {
       throw new ConfigError(
         `The defaults list nests more than ${MAX_DEPTH} levels deep (a cycle?)`,
@@ -191,14 +232,26 @@ class Composer {
     if (!ordered.some((e) => "kind" in e && e.kind === "self")) ordered.push({ kind: "self" });
     if (frame.primary) ordered.push(...this.#appends);
 
-    for (const e of ordered) {
+    const items: (TreeNode | "self")[][] = [];
+    for (const e of ordered.toReversed()) {
       if ("text" in e) {
-        await this.#includeGroup(here, e.group, e.package, e.option ?? null, false, depth, e.text);
+        items.push(
+          await this.#includeGroup(
+            here,
+            e.group,
+            e.package,
+            e.option ?? null,
+            false,
+            depth,
+            e.text,
+          ),
+        );
       } else if (e.kind === "self") {
-        this.files.push(source);
-        mergeAt(this.value, this.origins, packageSegments(pkg), loaded.value, loaded.origins);
+        items.push(["self"]);
       } else if (e.kind === "config") {
-        await this.#includeConfig(here, e.path, e.package, depth, loaded.origins, e.index);
+        items.push([
+          await this.#includeConfig(here, e.path, e.package, depth, loaded.origins, e.index),
+        ]);
       } else {
         const key = slotKey(this.#absoluteGroup(here, e.group) ?? e.group, e.package);
         const slot = this.#slots.get(key);
@@ -221,18 +274,21 @@ class Composer {
             origin = slot.origin ?? { source: "command line", override: slot.text };
           }
         }
-        await this.#includeGroup(
-          here,
-          e.group,
-          e.package,
-          option,
-          e.optional,
-          depth,
-          undefined,
-          origin,
+        items.push(
+          await this.#includeGroup(
+            here,
+            e.group,
+            e.package,
+            option,
+            e.optional,
+            depth,
+            undefined,
+            origin,
+          ),
         );
       }
     }
+    return { source, loaded, pkg, items: items.toReversed().flat() };
   }
 
   #registerOverride(
@@ -268,10 +324,11 @@ class Composer {
     depth: number,
     overrideText?: string,
     origin?: Origin,
-  ) {
+  ): Promise<TreeNode[]> {
     const absGroup = this.#absoluteGroup(frame, group);
     this.choices[slotKey(absGroup ?? group, pkgSpec)] = option;
-    if (option === null) return;
+    if (option === null) return [];
+    const nodes: TreeNode[] = [];
     const relGroup = group.startsWith("/") ? group.slice(1) : group;
     for (const name of Array.isArray(option) ? option : [option]) {
       const found = await this.#locate(frame, group, absGroup, `${name}.yaml`);
@@ -285,8 +342,9 @@ class Composer {
           hint: didYouMean(name, available),
         });
       }
-      await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth);
+      nodes.push(await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth));
     }
+    return nodes;
   }
 
   async #includeConfig(
@@ -296,7 +354,7 @@ class Composer {
     depth: number,
     origins: OriginMap,
     index: number,
-  ) {
+  ): Promise<TreeNode> {
     const slash = path.lastIndexOf("/");
     const group = slash < 0 ? "" : path.slice(0, slash);
     const name = path.slice(slash + 1);
@@ -310,7 +368,7 @@ class Composer {
       });
     }
     const relGroup = group.startsWith("/") ? group.slice(1) : group;
-    await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth);
+    return await this.#includeFound(frame, found, relGroup, absGroup, name, pkgSpec, depth);
   }
 
   /**
@@ -325,7 +383,7 @@ class Composer {
     name: string,
     pkgSpec: string | undefined,
     depth: number,
-  ) {
+  ): Promise<TreeNode> {
     const groupDots = dotted(relGroup);
     const pkg = pkgSpec !== undefined
       ? explicitPackageOf(pkgSpec, frame.package, dotted(absGroup ?? "") ?? "", name)
@@ -335,7 +393,7 @@ class Composer {
     const child: Frame = { url: found.url, package: pkg, primary: false };
     if (found.root) child.root = found.root;
     if (found.group !== undefined) child.group = found.group;
-    await this.#include(found.url, child, depth + 1, pkgSpec);
+    return await this.#include(found.url, child, depth + 1, pkgSpec);
   }
 
   /** Finds `file` in a group: beside the including file, then along the search path. */

@@ -119,6 +119,34 @@ Deno.test("override in a defaults list replaces a group chosen deeper in the tre
   equal(c.choices.db, "sqlite");
 });
 
+Deno.test("an override in a later entry's subtree changes a group chosen earlier (Hydra's experiment pattern)", async () => {
+  const files = {
+    "main.yaml": "defaults:\n  - db: mysql\n  - _self_\nport: 1\n",
+    "db/mysql.yaml": "kind: mysql\n",
+    "db/sqlite.yaml": "kind: sqlite\n",
+    "experiment/fast.yaml": "# @package _global_\ndefaults:\n  - override /db: sqlite\nport: 2\n",
+    "srv/s.yaml": "defaults:\n  - override /db: sqlite\nthreads: 4\n",
+  };
+  // +experiment=fast on the command line, appended after main's own content
+  const c = await compose(files, "main", [
+    { kind: "append", group: "experiment", option: "fast", text: "+experiment=fast" },
+  ]);
+  deepStrictEqual(c.value, { db: { kind: "sqlite" }, port: 2 });
+  equal(c.choices.db, "sqlite");
+  // a later sibling in the same list
+  const sibling = await compose({
+    ...files,
+    "main.yaml": "defaults:\n  - db: mysql\n  - srv: s\n",
+  });
+  deepStrictEqual(sibling.value, { db: { kind: "sqlite" }, srv: { threads: 4 } });
+  // the command line still wins over both
+  const cli = await compose(files, "main", [
+    { kind: "append", group: "experiment", option: "fast", text: "+experiment=fast" },
+    { kind: "set", group: "db", option: "mysql", text: "db=mysql" },
+  ]);
+  deepStrictEqual(cli.value, { db: { kind: "mysql" }, port: 2 });
+});
+
 Deno.test("optional skips a missing option; null skips the group; lists load several options", async () => {
   const c = await compose({
     "main.yaml": "defaults:\n  - optional extra: missing\n  - db: null\n  - plugins: [a, b]\n",
