@@ -249,7 +249,11 @@ async function planLibrary(spec: LibrarySpec, force: boolean, verbose: boolean) 
   try {
     previousFlags = await Deno.readTextFile(flagsStamp);
   } catch { /* first build */ }
-  force ||= previousFlags !== flags;
+  if (previousFlags !== flags) {
+    force = true;
+    // until a link succeeds with the new flags, no object here counts as up to date
+    await Deno.remove(flagsStamp).catch(() => {});
+  }
 
   const headers = [
     ...await listFiles(spec.sources, spec.headerExts),
@@ -314,26 +318,32 @@ export async function includedBytes(file: URL, seen: Set<string>): Promise<numbe
 /**
  * Compiles every plan's objects on as many processes as there are cores, the costliest first
  * (one library's long tail overlaps another's objects), then links each library. After a
- * failure no new job starts; the running ones finish before the first error is thrown.
+ * failed compile no new job of that library starts; the other libraries build and link (a
+ * broken nvcc leaves the CPU library usable), and then the first error is thrown.
  */
 export async function buildPlans(
   plans: LibraryPlan[],
   parallel = Math.max(1, navigator.hardwareConcurrency ?? 2),
 ): Promise<boolean[]> {
-  const queue = plans.flatMap((p) => p.jobs).sort((a, b) => b.weight - a.weight);
-  const errors: unknown[] = [];
+  const queue = plans.flatMap((p, plan) => p.jobs.map((job) => ({ job, plan })))
+    .sort((a, b) => b.job.weight - a.job.weight);
+  const errors = new Map<number, unknown>();
   const worker = async () => {
-    for (let job = queue.shift(); job && errors.length === 0; job = queue.shift()) {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      if (errors.has(next.plan)) continue;
       try {
-        await job.run();
+        await next.job.run();
       } catch (e) {
-        errors.push(e);
+        if (!errors.has(next.plan)) errors.set(next.plan, e);
       }
     }
   };
   await Promise.all(Array.from({ length: parallel }, worker));
-  if (errors.length > 0) throw errors[0];
-  return await Promise.all(plans.map((p) => p.link()));
+  const linked = await Promise.all(
+    plans.map((p, plan) => errors.has(plan) ? Promise.resolve(false) : p.link()),
+  );
+  if (errors.size > 0) throw errors.values().next().value;
+  return linked;
 }
 
 /** What {@linkcode buildKernels} did for each library. */

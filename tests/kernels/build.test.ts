@@ -23,16 +23,24 @@ Deno.test("build: objects of every library compile costliest first, then each li
   assert.deepEqual(log, ["start b", "end b", "start c", "end c", "start a", "end a"]);
 });
 
-Deno.test("build: after a failed compile no new one starts, the running one finishes, nothing links", async () => {
+Deno.test("build: after a failed compile that library starts no new one and does not link; the others build and link", async () => {
   const log: string[] = [];
-  let linked = false;
-  const plans = [{
-    jobs: [job("x", 3, log, true), job("y", 2, log), job("z", 1, log)],
-    link: () => Promise.resolve(linked = true),
-  }];
+  const linked: string[] = [];
+  const plans = [
+    {
+      jobs: [job("x", 5, log, true), job("y", 2, log)],
+      link: () => Promise.resolve(!!linked.push("first")),
+    },
+    {
+      jobs: [job("z", 4, log), job("w", 1, log)],
+      link: () => Promise.resolve(!!linked.push("second")),
+    },
+  ];
   await assert.rejects(buildPlans(plans, 2), /x failed/);
-  assert.deepEqual(log, ["start x", "start y", "end x", "end y"]);
-  assert.equal(linked, false);
+  // x and z run at once; x fails, so y is skipped; z and w finish
+  assert.deepEqual(log.slice(0, 2), ["start x", "start z"]);
+  assert.deepEqual(log.toSorted(), ["end w", "end x", "end z", "start w", "start x", "start z"]);
+  assert.deepEqual(linked, ["second"]);
 });
 
 Deno.test("build: a source's cost counts each local header it includes once", async () => {
