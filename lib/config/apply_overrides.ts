@@ -10,6 +10,7 @@ import {
   cloneCfg,
   isCfgObject,
   type KeySegment,
+  MISSING,
   type Origin,
 } from "./types.ts";
 
@@ -75,7 +76,10 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
       }
       break;
     case "add": // Hydra's rule: onto nothing or null, or a mapping or list (merged) onto anything
-      if (existing !== undefined && existing !== null && !isContainer(o.value)) {
+      if (
+        existing !== undefined && existing !== null && existing !== MISSING &&
+        !isContainer(o.value)
+      ) {
         throw fail(`Could not add '${o.key}': it already has a value`, {
           found: describeValue(existing),
           hint: `to replace it, use ${o.text.slice(1)} (or ++${o.text.slice(1)})`,
@@ -99,7 +103,9 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
       origins.deleteTree(fullPath);
       return;
   }
-  // a mapping merges into the mapping there (or into a copy of the one a ${a.b} there names)
+  // a mapping merges into the mapping there (as Hydra's update(merge=True)); where a ${a.b}
+  // stands, into a copy of the mapping it names (agentrl's choice, as for dotted keys: OmegaConf
+  // would replace the reference)
   let current = existing;
   if (isCfgObject(o.value) && typeof current === "string") {
     const copied = referencedCopy(root, current);
@@ -111,7 +117,7 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
     }
   }
   if (isCfgObject(o.value) && isCfgObject(current)) {
-    mergeOverride(current, o.value, fullPath, origins, origin);
+    mergeOverride(root, current, o.value, fullPath, origins, origin);
     return;
   }
   if (Array.isArray(parent)) {
@@ -196,8 +202,12 @@ function isContainer(value: CfgValue | undefined): boolean {
   return isCfgObject(value) || Array.isArray(value);
 }
 
-/** Deep-merges an override's mapping into `target` (lists and scalars replace). */
+/**
+ * Deep-merges an override's mapping into `target` (lists and scalars replace), into a copy of
+ * the mapping a `${a.b}` value names, as merge.ts does.
+ */
 function mergeOverride(
+  root: CfgObject,
   target: CfgObject,
   value: CfgObject,
   path: KeySegment[],
@@ -206,9 +216,17 @@ function mergeOverride(
 ): void {
   for (const [key, v] of Object.entries(value)) {
     const at = [...path, key];
-    const existing = target[key];
+    let existing = target[key];
+    if (isCfgObject(v) && typeof existing === "string") {
+      const copied = referencedCopy(root, existing);
+      if (copied && isCfgObject(copied.value)) {
+        target[key] = existing = copied.value;
+        origins.deleteTree(at);
+        origins.copyFrom(origins, copied.target, at);
+      }
+    }
     if (isCfgObject(v) && isCfgObject(existing)) {
-      mergeOverride(existing, v, at, origins, origin);
+      mergeOverride(root, existing, v, at, origins, origin);
       continue;
     }
     target[key] = cloneCfg(v);

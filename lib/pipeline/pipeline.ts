@@ -45,10 +45,12 @@ import { CriticTrainer, sequenceValues, valueMetrics } from "../train/critic.ts"
 import { distinctSequences, mergeDuplicateSamples, mergesExactly } from "../train/dedup.ts";
 import {
   type CheckpointInfo,
+  latestCheckpoint,
   readCheckpointJson,
   removeIncompleteCheckpoints,
   resolveResume,
   saveCheckpoint,
+  setAsideCheckpointsAfter,
 } from "../train/checkpoint_dir.ts";
 import { describePreviousRun } from "./previous_run.ts";
 import { configChanges } from "./config_changes.ts";
@@ -181,21 +183,31 @@ export async function runPipeline(
   if (device.notice) log(device.notice);
   using kernels = openPipelineKernels(device);
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
-  // what interrupted saves left (a set-aside complete copy is put back first)
-  for (const dir of await removeIncompleteCheckpoints(outputDir)) {
-    log(`removed ${dir}: an incomplete checkpoint (a save was interrupted)`);
-  }
-  const resume = resolveResume(config.resume_from_checkpoint, outputDir);
-  if (resume.notice) log(resume.notice);
   if (config.resume_from_checkpoint === false) {
     const previous = describePreviousRun(outputDir);
     if (previous !== null) {
+      const continues = latestCheckpoint(outputDir) !== null
+        ? "set resume_from_checkpoint=true to continue it"
+        : "set resume_from_checkpoint=true to restart it there (it has no checkpoint: its " +
+          "metrics are replaced)";
       throw new CheckpointError(
-        `output_dir ${outputDir} already holds a run (${previous}): set ` +
-          "resume_from_checkpoint=true to continue it, or choose another output_dir (or delete " +
-          "that folder) to start afresh",
+        `output_dir ${outputDir} already holds a run (${previous}): ${continues}, or choose ` +
+          "another output_dir (or delete that folder) to start afresh",
         { file: outputDir },
       );
+    }
+  }
+  // what interrupted saves left (a set-aside complete copy is put back first); a damaged
+  // checkpoint folder is not a save's leftover: it stays, and is not resumed from
+  for (const dir of await removeIncompleteCheckpoints(outputDir, { keepDamaged: true })) {
+    log(`removed ${dir}: left by an interrupted save`);
+  }
+  const resume = resolveResume(config.resume_from_checkpoint, outputDir);
+  if (resume.notice) log(resume.notice);
+  if (resume.checkpoint) {
+    // the run goes on from this step: later checkpoints here belong to the history it replaces
+    for (const dir of await setAsideCheckpointsAfter(outputDir, resume.checkpoint.step)) {
+      log(`set aside ${dir}: after the step resumed from`);
     }
   }
   const logDir = config.tracker_kwargs?.log_dir;

@@ -196,7 +196,7 @@ export async function saveCheckpoint(
   await Deno.rename(tmp, final);
   await sync(root, true);
   if (old !== null) await Deno.remove(old, { recursive: true });
-  if (options.keepLastN) await pruneCheckpoints(outputDir, options.keepLastN);
+  if (options.keepLastN) await pruneCheckpoints(outputDir, options.keepLastN, final);
   return { step, dir: final, manifest };
 }
 
@@ -386,7 +386,8 @@ export function resolveResume(resume: boolean | string, outputDir: string): Resu
 }
 
 /**
- * Removes all but the newest `keepLastN` complete checkpoints; returns the
+ * Removes all but the `keepLastN` complete checkpoints of the highest steps (never `keep`,
+ * a checkpoint folder, when given); returns the
  * removed folders.
  *
  * @example
@@ -398,12 +399,17 @@ export function resolveResume(resume: boolean | string, outputDir: string): Resu
  * console.log(listCheckpoints(out).map((c) => c.step)); // [2, 3]
  * ```
  */
-export async function pruneCheckpoints(outputDir: string, keepLastN: number): Promise<string[]> {
+export async function pruneCheckpoints(
+  outputDir: string,
+  keepLastN: number,
+  keep?: string,
+): Promise<string[]> {
   if (!Number.isInteger(keepLastN) || keepLastN < 1) {
     throw new RangeError(`keepLastN must be a positive integer, got ${keepLastN}`);
   }
   const all = listCheckpoints(outputDir);
-  const removed = all.slice(0, Math.max(0, all.length - keepLastN)).map((c) => c.dir);
+  const removed = all.slice(0, Math.max(0, all.length - keepLastN)).map((c) => c.dir)
+    .filter((dir) => dir !== keep);
   for (const dir of removed) await Deno.remove(dir, { recursive: true });
   return removed;
 }
@@ -412,8 +418,10 @@ export async function pruneCheckpoints(outputDir: string, keepLastN: number): Pr
  * Removes what interrupted saves left under `<outputDir>/checkpoints`:
  * temporary and set-aside folders, and `checkpoint-<step>` folders that fail
  * {@linkcode loadCheckpointManifest}. A complete set-aside copy of a step whose
- * `checkpoint-<step>` is missing or incomplete is renamed back first. Call it
- * only when no save is running. Returns the removed folders.
+ * `checkpoint-<step>` is missing or incomplete is renamed back first. With
+ * `keepDamaged`, `checkpoint-<step>` folders that fail the check stay (a save never
+ * leaves one: something else changed it). Call it only when no save is running.
+ * Returns the removed folders.
  *
  * @example
  * ```ts
@@ -423,7 +431,10 @@ export async function pruneCheckpoints(outputDir: string, keepLastN: number): Pr
  * console.log((await removeIncompleteCheckpoints(out)).length); // 1
  * ```
  */
-export async function removeIncompleteCheckpoints(outputDir: string): Promise<string[]> {
+export async function removeIncompleteCheckpoints(
+  outputDir: string,
+  options: { keepDamaged?: boolean } = {},
+): Promise<string[]> {
   const root = checkpointsDir(outputDir);
   let entries: Deno.DirEntry[];
   try {
@@ -448,13 +459,38 @@ export async function removeIncompleteCheckpoints(outputDir: string): Promise<st
   for (const e of entries) {
     const dir = join(root, e.name);
     const leftover = /^checkpoint-\d+\.(tmp|old)-/.test(e.name) ||
-      (NAME.test(e.name) && !complete.has(dir));
+      (!options.keepDamaged && NAME.test(e.name) && !complete.has(dir));
     if (e.isDirectory && leftover) {
       await Deno.remove(dir, { recursive: true });
       removed.push(dir);
     }
   }
   return removed;
+}
+
+/**
+ * Renames the complete checkpoints of steps after `step` to `checkpoint-<N>.superseded-<tag>`
+ * (kept, but no longer listed): a run resumed from `step` replaces their history, and the
+ * latest checkpoint must be its own. Returns the new folder names.
+ *
+ * @example
+ * ```ts
+ * import { listCheckpoints, saveCheckpoint, setAsideCheckpointsAfter } from "./checkpoint_dir.ts";
+ * const out = await Deno.makeTempDir();
+ * for (const step of [1, 2, 3]) await saveCheckpoint(out, step, async () => {});
+ * await setAsideCheckpointsAfter(out, 1);
+ * console.log(listCheckpoints(out).map((c) => c.step)); // [1]
+ * ```
+ */
+export async function setAsideCheckpointsAfter(outputDir: string, step: number): Promise<string[]> {
+  const moved: string[] = [];
+  for (const c of listCheckpoints(outputDir)) {
+    if (c.step <= step) continue;
+    const to = `${c.dir}.superseded-${randomTag()}`;
+    await Deno.rename(c.dir, to);
+    moved.push(to);
+  }
+  return moved;
 }
 
 /** Whether `dir` holds a complete checkpoint (checked as if it were at `asName`). */

@@ -282,10 +282,16 @@ Deno.test("+key=v on an existing key is an error", async () => {
   deepStrictEqual(root, { a: { b: 1 } });
 });
 
-Deno.test("+key=v adds onto null, and a mapping or list merges onto an existing value", () => {
-  const root: CfgObject = { n: null, m: { a: 1 }, l: [1] };
-  apply(root, ["+n=3", "+m={b:2}", "+l=[4,5]"]);
-  deepStrictEqual(root, { n: 3, m: { a: 1, b: 2 }, l: [4, 5] });
+Deno.test("+key=v adds onto null or ???, and a mapping or list merges onto an existing value", () => {
+  const root: CfgObject = { n: null, q: "???", m: { a: 1 }, l: [1], s: { e: "${m}" } };
+  apply(root, ["+n=3", "+q=4", "+m={b:2}", "+l=[4,5]", "s={e:{c:1}}"]);
+  deepStrictEqual(root, {
+    n: 3,
+    q: 4,
+    m: { a: 1, b: 2 },
+    l: [4, 5],
+    s: { e: { a: 1, b: 2, c: 1 } },
+  });
 });
 
 Deno.test("+key=v adds a new key, creating intermediate mappings", () => {

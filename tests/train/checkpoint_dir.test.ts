@@ -15,6 +15,7 @@ import {
   removeIncompleteCheckpoints,
   resolveResume,
   saveCheckpoint,
+  setAsideCheckpointsAfter,
 } from "../../lib/train/checkpoint_dir.ts";
 
 /** Runs `fn` with a fresh output folder, removed afterwards. */
@@ -126,6 +127,29 @@ Deno.test("a complete set-aside copy of a step whose folder is missing or incomp
     assert.deepEqual(removed, ["checkpoint-7.old-2a1b2c3d"]);
     assert.deepEqual(names(out), ["checkpoint-5", "checkpoint-6", "checkpoint-7"]);
     assert.deepEqual(listCheckpoints(out).map((c) => c.step), [5, 6, 7]);
+  });
+});
+
+Deno.test("pruning never removes the checkpoint just saved; a resumed run sets later steps aside; damaged folders can be kept", async () => {
+  await withOutputDir(async (out) => {
+    const root = checkpointsDir(out);
+    for (const step of [10, 15, 20]) await saveCheckpoint(out, step, writeState(step));
+    // a save below the newest steps, keeping 2: the one saved stays
+    const saved = await saveCheckpoint(out, 12, writeState(12), { keepLastN: 2 });
+    assert.deepEqual(listCheckpoints(out).map((c) => c.step), [12, 15, 20]);
+    assert.ok(saved.dir.endsWith("checkpoint-12"));
+    const moved = (await setAsideCheckpointsAfter(out, 12)).map((d) => d.slice(root.length + 1));
+    assert.equal(moved.length, 2);
+    assert.ok(
+      moved.every((n) => /^checkpoint-(15|20)\.superseded-[0-9a-f]{8}$/.test(n)),
+      moved.join(),
+    );
+    assert.deepEqual(listCheckpoints(out).map((c) => c.step), [12]);
+    // a damaged checkpoint folder stays with keepDamaged (set-aside copies stay either way)
+    await Deno.mkdir(join(root, "checkpoint-30"));
+    assert.deepEqual(await removeIncompleteCheckpoints(out, { keepDamaged: true }), []);
+    assert.ok(names(out).includes("checkpoint-30"));
+    assert.equal(names(out).length, 4);
   });
 });
 
