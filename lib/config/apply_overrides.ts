@@ -1,8 +1,9 @@
 import { didYouMean } from "../util/did_you_mean.ts";
 import { ConfigError, describeValue } from "./errors.ts";
 import { formatKeyPath, getChild, normalizeSegment, parseKeyPath } from "./key_path.ts";
-import { referencedCopy } from "./node_reference.ts";
-import type { OriginMap } from "./origins.ts";
+import { mergeInto } from "./merge.ts";
+import { ownChild } from "./node_reference.ts";
+import { OriginMap } from "./origins.ts";
 import type { Override } from "./override_parser.ts";
 import {
   type CfgObject,
@@ -106,19 +107,12 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
   // a mapping merges into the mapping there (as Hydra's update(merge=True)); where a ${a.b}
   // stands, into a copy of the mapping it names (agentrl's choice, as for dotted keys: OmegaConf
   // would replace the reference)
-  let current = existing;
-  if (isCfgObject(o.value) && typeof current === "string") {
-    const copied = referencedCopy(root, current);
-    if (copied && isCfgObject(copied.value)) {
-      setChild(parent!, last, copied.value);
-      origins.deleteTree(fullPath);
-      origins.copyFrom(origins, copied.target, fullPath);
-      current = copied.value;
+  if (isCfgObject(o.value) && parent !== undefined) {
+    const current = ownChild(root, parent, last, fullPath, origins);
+    if (isCfgObject(current)) {
+      mergeInto(root, current, o.value, fullPath, origins, originsOf(o.value, origin));
+      return;
     }
-  }
-  if (isCfgObject(o.value) && isCfgObject(current)) {
-    mergeOverride(root, current, o.value, fullPath, origins, origin);
-    return;
   }
   if (Array.isArray(parent)) {
     if (typeof last !== "number" || last >= parent.length) {
@@ -155,15 +149,7 @@ function walk(
   const done: KeySegment[] = [];
   for (const raw of path) {
     const seg = normalizeSegment(node, raw);
-    let child = getChild(node, seg);
-    if (typeof child === "string") {
-      const copied = referencedCopy(root, child);
-      if (copied !== undefined) {
-        setChild(node, seg, copied.value);
-        origins.copyFrom(origins, copied.target, [...done, seg]);
-        child = copied.value;
-      }
-    }
+    let child = ownChild(root, node, seg, [...done, seg], origins);
     if (child === undefined || child === null) {
       if (!create) {
         if (child === undefined) {
@@ -202,42 +188,20 @@ function isContainer(value: CfgValue | undefined): boolean {
   return isCfgObject(value) || Array.isArray(value);
 }
 
-/**
- * Deep-merges an override's mapping into `target` (lists and scalars replace), into a copy of
- * the mapping a `${a.b}` value names, as merge.ts does.
- */
-function mergeOverride(
-  root: CfgObject,
-  target: CfgObject,
-  value: CfgObject,
-  path: KeySegment[],
-  origins: OriginMap,
-  origin: Origin,
-): void {
-  for (const [key, v] of Object.entries(value)) {
-    const at = [...path, key];
-    let existing = target[key];
-    if (isCfgObject(v) && typeof existing === "string") {
-      const copied = referencedCopy(root, existing);
-      if (copied && isCfgObject(copied.value)) {
-        target[key] = existing = copied.value;
-        origins.deleteTree(at);
-        origins.copyFrom(origins, copied.target, at);
+/** Origins saying that every node of `value` came from `origin`. */
+function originsOf(value: CfgValue, origin: Origin): OriginMap {
+  const out = new OriginMap();
+  const visit = (v: CfgValue, path: KeySegment[]) => {
+    out.set(path, origin);
+    if (Array.isArray(v)) v.forEach((item, i) => visit(item, [...path, i]));
+    else if (isCfgObject(v)) {
+      for (const [k, item] of Object.entries(v)) {
+        visit(item, [...path, k]);
       }
     }
-    if (isCfgObject(v) && isCfgObject(existing)) {
-      mergeOverride(root, existing, v, at, origins, origin);
-      continue;
-    }
-    target[key] = cloneCfg(v);
-    origins.deleteTree(at);
-    origins.set(at, origin);
-  }
-}
-
-function setChild(node: CfgValue, seg: KeySegment, value: CfgValue): void {
-  if (Array.isArray(node) && typeof seg === "number") node[seg] = value;
-  else if (isCfgObject(node)) node[String(seg)] = value;
+  };
+  visit(value, []);
+  return out;
 }
 
 function suggest(container: CfgValue | undefined, key: KeySegment): string | undefined {

@@ -1,4 +1,4 @@
-import { referencedCopy } from "./node_reference.ts";
+import { ownChild } from "./node_reference.ts";
 import { OriginMap } from "./origins.ts";
 import {
   type CfgObject,
@@ -39,6 +39,21 @@ export function mergeAt(
   mergeObjects(target, node, source, [...at], [], targetOrigins, sourceOrigins);
 }
 
+/**
+ * Merges mapping `source` into `target`, the mapping at `targetPath` of `root`, as
+ * {@linkcode mergeAt} does.
+ */
+export function mergeInto(
+  root: CfgObject,
+  target: CfgObject,
+  source: CfgObject,
+  targetPath: readonly KeySegment[],
+  targetOrigins: OriginMap,
+  sourceOrigins: OriginMap,
+): void {
+  mergeObjects(root, target, source, [...targetPath], [], targetOrigins, sourceOrigins);
+}
+
 function mergeObjects(
   root: CfgObject,
   target: CfgObject,
@@ -51,16 +66,10 @@ function mergeObjects(
   for (const [key, value] of Object.entries(source)) {
     const tPath = [...targetPath, key];
     const sPath = [...sourcePath, key];
-    let existing = target[key];
-    if (isCfgObject(value) && typeof existing === "string") {
-      // a reference to a mapping (`${custom_env.FrozenLake}`): merged into a copy of it
-      const copied = referencedCopy(root, existing);
-      if (copied && isCfgObject(copied.value)) {
-        target[key] = existing = copied.value;
-        targetOrigins.deleteTree(tPath);
-        targetOrigins.copyFrom(targetOrigins, copied.target, tPath);
-      }
-    }
+    // a mapping merges into a copy of the mapping a `${custom_env.FrozenLake}` there names
+    const existing = isCfgObject(value)
+      ? ownChild(root, target, key, tPath, targetOrigins)
+      : target[key];
     if (isCfgObject(value) && isCfgObject(existing)) {
       mergeObjects(root, existing, value, tPath, sPath, targetOrigins, sourceOrigins);
       continue;
