@@ -4,19 +4,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "../common/typed_entries.h"
 #include "common.h"
 
 namespace {
-
-// The linear entry point for the weights' type.
-arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const float* w, const float* bias,
-                        int32_t m, int32_t n, int32_t k, int32_t accumulate) {
-  return arl_linear_forward(ctx, y, x, w, bias, m, n, k, accumulate);
-}
-arl_status linear_entry(arl_ctx* ctx, float* y, const float* x, const uint16_t* w,
-                        const float* bias, int32_t m, int32_t n, int32_t k, int32_t accumulate) {
-  return arl_linear_forward_bf16(ctx, y, x, w, bias, m, n, k, accumulate);
-}
 
 // rmsnorm(x) into temporary rows, then the linear entry point on them.
 template <typename W>
@@ -31,7 +22,7 @@ arl_status rmsnorm_linear(arl_ctx* ctx, const char* fn, float* y, const float* x
     return s;
   if (arl_status s = arl_rmsnorm_forward(ctx, h.data(), rstd.data(), x, norm_weight, m, k, eps))
     return s;
-  return linear_entry(ctx, y, h.data(), w, bias, m, n, k, 0);
+  return arl::linear_entry(ctx, y, h.data(), w, bias, m, n, k, 0);
 }
 
 // rmsnorm(x) into temporary rows, the linear entry point on the gate rows of w (the first F)
@@ -50,9 +41,10 @@ arl_status rmsnorm_linear_swiglu(arl_ctx* ctx, const char* fn, float* y, const f
     return s;
   if (arl_status s = arl_rmsnorm_forward(ctx, h.data(), rstd.data(), x, norm_weight, m, k, eps))
     return s;
-  if (arl_status s = linear_entry(ctx, g.data(), h.data(), w, bias, m, f, k, 0)) return s;
+  if (arl_status s = arl::linear_entry(ctx, g.data(), h.data(), w, bias, m, f, k, 0)) return s;
   const float* bias_up = bias != nullptr ? bias + f : nullptr;
-  if (arl_status s = linear_entry(ctx, u.data(), h.data(), w + int64_t(f) * k, bias_up, m, f, k, 0))
+  if (arl_status s =
+          arl::linear_entry(ctx, u.data(), h.data(), w + int64_t(f) * k, bias_up, m, f, k, 0))
     return s;
   return arl_swiglu_forward(ctx, y, g.data(), u.data(), int64_t(m) * f);
 }

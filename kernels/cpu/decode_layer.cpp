@@ -17,12 +17,8 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
   ARL_DECODE_LAYER_ARGS(ctx);
   // The values the steps check one by one, checked before the first writes anything (a bad
   // one would leave the cache and qkv written and the layer half done).
-  if (*slot < 0 || *slot >= s)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of token 0 is outside [0, %d)", __func__,
-                     *slot, s);
-  if (*position < 0 || *position >= l)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d of token 0 is outside [0, %d)",
-                     __func__, *position, l);
+  if (arl_status st = arl::check_cache_rows(ctx, __func__, slot, position, 1, s, l, false))
+    return st;
   if (*len < 1 || *len > l)
     return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query 0 is outside [1, %d]", __func__,
                      *len, l);

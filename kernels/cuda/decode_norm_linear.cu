@@ -2,7 +2,7 @@
 // Each decode fusion has its own file: their GEMV instantiations compile in parallel.
 #include "common.cuh"
 #include "gemv.cuh"
-#include "typed_entries.cuh"
+#include "../common/typed_entries.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // RMS-normalizes its input and ropes and caches its outputs (see agentrl.h).
 #include "common.cuh"
 #include "gemv.cuh"
-#include "typed_entries.cuh"
+#include "../common/typed_entries.h"
 #include "rope.cuh"
 
 namespace {

@@ -2,7 +2,7 @@
 // where the rows are few (see agentrl.h).
 #include "common.cuh"
 #include "gemv.cuh"
-#include "typed_entries.cuh"
+#include "../common/typed_entries.h"
 
 namespace {
 

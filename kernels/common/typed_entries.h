@@ -1,5 +1,5 @@
 // The ABI's entry points overloaded on the weights' type (fp32 or bf16), for fusions whose
-// unfused path is the calls they stand for.
+// unfused path is the calls they stand for (both libraries compile it against their own).
 #pragma once
 
 #include "../include/agentrl.h"
