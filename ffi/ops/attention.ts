@@ -45,11 +45,11 @@ export function attentionForward(
   const { t, hq, hkv, d, b } = shapes(q, kk, cuSeqlens);
   expectTensor(v, "v", "f32", [t, hkv, d]);
   expectTensor(out, "out", "f32", [t, hq, d]);
+  expectTensor(lse, "lse", "f32", [hq, t]);
   expectDisjoint([["out", out], ["lse", lse]], [["q", q], ["k", kk], ["v", v], [
     "cuSeqlens",
     cuSeqlens,
   ]]);
-  expectTensor(lse, "lse", "f32", [hq, t]);
   expectNumber(scale, "scale", true);
   const bf16 = checkPrecision(precision);
   k.check(

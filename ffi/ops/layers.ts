@@ -147,9 +147,9 @@ export function swigluBackward(
   up: Tensor,
 ): void {
   for (const [t, n] of [[dgate, "dgate"], [dup, "dup"], [dout, "dout"], [up, "up"]] as const) {
-    expectDisjoint([["dgate", dgate], ["dup", dup]], [["dout", dout], ["gate", gate], ["up", up]]);
     expectTensor(t, n, "f32", gate.shape);
   }
+  expectDisjoint([["dgate", dgate], ["dup", dup]], [["dout", dout], ["gate", gate], ["up", up]]);
   k.check(
     "arl_swiglu_backward",
     k.sym.arl_swiglu_backward(

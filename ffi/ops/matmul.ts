@@ -64,8 +64,8 @@ export function linearForward(
   const bf16 = expectWeight(w, "w", [-1, dim(x, 1)]);
   const [m, kk, n] = [dim(x, 0), dim(x, 1), dim(w, 0)];
   expectTensor(y, "y", "f32", [m, n]);
-  expectDisjoint([["y", y]], [["x", x], ["w", w], ["bias", bias]]);
   if (bias) expectTensor(bias, "bias", "f32", [n]);
+  expectDisjoint([["y", y]], [["x", x], ["w", w], ["bias", bias]]);
   const fn = bf16 ? k.sym.arl_linear_forward_bf16 : k.sym.arl_linear_forward;
   k.check(
     bf16 ? "arl_linear_forward_bf16" : "arl_linear_forward",
