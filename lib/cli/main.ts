@@ -5,6 +5,7 @@ import { EnvConfigError } from "../../envs/errors.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
 import { describeThrown } from "../util/describe_thrown.ts";
+import { onEscapedError } from "../util/on_escaped_error.ts";
 import { normalizeArgv } from "./argv.ts";
 import {
   benchCommand,
@@ -91,13 +92,6 @@ function reportEscaped(error: unknown): void {
 }
 
 if (import.meta.main) {
-  globalThis.addEventListener("error", (event) => {
-    event.preventDefault();
-    reportEscaped(event.error);
-  });
-  globalThis.addEventListener("unhandledrejection", (event) => {
-    event.preventDefault();
-    reportEscaped(event.reason);
-  });
+  onEscapedError(reportEscaped);
   Deno.exit(await runCli(Deno.args));
 }

@@ -11,6 +11,7 @@ import type { Env } from "../../envs/types.ts";
 import { sampleWith } from "./env_host.ts";
 import { CRASH_REPLY_ID } from "./env_worker_protocol.ts";
 import { describeThrown } from "../util/describe_thrown.ts";
+import { onEscapedError } from "../util/on_escaped_error.ts";
 
 /** A request from the host. */
 export type EnvWorkerRequest =
@@ -87,14 +88,7 @@ function crash(error: unknown): void {
   );
   self.close();
 }
-self.addEventListener("error", (event) => {
-  event.preventDefault();
-  crash(event.error);
-});
-self.addEventListener("unhandledrejection", (event) => {
-  event.preventDefault();
-  crash(event.reason);
-});
+onEscapedError(crash);
 
 self.onmessage = async (event: MessageEvent<EnvWorkerRequest>) => {
   const req = event.data;
