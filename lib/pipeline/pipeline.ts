@@ -456,7 +456,7 @@ export async function runPipeline(
       await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
       await Deno.writeTextFile(`${dir}/${CONFIG_FILE}`, JSON.stringify(config, null, 2));
     }, {
-      // max_ckpt_to_keep: the newest that many stay (0 keeps every one)
+      // max_ckpt_to_keep: that many of the highest steps stay (0 keeps every one)
       ...(config.max_ckpt_to_keep > 0 ? { keepLastN: config.max_ckpt_to_keep } : {}),
       // the validation success of each tag, when this step validated
       meta: Object.fromEntries(

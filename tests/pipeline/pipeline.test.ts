@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../../lib/config/load_config.ts";
 import { runPipeline } from "../../lib/pipeline/pipeline.ts";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
-import { latestCheckpoint, listCheckpoints } from "../../lib/train/checkpoint_dir.ts";
+import {
+  latestCheckpoint,
+  listCheckpoints,
+  saveCheckpoint,
+} from "../../lib/train/checkpoint_dir.ts";
+import { existsSync } from "node:fs";
 import { CheckpointError } from "../../lib/model/safetensors.ts";
 
 /** A few-step run of the tiny default model (random weights) on FrozenLake. */
@@ -196,7 +201,10 @@ Deno.test("pipeline: an output_dir holding a run is refused unless resumed; max_
       async () => await runPipeline(await tinyConfig(dir, [...few, "max_steps=2"]), { log: quiet }),
       (e: Error) => e instanceof CheckpointError && /already holds a run/.test(e.message),
     );
-    // resumed from checkpoint-2, which the next save prunes: checkpoint-3 still has a tokenizer
+    // resumed from checkpoint-2, which the next save prunes: checkpoint-3 still has a tokenizer;
+    // an interrupted save's leftover goes at start
+    const leftover = `${dir}/checkpoints/checkpoint-5.tmp-0a1b2c3d`;
+    await Deno.mkdir(leftover);
     const said: string[] = [];
     await runPipeline(
       await tinyConfig(dir, [...few, "max_steps=3", "resume_from_checkpoint=true"]),
@@ -208,6 +216,25 @@ Deno.test("pipeline: an output_dir holding a run is refused unless resumed; max_
     assert.deepEqual(steps(dir), [3]);
     assert.ok(Deno.statSync(`${dir}/checkpoints/checkpoint-3/model/tokenizer.json`).isFile);
     assert.deepEqual(await rowSteps(dir), [0, 1, 2, 3]);
+    assert.ok(said.includes(`removed ${leftover}: left by an interrupted save`), said.join("\n"));
+    assert.ok(!existsSync(leftover));
+    // resumed by path from checkpoint-3 with a later step's checkpoint there: set aside
+    await saveCheckpoint(dir, 9, async () => {});
+    const branch: string[] = [];
+    await runPipeline(
+      await tinyConfig(dir, [
+        ...few,
+        "max_steps=4",
+        `resume_from_checkpoint=${dir}/checkpoints/checkpoint-3`,
+      ]),
+      { log: (l) => branch.push(l) },
+    );
+    assert.ok(
+      branch.some((l) => /set aside .*checkpoint-9\.superseded-/.test(l)),
+      branch.join("\n"),
+    );
+    assert.deepEqual(steps(dir), [4]);
+    assert.deepEqual(await rowSteps(dir), [0, 1, 2, 3, 4]);
     await assert.rejects(
       async () =>
         await runPipeline(
