@@ -77,7 +77,8 @@ def main(out: str) -> int:
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
-                 "decode_nopdl", "decode_layer", "decode_layer_phase", "decode_layer_noprefetch",
+                 "decode_nopdl", "decode_layer", "decode_layer_coop", "decode_layer_phase",
+                 "decode_layer_noprefetch",
                  "ops_stream", "decode_stream", "decode_stream_wide", "primitives",
                  "decode_structure", "profile_decode", "profile_decode_stream",
                  "profile_decode_layer"):
@@ -183,7 +184,8 @@ def main(out: str) -> int:
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
     for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer",
-                 "decode_layer_phase", "decode_layer_noprefetch", "decode_stream",
+                 "decode_layer_coop", "decode_layer_phase", "decode_layer_noprefetch",
+                 "decode_stream",
                  "decode_stream_wide"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
@@ -198,7 +200,7 @@ def main(out: str) -> int:
     value = versus(layer, fused)
     g = re.search(r"decode graphs: ([^\n(]*)", read("decode_layer.log") or "")
     value += f", graphs {g[1].strip()}" if g else ""
-    row("decode", "batch 1: a kernel per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
+    row("decode", "batch 1: a call per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
         "info", "info")
     # its fraction of the bandwidth bound, scaled from the benchmark's batch-1 rate and fraction
     ours = (load("bench.json") or {}).get("ours") or {}
@@ -206,12 +208,18 @@ def main(out: str) -> int:
     f = layer * frac / rate if layer and rate and frac else None
     row("decode", "batch 1, AGENTRL_DECODE_LAYER=1: fraction of the 2-byte bound", num(f, ".2f"),
         ">= 0.6", f is not None and f >= 0.6)
-    m = re.search(r"phases, mean of (\d+) calls, us [^:]*: (.*)", read("decode_layer.log") or "")
-    row("decode", "batch 1, a kernel per layer: mean phase times (us)",
+    m = re.search(r"decode chain, mean of (\d+) layers, us \(block 0\): (.*)",
+                  read("decode_layer.log") or "")
+    row("decode", "batch 1, three chained kernels a layer: block 0's spans (us)",
+        f"{m[2].strip()} ({m[1]} layers)" if m else "-", "info", "info")
+    m = re.search(r"phases, mean of (\d+) calls, us [^:]*: (.*)",
+                  read("decode_layer_coop.log") or "")
+    row("decode", "batch 1, one cooperative kernel a layer: mean phase times (us)",
         f"{m[2].strip()} ({m[1]} calls)" if m else "-", "info", "info")
-    rest = [rates["decode_layer_phase"], rates["decode_layer_noprefetch"]]
-    row("decode", "batch 1, a kernel per layer, L2 prefetch: default / a phase ahead / none",
-        " / ".join(num(r, ".0f") for r in [layer] + rest) + " tokens/s", "info", "info")
+    rest = [rates["decode_layer_coop"], rates["decode_layer_phase"],
+            rates["decode_layer_noprefetch"]]
+    row("decode", "batch 1, a cooperative kernel a layer, L2 prefetch: default / a phase ahead / "
+        "none", " / ".join(num(r, ".0f") for r in rest) + " tokens/s", "info", "info")
 
     # the streaming one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1): every op again, batch-1 decode
     st, _ = status("ops_stream")

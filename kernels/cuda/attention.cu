@@ -18,6 +18,7 @@
 
 #include "../common/attention_checks.h"
 #include "common.cuh"
+#include "decode_chain.cuh"
 
 namespace {
 
@@ -586,6 +587,17 @@ size_t decode_records_bytes(const arl_ctx* ctx) {
   return size_t(3) * ctx->num_sms * (kMaxHeadDim + 2) * sizeof(float);
 }
 
+// Where the decode layer's partials start: after the records and counters, 256-byte aligned.
+static size_t partials_offset(const arl_ctx* ctx) {
+  const size_t end = decode_records_bytes(ctx) + (size_t(ctx->num_sms) + 2) * sizeof(int);
+  return (end + 255) / 256 * 256;
+}
+
+float* decode_partials(arl_ctx* ctx) {
+  return reinterpret_cast<float*>(static_cast<char*>(ctx->decode_partial) +
+                                  partials_offset(ctx));
+}
+
 bool decode_buffers(arl_ctx* ctx) {
   if (ctx->decode_partial != nullptr) return true;
   if (ctx->capturing) return false;
@@ -593,7 +605,8 @@ bool decode_buffers(arl_ctx* ctx) {
   const size_t counters = (size_t(ctx->num_sms) + 2) * sizeof(int);
   // zeroed on the context's stream (a non-blocking one, which a plain cudaMemset on the legacy
   // stream would not order before the first kernel), once
-  if (cudaMalloc(&ctx->decode_partial, bytes + counters) != cudaSuccess ||
+  if (cudaMalloc(&ctx->decode_partial, partials_offset(ctx) + kDecodePartFloats * 4) !=
+          cudaSuccess ||
       cudaMemsetAsync(static_cast<char*>(ctx->decode_partial) + bytes, 0, counters,
                       ctx->stream) != cudaSuccess ||
       cudaStreamSynchronize(ctx->stream) != cudaSuccess) {

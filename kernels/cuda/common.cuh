@@ -114,7 +114,8 @@ arl_status to_bf16(arl_ctx* ctx, const char* fn, int slot, const float* x, int64
 // The context's fixed decode buffer ctx->decode_partial, allocated on first use (outside graph
 // recording, so that a recorded pointer stays valid): decode_records_bytes(ctx) of split
 // attention records, then num_sms per-row (or per-head) counters, a grid barrier's word and a
-// spare int (all zero between calls). False when it cannot be had.
+// spare int (all zero between calls), then the decode layer's o-projection partials
+// (decode_chain.cuh). False when it cannot be had.
 bool decode_buffers(arl_ctx* ctx);
 size_t decode_records_bytes(const arl_ctx* ctx);
 // Pinned host scratch of at least `bytes`.
@@ -146,6 +147,7 @@ enum DeferredCode : int {
   kDeferredCachePosition = 1002,  // arl_kv_cache_write: position outside [0, L)
   kDeferredDecodeSlot = 1003,     // arl_attention_decode: slot outside [0, S)
   kDeferredDecodeLen = 1004,      // arl_attention_decode: length outside [1, L]
+  kDeferredDecodeStall = 1005,    // arl_decode_layer_bf16: its grid was not resident (index: head)
 };
 
 // Queues a copy of the flag to the host (before a synchronize that the caller does).

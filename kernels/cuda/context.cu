@@ -246,6 +246,13 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   "report bad values at the next call that synchronizes)",
                   fn, detail);
     }
+    case kDeferredDecodeStall:
+      return fail(ctx, ARL_ERR_DEVICE,
+                  "%s: an earlier arl_decode_layer_bf16 call failed: the blocks of query head "
+                  "%lld waited seconds for each other, so the device did not run its attention "
+                  "grid at once (e.g. an MPS limit on SMs); set AGENTRL_CUDA_DECODE_LAYER=steps "
+                  "to run the layer as separate calls",
+                  fn, index);
     default:
       return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
   }

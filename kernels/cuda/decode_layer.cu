@@ -1,5 +1,6 @@
-// arl_decode_layer_bf16 (ABI version 6): one token through a whole decoder layer in one
-// cooperative kernel. Batch-1 decode is a chain of small steps, each too little work to hide a
+// arl_decode_layer_bf16 (ABI version 6) on the GPU: the choice of its path (layer_path below:
+// the three chained kernels of decode_chain.cu by default), and the path `coop`, one token
+// through a whole decoder layer in one cooperative kernel. Batch-1 decode is a chain of small steps, each too little work to hide a
 // kernel boundary; here one block per SM runs the layer's steps as phases separated by
 // grid-wide barriers:
 //   A  x's RMSNorm; qkv = norm(x) . w_qkv^T + b_qkv                     (rows over blocks)
@@ -24,6 +25,7 @@
 #include "common.cuh"
 // (after common.cuh: the checks need its context)
 #include "../common/decode_layer.h"
+#include "decode_chain.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
 #include "rope.cuh"
@@ -466,11 +468,21 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   }
 }
 
-// AGENTRL_CUDA_DECODE_LAYER=0: always the separate calls (a baseline for benchmarks).
-bool layer_kernel_disabled() {
-  static const bool value = [] {
+// How arl_decode_layer_bf16 runs (AGENTRL_CUDA_DECODE_LAYER): the three chained kernels of
+// decode_chain.cu (`chain`, the default), this file's one cooperative kernel (`coop`), or the
+// separate calls (`steps`, or `0`: a baseline for benchmarks). Shapes a path does not take run
+// as the separate calls. An unknown value is reported once and ignored.
+enum LayerPath { kPathChain, kPathCoop, kPathSteps };
+
+LayerPath layer_path() {
+  static const LayerPath value = [] {
     const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER");
-    return e != nullptr && std::strcmp(e, "0") == 0;
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "chain") == 0) return kPathChain;
+    if (std::strcmp(e, "coop") == 0) return kPathCoop;
+    if (std::strcmp(e, "steps") == 0 || std::strcmp(e, "0") == 0) return kPathSteps;
+    std::fprintf(stderr, "AGENTRL_CUDA_DECODE_LAYER=%s: expected chain, coop or steps; ignored\n",
+                 e);
+    return kPathChain;
   }();
   return value;
 }
@@ -597,6 +609,12 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                                  int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
   ARL_DECODE_LAYER_ARGS(ctx);
+  if (layer_path() == kPathChain) {
+    const arl_status st = arl::decode_layer_chain(
+        ctx, __func__, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu, w_down, k_cache,
+        v_cache, slot, position, len, c, f, hq, hkv, d, s, l, eps, theta, scale);
+    if (st != ARL_ERR_UNSUPPORTED) return st;
+  }
   // The one-kernel layer where it can run: its shapes, a grid that fits the device at once,
   // the shared memory, and the context's decode buffer (split records, a counter per head, the
   // barrier's word); else the separate calls.
@@ -610,7 +628,7 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                       aligned16(w_o) && aligned16(w_gu) && aligned16(w_down) &&
                       int64_t(hq) <= int64_t(blocks) * kLayerWarps && hq <= ctx->num_sms &&
                       records >= hq && shared <= size_t(ctx->max_smem);
-  const bool fits = shapes && !layer_kernel_disabled() && ctx->cooperative &&
+  const bool fits = shapes && layer_path() == kPathCoop && ctx->cooperative &&
                     (d == 64 ? layer_grid_fits<2>(ctx, blocks, shared)
                              : layer_grid_fits<4>(ctx, blocks, shared)) &&
                     arl::decode_buffers(ctx);

@@ -345,7 +345,7 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the one-kernel decode layer reports bad slots, positions and lengths at the next synchronizing call${why}`,
+    `the CUDA library, emulated: the decode layer (three chained kernels) reports bad slots, positions and lengths at the next synchronizing call${why}`,
   ignore,
   async fn() {
     const script = `import { decodeLayer, Kernels, Tensor } from ${
@@ -383,5 +383,71 @@ Deno.test({
     assert.match(lines[2]!, /arl_decode_layer_bf16\) call was given a negative position at row 0/);
     assert.match(lines[3]!, /arl_decode_layer_bf16\): length 5 of query 0 is outside \[1, L\]/);
     assert.equal(lines[4], "read ok", "a good call after the bad ones");
+  },
+});
+
+Deno.test({
+  name:
+    `the CUDA library, emulated: the chained decode layer gives the same bits in every block order, and the cooperative kernel and the separate calls agree with it${why}`,
+  ignore,
+  async fn() {
+    // Qwen2.5-0.5B's attention with a narrower MLP at position 300: nine key splits a head and
+    // 132 MLP blocks, whose partial sums (o projection per head, down rows) have a fixed order.
+    const script = `import { decodeLayer, Kernels, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const [c, f, hq, hkv, d, s, l, pos] = [896, 1216, 14, 2, 64, 1, 320, 300];
+      let seed = 7;
+      const rand = (n, scale) => Float32Array.from({ length: n },
+        () => (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5) * scale);
+      const f32 = (n, scale, shape = [n]) => Tensor.from(k, rand(n, scale), shape);
+      const bf16 = (r, cols) => {
+        const bits = new Uint16Array(rand(r * cols, 0.2).buffer).filter((_, i) => i % 2 === 1);
+        const t = new Tensor(k, [r, cols], "bf16");
+        t.write(bits);
+        return t;
+      };
+      const nq = (hq + 2 * hkv) * d;
+      const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: f32(nq, 0.2), o: bf16(c, hq * d),
+        ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f) };
+      const [kCache, vCache] = [0, 1].map(() => f32(s * hkv * l * d, 1, [s, hkv, l, d]));
+      const x = f32(c, 2);
+      const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
+      const one = (v) => Tensor.from(k, Int32Array.of(v));
+      decodeLayer(k, x, w, { kCache, vCache, slot: one(0), position: one(pos), len: one(pos + 1),
+        hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
+      const out = [...x.read(), ...rows.attn.read(), ...rows.act.read()];
+      console.log(JSON.stringify(out));`;
+    const outputs: number[][] = [];
+    for (
+      const [order, layerPath] of [
+        ["forward", "chain"],
+        ["reverse", "chain"],
+        ["shuffle", "chain"],
+        ["shuffle", "coop"],
+        ["forward", "steps"],
+      ]
+    ) {
+      const { code, text } = await run(Deno.execPath(), ["eval", script], {
+        AGENTRL_KERNELS_CUDA: EMU_LIB,
+        AGENTRL_CUDA_EMU_ORDER: order!,
+        AGENTRL_CUDA_DECODE_LAYER: layerPath!,
+        NO_COLOR: "1",
+      });
+      assert.equal(code, 0, text);
+      outputs.push(JSON.parse(text.trim().split("\n").at(-1)!));
+    }
+    const [chain, ...others] = outputs;
+    assert.deepEqual(others[0], chain, "reverse block order: other bits");
+    assert.deepEqual(others[1], chain, "shuffled block order: other bits");
+    // the cooperative kernel and the separate calls sum in other orders: within fp32 rounding,
+    // and not bit for bit (which would mean that the chain fell back to the separate calls)
+    assert.notDeepEqual(others[3], chain, "the chain ran as the separate calls");
+    for (const other of others.slice(2)) {
+      const worst = other.reduce((m, v, i) => Math.max(m, Math.abs(v - chain![i]!)), 0);
+      const scale = chain!.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      assert.ok(worst <= 1e-4 * scale, `differs by ${worst} (largest value ${scale})`);
+    }
   },
 });

@@ -1,0 +1,809 @@
+// arl_decode_layer_bf16's default path on the GPU: one token through a decoder layer as three
+// kernels chained by programmatic dependent launch, each loading its weights before it waits
+// for the kernel before it, so that a layer's weight stream runs under its kernels' latencies:
+//   1  x's RMSNorm, q|k|v, RoPE and the cache write (the fused GEMV of
+//      arl_rmsnorm_qkv_rope_forward_bf16)
+//   2  attention and the o projection: block (h, r) takes query head h's key split r (online
+//      softmax; a record of its max, sum and unnormalized output), waits for the head's other
+//      splits, merges the records, and writes its share r of head h's o-projection partial,
+//      part[h] = attn_h . w_o[:, h D ..)^T
+//   3  the MLP: block b copies its slice of the gate and up rows and its rows of w_down to shared
+//      memory (bulk copies; cp.async before Hopper) before it waits; then every block finds
+//      r = x + sum_h part[h] and its
+//      RMSNorm, its slice of act = silu(gate) * up, and after a grid-wide barrier (act whole)
+//      its rows x = r + act . w_down[rows]^T
+// Every sum has a fixed order, so x is the same from run to run. Kernels 2 and 3 have blocks
+// that wait for each other, so each grid (about one block per SM) must be resident at once:
+// the launch checks that it fits, and a wait that lasts seconds (the device ran part of the
+// grid only, e.g. under an MPS limit on SMs) raises a deferred error instead of hanging.
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where block 0 of kernels 2 and 3 spent its time.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common.cuh"
+#include "decode_chain.cuh"
+#include "gemv.cuh"
+
+namespace {
+
+constexpr int kAttnThreads = 256;
+constexpr int kAttnWarps = kAttnThreads / 32;
+constexpr int kKeysPerStep = 4;       // keys a warp loads at once
+constexpr int kMaxPasses = 8;         // o-projection rows per thread (a 16-byte load each)
+constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
+constexpr long long kStallSpins = 1ll << 25;  // ~seconds of waiting: the grid is not resident
+// Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
+// the warps' partial outputs, the head's output, a flag and the head's records.
+constexpr size_t attn_smem_bytes(int d) {
+  return size_t(4) * (d + 32 + kAttnWarps * d + d + 4 + kAttnMaxSplits * (d + 2));
+}
+constexpr int kMlpThreads = 512;
+constexpr int kMlpWarps = kMlpThreads / 32;
+constexpr int kMlpMaxWaves = 4;  // grids of up to 4 blocks an SM when shared memory is short
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES: sums (ns) of block 0's spans, and a count of calls
+enum Span {
+  kSpanAttnEarly,   // kernel 2: from its start to pdl_wait's return (launched early)
+  kSpanAttnWork,    // kernel 2: from pdl_wait's return to its end
+  kSpanAttnGap,     // kernel 3 of the layer before ends -> kernel 2's pdl_wait returns (kernel 1)
+  kSpanMlpEarly,    // kernel 3: start -> pdl_wait returns
+  kSpanMlpGap,      // kernel 2 (block 0) ends -> kernel 3's pdl_wait returns
+  kSpanMlpGateUp,   // kernel 3: pdl_wait returns -> gate and up rows in shared memory
+  kSpanMlpAct,      // kernel 3: pdl_wait returns -> its act slice written
+  kSpanMlpBarrier,  // kernel 3: act slice written -> past the grid barrier
+  kSpanMlpDown,     // kernel 3: past the barrier -> its x rows written
+  kSpanAttnEarlyAll,   // the mean over kernel 2's blocks of kSpanAttnEarly
+  kSpanMlpEarlyAll,    // ... and of kernel 3's, of kSpanMlpEarly
+  kSpanMlpGateUpAll,   // ... and of kSpanMlpGateUp
+  kSpanMlpDoneAll,     // kernel 3's blocks: pdl_wait returns -> x rows written
+  kSpanAttnBlocks,     // kernel 2's grid size (the last one)
+  kSpanMlpBlocks,      // kernel 3's
+  kSpanCount,
+  kStampAttnEnd = kSpanCount + 1,  // (the last values, for the gaps)
+  kStampMlpEnd,
+  kTimesWords
+};
+
+__device__ inline unsigned long long now_ns() {
+#if defined(__CUDA_ARCH__)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return 0;
+#endif
+}
+
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)  // (Hopper takes bulk copies instead)
+// cp.async (Ampere and later): 16 bytes from global to shared memory, in commit groups; a plain
+// copy elsewhere (and in the CUDA emulator).
+__device__ inline void copy16_async(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+#else
+  *static_cast<uint4*>(smem) = __ldg(static_cast<const uint4*>(gmem));
+#endif
+}
+
+__device__ inline void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+#endif
+
+// Waits until at most N of this thread's newest commit groups are still in flight.
+template <int N>
+__device__ inline void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// A block's copy of weights into shared memory, waited for with block_copy_wait (every thread
+// calls both). On Hopper thread 0 issues bulk copies (the copy engine; no load instructions, so
+// the SM's memory pipeline stays free for the latency-bound loads of kernels beside it) that
+// complete on an mbarrier in shared memory; on Ampere every thread issues 16-byte cp.async in a
+// commit group; elsewhere (and in the CUDA emulator) a plain copy. bytes: a multiple of 16.
+__device__ inline void block_copy_init(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+#else
+  (void)bar;
+#endif
+}
+
+// The bytes that the block_copy calls after it will bring on `bar` (each bar armed once).
+__device__ inline void block_copy_arm(uint64_t* bar, int64_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x != 0) return;
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
+               "r"(uint32_t(bytes))
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+#endif
+}
+
+__device__ inline void block_copy(void* smem, const void* gmem, int64_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x != 0) return;
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  constexpr int64_t kPiece = 32 * 1024;
+  for (int64_t at = 0; at < bytes; at += kPiece) {
+    char* dst = static_cast<char*>(smem) + at;
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    const uint32_t n = uint32_t(bytes - at < kPiece ? bytes - at : kPiece);
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+        ::"r"(s), "l"(static_cast<const char*>(gmem) + at), "r"(n), "r"(b)
+        : "memory");
+  }
+#else
+  (void)bar;
+  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+    copy16_async(static_cast<char*>(smem) + i * 16, static_cast<const char*>(gmem) + i * 16);
+  async_commit();
+#endif
+}
+
+// Waits for the bytes armed on `bar` (Hopper) or for all but the newest `later` commit groups
+// (one a block_copy call).
+template <int later>
+__device__ inline void block_copy_wait(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
+#else
+  (void)bar;
+  async_wait<later>();
+#endif
+}
+
+__device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Thread 0 spins until *word reaches `target` (false, with the stall flagged, after seconds).
+__device__ inline bool spin_until(const int* word, int target, int* flag, int64_t* flag_index,
+                                  int64_t what) {
+  const volatile int* w = word;
+  long long spins = 0;
+  while (*w < target) {
+    __nanosleep(32);
+    if (++spins > kStallSpins) {
+      arl_set_flag(flag, flag_index, arl::kDeferredDecodeStall, what);
+      return false;
+    }
+  }
+  return true;
+}
+
+struct AttnOArgs {
+  float* part;  // (hq, c): each head's o-projection partial
+  float* attn;
+  const float* qkv;
+  const float* k_cache;
+  const float* v_cache;
+  const uint16_t* w_o;
+  const int32_t* slot;
+  const int32_t* len;
+  float* records;  // (hq, splits) records of D + 2 floats: output, max, sum
+  int* arrive;     // per head: splits that wrote their record (0 between calls)
+  int* leave;      // per head: splits that read the records (0 between calls)
+  unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_CHAIN_TIMES's sums
+  int32_t c, hq, hkv, s, l, splits;
+  float scale;
+  int* flag;
+  int64_t* flag_index;
+};
+
+// Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
+// [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each).
+template <int D>
+__global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a) {
+  constexpr int kDpl = D / 32, kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
+  // (dynamic shared memory: the CUDA emulator runs a cooperative launch's blocks at once, and
+  // its static __shared__ arrays would be one for all of them)
+  extern __shared__ float4 attn_smem[];
+  float* qs = reinterpret_cast<float*>(attn_smem);
+  float* red = qs + D;
+  float(*partial)[D] = reinterpret_cast<float(*)[D]>(red + 32);
+  float* head_out = red + 32 + kAttnWarps * D;
+  int& stalled = *reinterpret_cast<int*>(head_out + D);
+  float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
+  const unsigned long long t0 = a.times != nullptr && tid == 0 ? now_ns() : 0;
+  const int h = int(blockIdx.x) / a.splits, r = int(blockIdx.x) % a.splits;
+  const int32_t row0 = int32_t(int64_t(r) * a.c / a.splits);
+  const int32_t row1 = int32_t(int64_t(r + 1) * a.c / a.splits);
+  arl::pdl_trigger();
+  // This split's rows of head h's columns of w_o (weights: before pdl_wait).
+  const int sub = tid % kTpr, group = tid / kTpr;
+  const int64_t hd = int64_t(a.hq) * D;
+  uint4 wreg[kMaxPasses];
+#pragma unroll
+  for (int p = 0; p < kMaxPasses; p++) {
+    const int32_t row = row0 + p * kRowsPerPass + group;
+    wreg[p] = row < row1 ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
+                         : make_uint4(0, 0, 0, 0);
+  }
+  arl::pdl_wait();
+  const bool all = a.times != nullptr && tid == 0;
+  const unsigned long long t1 = all ? now_ns() : 0;
+  if (all) atomicAdd(a.times + kSpanAttnEarlyAll, t1 - t0);
+  // q goes with the slot and the length (one round trip), before they are checked
+  const float qv = tid < D ? a.qkv[h * D + tid] * a.scale : 0.0f;
+  const int32_t slot = a.slot[0], len = a.len[0];
+  if (slot < 0 || slot >= a.s || len < 1 || len > a.l) {  // every block returns (no waits)
+    if (tid == 0 && blockIdx.x == 0) {
+      const bool bad_slot = slot < 0 || slot >= a.s;
+      arl_set_flag(a.flag, a.flag_index,
+                   bad_slot ? arl::kDeferredDecodeSlot : arl::kDeferredDecodeLen,
+                   int64_t(uint32_t(bad_slot ? slot : len)));
+    }
+    return;
+  }
+  if (tid < D) qs[tid] = qv;
+  const int32_t kvh = h / (a.hq / a.hkv);
+  const float* kb = a.k_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
+  const float* vb = a.v_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
+  __syncthreads();
+  // Each warp runs an online softmax over its keys of the split (kKeysPerStep at a time, keys
+  // and values loaded together: one round trip a step), its lanes the head dims; the warps'
+  // (max, sum, output) are merged below.
+  const int32_t share = (len + a.splits - 1) / a.splits;
+  const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
+  float acc[kDpl];
+#pragma unroll
+  for (int t = 0; t < kDpl; t++) acc[t] = 0.0f;
+  float m = -INFINITY, lsum = 0.0f;
+  for (int32_t j = j_begin + warp * kKeysPerStep; j < j_end; j += kAttnWarps * kKeysPerStep) {
+    float kreg[kKeysPerStep][kDpl], vreg[kKeysPerStep][kDpl];
+#pragma unroll
+    for (int u = 0; u < kKeysPerStep; u++) {
+      const int64_t at = int64_t(min(j + u, j_end - 1)) * D + lane;
+#pragma unroll
+      for (int t = 0; t < kDpl; t++) {
+        kreg[u][t] = __ldg(kb + at + 32 * t);
+        vreg[u][t] = __ldg(vb + at + 32 * t);
+      }
+    }
+    float score[kKeysPerStep], mt = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < kKeysPerStep; u++) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int t = 0; t < kDpl; t++) dot = fmaf(qs[lane + 32 * t], kreg[u][t], dot);
+      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      score[u] = j + u < j_end ? dot : -INFINITY;
+      mt = fmaxf(mt, score[u]);
+    }
+    const float m_new = fmaxf(m, mt), corr = __expf(m - m_new);  // (key j is real: m_new too)
+    lsum *= corr;
+#pragma unroll
+    for (int t = 0; t < kDpl; t++) acc[t] *= corr;
+#pragma unroll
+    for (int u = 0; u < kKeysPerStep; u++) {
+      const float p = __expf(score[u] - m_new);
+      lsum += p;
+#pragma unroll
+      for (int t = 0; t < kDpl; t++) acc[t] = fmaf(p, vreg[u][t], acc[t]);
+    }
+    m = m_new;
+  }
+#pragma unroll
+  for (int t = 0; t < kDpl; t++) partial[warp][lane + 32 * t] = acc[t];
+  if (lane == 0) {
+    red[warp] = m;
+    red[kAttnWarps + warp] = lsum;
+  }
+  __syncthreads();
+  float* rec = a.records + int64_t(blockIdx.x) * (D + 2);
+  if (tid < D) {
+    float mx = -INFINITY;
+    for (int w = 0; w < kAttnWarps; w++) mx = fmaxf(mx, red[w]);
+    float o = 0.0f, l = 0.0f;
+    if (mx != -INFINITY) {  // (else no keys: the record is -inf, 0, 0)
+      for (int w = 0; w < kAttnWarps; w++) {
+        const float scale = __expf(red[w] - mx);
+        o = fmaf(scale, partial[w][tid], o);
+        l = fmaf(scale, red[kAttnWarps + w], l);
+      }
+    }
+    rec[tid] = o;
+    if (tid == 0) {
+      rec[D] = mx;
+      rec[D + 1] = l;
+    }
+  }
+  // Publish the record (the barrier, then thread 0's fence, orders the block's writes before
+  // its arrival), then wait for the head's other splits.
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    atomicAdd(a.arrive + h, 1);
+    stalled = spin_until(a.arrive + h, a.splits, a.flag, a.flag_index, h) ? 0 : 1;
+    __threadfence();
+  }
+  __syncthreads();
+  if (stalled) return;
+  // the head's records, all loaded at once (one round trip), then merged
+  const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
+  for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
+  __syncthreads();
+  if (tid < D) {
+    float mx = -INFINITY;
+    for (int q = 0; q < a.splits; q++) mx = fmaxf(mx, merged[q * (D + 2) + D]);
+    float num = 0.0f, den = 0.0f;
+    for (int q = 0; q < a.splits; q++) {
+      const float* rq = merged + q * (D + 2);
+      const float wq = __expf(rq[D] - mx);
+      den = fmaf(wq, rq[D + 1], den);
+      num = fmaf(wq, rq[tid], num);
+    }
+    head_out[tid] = num / den;
+    if (r == 0) a.attn[h * D + tid] = num / den;
+  }
+  __syncthreads();
+  if (tid == 0 && atomicAdd(a.leave + h, 1) == a.splits - 1) {
+    a.arrive[h] = 0;  // every split is past its wait: ready for the next call
+    a.leave[h] = 0;
+  }
+  float hv[8];
+#pragma unroll
+  for (int e = 0; e < 8; e++) hv[e] = head_out[sub * 8 + e];
+  float* part = a.part + int64_t(h) * a.c;
+#pragma unroll
+  for (int p = 0; p < kMaxPasses; p++) {
+    if (row0 + p * kRowsPerPass >= row1) break;  // (the same for the whole block)
+    const int32_t row = row0 + p * kRowsPerPass + group;
+    arl::Wide16<uint16_t> wv;
+    wv.set(wreg[p]);
+    float v = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) v = fmaf(wv.v[e], hv[e], v);
+    for (int o = kTpr / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (sub == 0 && row < row1) part[row] = v;
+  }
+  if (timing) {
+    const unsigned long long t2 = now_ns(), mlp_end = a.times[kStampMlpEnd];
+    atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
+    atomicAdd(a.times + kSpanAttnWork, t2 - t1);
+    if (mlp_end != 0 && t1 > mlp_end && t1 - mlp_end < 100000)  // (not across tokens)
+      atomicAdd(a.times + kSpanAttnGap, t1 - mlp_end);
+    a.times[kStampAttnEnd] = t2;
+    a.times[kSpanAttnBlocks] = gridDim.x;
+  }
+}
+
+struct MlpArgs {
+  float* x;
+  float* act;
+  const float* part;  // (hq, c) from kernel 2
+  const float* ln2;
+  const uint16_t* w_gu;
+  const uint16_t* w_down;
+  int* barrier;  // arrivals at the grid barrier (0 between calls)
+  int* leave;    // blocks past it (0 between calls)
+  unsigned long long* times;
+  int* flag;
+  int64_t* flag_index;
+  int32_t c, f, hq;
+  int32_t wmax;  // act columns of the widest slice (even)
+  int32_t rmax;  // w_down rows of the most a block takes
+  float eps;
+};
+
+// Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16; after the
+// barrier, act's f floats), w_down's rows (rmax rows of f bf16), r (c), r * ln2 (c), the dots
+// (2 wmax), the row sums (rmax + kMlpWarps), 16 doubles, two mbarriers and a flag.
+__host__ __device__ inline int64_t mlp_first_bytes(int64_t c, int64_t f, int64_t wmax) {
+  return 4 * wmax * c > 4 * f ? 4 * wmax * c : 4 * f;
+}
+size_t mlp_smem_bytes(int64_t c, int64_t f, int64_t wmax, int64_t rmax) {
+  return size_t(mlp_first_bytes(c, f, wmax) + 2 * rmax * f + 8 * c + 8 * wmax +
+                4 * (rmax + kMlpWarps) + 16 * 8 + 2 * 8 + 16);
+}
+
+// Kernel 3: block b takes act's units (column pairs) [b U / G, (b + 1) U / G) of U = f / 2 and
+// x's rows [b c / G, (b + 1) c / G).
+__global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
+  extern __shared__ uint4 mlp_smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
+  const bool all = a.times != nullptr && tid == 0;
+  const unsigned long long t0 = all ? now_ns() : 0;
+  const int64_t units = a.f / 2;
+  const int32_t u0 = int32_t(int64_t(blockIdx.x) * units / gridDim.x);
+  const int32_t u1 = int32_t(int64_t(blockIdx.x + 1) * units / gridDim.x);
+  const int32_t j0 = 2 * u0, w = 2 * (u1 - u0);
+  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
+  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
+  uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
+  float* act = reinterpret_cast<float*>(mlp_smem);  // (after the barrier, in gu's place)
+  uint16_t* down = reinterpret_cast<uint16_t*>(reinterpret_cast<char*>(mlp_smem) +
+                                               mlp_first_bytes(a.c, a.f, a.wmax));
+  float* res = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
+  float* xn = res + a.c;
+  float* dots = xn + a.c;
+  float* sums = dots + 2 * a.wmax;
+  double* red = reinterpret_cast<double*>(sums + ((a.rmax + kMlpWarps + 1) & ~1));
+  uint64_t* bars = reinterpret_cast<uint64_t*>(red + 16);  // the copies' two mbarriers
+  int& stalled = *reinterpret_cast<int*>(bars + 2);  // (dynamic: see kernel 2)
+  arl::pdl_trigger();
+  // The block's weights (no kernel's output) before pdl_wait: gate and up rows, then down's.
+  block_copy_init(bars);
+  block_copy_init(bars + 1);
+  __syncthreads();
+  const int64_t slice = int64_t(w) * a.c * 2, down_bytes = int64_t(r1 - r0) * a.f * 2;
+  block_copy_arm(bars, 2 * slice);
+  block_copy_arm(bars + 1, down_bytes);
+  block_copy(gu, a.w_gu + int64_t(j0) * a.c, slice, bars);
+  block_copy(gu + int64_t(w) * a.c, a.w_gu + (int64_t(a.f) + j0) * a.c, slice, bars);
+  block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bars + 1);
+  for (int32_t i = tid; i < a.c; i += kMlpThreads) xn[i] = __ldg(a.ln2 + i);
+  arl::pdl_wait();
+  const unsigned long long t1 = all ? now_ns() : 0;
+  if (all) atomicAdd(a.times + kSpanMlpEarlyAll, t1 - t0);
+  // r = x + the heads' o partials (in head order), its norm's sum of squares
+  double ss = 0.0;
+  for (int32_t i = tid; i < a.c; i += kMlpThreads) {
+    float v = __ldcg(a.x + i);
+    for (int32_t h0 = 0; h0 < a.hq; h0 += 8) {  // 8 loads at once; the sum in head order
+      float p[8];
+#pragma unroll
+      for (int e = 0; e < 8; e++)
+        p[e] = h0 + e < a.hq ? __ldcg(a.part + int64_t(h0 + e) * a.c + i) : 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; e++) v += p[e];
+    }
+    res[i] = v;
+    ss += double(v) * v;
+    xn[i] *= v;
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) red[warp] = ss;
+  block_copy_wait<1>(bars);  // gate and up rows
+  __syncthreads();  // everyone's, and res, xn, red
+  const unsigned long long t_gu = all ? now_ns() : 0;
+  if (all) atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
+  double total = 0.0;
+  for (int v = 0; v < kMlpWarps; v++) total += red[v];
+  const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
+  const int32_t pairs = a.c / 2;
+  const float2* xn2 = reinterpret_cast<const float2*>(xn);
+  for (int32_t q = warp; q < 2 * w; q += kMlpWarps) {
+    const uint32_t* row = reinterpret_cast<const uint32_t*>(gu + int64_t(q) * a.c);
+    float sum = 0.0f;
+    for (int32_t i = lane; i < pairs; i += 32) {
+      const uint32_t wv = row[i];
+      const float2 xv = xn2[i];
+      sum = fmaf(bf16_lo(wv), xv.x, fmaf(bf16_hi(wv), xv.y, sum));
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) dots[q] = sum * rstd;
+  }
+  __syncthreads();
+  for (int32_t q = tid; q < w; q += kMlpThreads)
+    a.act[j0 + q] = arl::silu(dots[q]) * dots[w + q];
+  // Grid-wide barrier: every block's act slice written (and every block's read of x done).
+  __syncthreads();
+  const unsigned long long t_act = timing ? now_ns() : 0;
+  if (tid == 0) {
+    __threadfence();
+    atomicAdd(a.barrier, 1);
+    stalled = spin_until(a.barrier, int(gridDim.x), a.flag, a.flag_index, -1) ? 0 : 1;
+    __threadfence();
+  }
+  __syncthreads();
+  const unsigned long long t_bar = timing ? now_ns() : 0;
+  if (tid == 0 && atomicAdd(a.leave, 1) == int(gridDim.x) - 1) {
+    *a.barrier = 0;  // every block is past the barrier: ready for the next call
+    *a.leave = 0;
+  }
+  if (stalled) return;
+  for (int32_t i = tid; i < a.f; i += kMlpThreads) act[i] = __ldcg(a.act + i);
+  block_copy_wait<0>(bars + 1);  // down rows
+  __syncthreads();
+  // x rows: each row's warps split its act columns; sums in a fixed order
+  const int32_t rows = r1 - r0;
+  const int per_row = rows > 0 && rows < kMlpWarps ? kMlpWarps / rows : 1;
+  const int32_t fpairs = a.f / 2;
+  const float2* act2 = reinterpret_cast<const float2*>(act);
+  for (int q = warp; q < rows * per_row; q += kMlpWarps) {
+    const int32_t row = q / per_row, piece = q % per_row;
+    const uint32_t* wr = reinterpret_cast<const uint32_t*>(down + int64_t(row) * a.f);
+    float sum = 0.0f;
+    for (int32_t i = piece * 32 + lane; i < fpairs; i += 32 * per_row) {
+      const uint32_t wv = wr[i];
+      const float2 av = act2[i];
+      sum = fmaf(bf16_lo(wv), av.x, fmaf(bf16_hi(wv), av.y, sum));
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) sums[q] = sum;
+  }
+  __syncthreads();
+  for (int32_t row = tid; row < rows; row += kMlpThreads) {
+    float sum = 0.0f;
+    for (int piece = 0; piece < per_row; piece++) sum += sums[row * per_row + piece];
+    a.x[r0 + row] = res[r0 + row] + sum;
+  }
+  if (all) atomicAdd(a.times + kSpanMlpDoneAll, now_ns() - t1);
+  if (timing) {
+    const unsigned long long t2 = now_ns(), attn_end = a.times[kStampAttnEnd];
+    atomicAdd(a.times + kSpanMlpEarly, t1 - t0);
+    if (attn_end != 0 && t1 > attn_end) atomicAdd(a.times + kSpanMlpGap, t1 - attn_end);
+    atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
+    atomicAdd(a.times + kSpanMlpAct, t_act - t1);
+    atomicAdd(a.times + kSpanMlpBarrier, t_bar - t_act);
+    atomicAdd(a.times + kSpanMlpDown, t2 - t_bar);
+    atomicAdd(a.times + kSpanCount, 1ull);
+    a.times[kStampMlpEnd] = t2;
+    a.times[kSpanMlpBlocks] = gridDim.x;
+  }
+}
+// Launches kernel 2 or 3. Their blocks wait for each other: in the CUDA emulator (which otherwise
+// runs a launch's blocks one at a time) a cooperative launch runs them together.
+template <typename... P, typename... A>
+void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                    A... args) {
+#ifdef AGENTRL_CUDA_EMU
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = ctx->stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, args...);
+#else
+  arl::launch_pdl(ctx, kernel, grid, block, shared, args...);
+#endif
+}
+
+// Once per (device, what): an attribute of a kernel set, or its occupancy asked of the runtime
+// (-1 when that fails).
+std::mutex g_chain_lock;
+std::map<std::pair<int, std::string>, int> g_chain_cache;
+
+template <typename F>
+int cached(int device, const std::string& key, F ask) {
+  std::lock_guard<std::mutex> guard(g_chain_lock);
+  const auto it = g_chain_cache.find({device, key});
+  if (it != g_chain_cache.end()) return it->second;
+  const int value = ask();
+  g_chain_cache[{device, key}] = value;
+  return value;
+}
+
+template <int D>
+int attn_blocks_per_sm() {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attn_o_kernel<D>,
+                                                    kAttnThreads, attn_smem_bytes(D)) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return per_sm;
+}
+
+
+// Kernels 1 and 2 ask for the largest shared-memory carveout, as kernel 3 needs it: an SM
+// configured for less could not take kernel 3's block (and start its copies) while kernel 2 runs.
+template <typename K>
+int prefer_shared(K kernel) {
+#ifndef AGENTRL_CUDA_EMU
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+#else
+  (void)kernel;
+#endif
+  return 1;
+}
+
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span (block 0's view), printed as
+// means at exit; null when off, or while recording before the first direct call.
+unsigned long long* chain_times(arl_ctx* ctx) {
+  static const bool on = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_CHAIN_TIMES");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  static std::mutex lock;
+  static unsigned long long* sums = nullptr;
+  static int device = -1;
+  if (!on) return nullptr;
+  std::lock_guard<std::mutex> guard(lock);
+  if (sums == nullptr && !ctx->capturing) {
+    constexpr size_t bytes = kTimesWords * sizeof(unsigned long long);
+    if (cudaMalloc(&sums, bytes) != cudaSuccess ||
+        cudaMemsetAsync(sums, 0, bytes, ctx->stream) != cudaSuccess ||
+        cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
+      cudaGetLastError();
+      sums = nullptr;
+      return nullptr;
+    }
+    device = ctx->device;
+    std::atexit([] {
+      unsigned long long host[kTimesWords] = {};
+      if (cudaSetDevice(device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+          cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess ||
+          host[kSpanCount] == 0)
+        return;
+      const double n = double(host[kSpanCount]) * 1e3;
+      const double na = n * double(host[kSpanAttnBlocks]), nm = n * double(host[kSpanMlpBlocks]);
+      std::fprintf(stderr,
+                   "decode chain, means over all blocks, us: attention early %.2f; MLP early "
+                   "%.2f, gate|up in %.2f, done %.2f\n",
+                   host[kSpanAttnEarlyAll] / na, host[kSpanMlpEarlyAll] / nm,
+                   host[kSpanMlpGateUpAll] / nm, host[kSpanMlpDoneAll] / nm);
+      std::fprintf(stderr,
+                   "decode chain, mean of %llu layers, us (block 0): attention early %.2f, work "
+                   "%.2f, after the MLP before %.2f; MLP early %.2f, after attention %.2f, gate|up "
+                   "in %.2f, act %.2f, barrier %.2f, down %.2f\n",
+                   host[kSpanCount], host[kSpanAttnEarly] / n, host[kSpanAttnWork] / n,
+                   host[kSpanAttnGap] / n, host[kSpanMlpEarly] / n, host[kSpanMlpGap] / n,
+                   host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanMlpBarrier] / n,
+                   host[kSpanMlpDown] / n);
+    });
+  }
+  return device == ctx->device ? sums : nullptr;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+namespace arl {
+
+arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv, float* attn,
+                              float* act, const float* ln1, const uint16_t* w_qkv,
+                              const float* b_qkv, const uint16_t* w_o, const float* ln2,
+                              const uint16_t* w_gu, const uint16_t* w_down, float* k_cache,
+                              float* v_cache, const int32_t* slot, const int32_t* position,
+                              const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
+                              int32_t d, int32_t s, int32_t l, float eps, float theta,
+                              float scale) {
+  if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
+      !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
+      !aligned16(ln2) || int64_t(hq) * c > kDecodePartFloats || 2 * hq > ctx->num_sms)
+    return ARL_ERR_UNSUPPORTED;
+  // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
+  const int rows_per_pass = kAttnThreads / (d / 8);
+  int splits = std::max(1, ctx->num_sms / hq);
+  while ((c + splits - 1) / splits > kMaxPasses * rows_per_pass) splits++;
+  if (splits > kAttnMaxSplits) {
+    if ((c + kAttnMaxSplits - 1) / kAttnMaxSplits > kMaxPasses * rows_per_pass)
+      return ARL_ERR_UNSUPPORTED;
+    splits = kAttnMaxSplits;
+  }
+  const int64_t attn_blocks = int64_t(hq) * splits;
+  const int attn_per_sm =
+      d == 64 ? cached(ctx->device, "occupancy attn 64", attn_blocks_per_sm<64>)
+              : cached(ctx->device, "occupancy attn 128", attn_blocks_per_sm<128>);
+  if (attn_per_sm <= 0 || attn_blocks > int64_t(attn_per_sm) * ctx->num_sms ||
+      size_t(attn_blocks) * (d + 2) * sizeof(float) > decode_records_bytes(ctx))
+    return ARL_ERR_UNSUPPORTED;
+  // Kernel 3: one block per SM, or more (smaller) ones when a block's weights do not fit; all
+  // of them resident at once.
+  const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
+    if (cudaFuncSetAttribute(decode_mlp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             ctx->max_smem) == cudaSuccess)
+      return int(ctx->max_smem);
+    cudaGetLastError();
+    return -1;
+  });
+  const int64_t units = f / 2;
+  int64_t blocks = 0, wmax = 0, rmax = 0;
+  size_t smem = 0;
+  for (int waves = 1; waves <= kMlpMaxWaves && smem == 0; waves++) {
+    blocks = std::min<int64_t>({units, c, int64_t(ctx->num_sms) * waves});
+    wmax = 2 * ((units + blocks - 1) / blocks);
+    rmax = (c + blocks - 1) / blocks;
+    smem = mlp_smem_bytes(c, f, wmax, rmax);
+    int per_sm = 0;
+    if (max_smem <= 0 || smem > size_t(max_smem) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_mlp_kernel, kMlpThreads,
+                                                      smem) != cudaSuccess ||
+        int64_t(per_sm) * ctx->num_sms < blocks) {
+      cudaGetLastError();
+      smem = 0;
+    }
+  }
+  if (smem == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
+  float* part = decode_partials(ctx);
+  int* counters = reinterpret_cast<int*>(static_cast<char*>(ctx->decode_partial) +
+                                         decode_records_bytes(ctx));
+  unsigned long long* times = chain_times(ctx);
+  const int32_t nq = (hq + 2 * hkv) * d;
+  cached(ctx->device, "carveout qkv", [] {
+    return prefer_shared(gemv_rows_kernel<1, uint16_t, true, kGemvNormRope>);
+  });
+  if (d == 64)
+    cached(ctx->device, "carveout attn 64", [] { return prefer_shared(decode_attn_o_kernel<64>); });
+  else
+    cached(ctx->device, "carveout attn 128",
+           [] { return prefer_shared(decode_attn_o_kernel<128>); });
+  const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
+                      d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
+  gemv_rows<kGemvNormRope>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps, &rope);
+  if (arl_status st = check_launch(ctx, fn)) return st;
+  AttnOArgs attn_args{};
+  attn_args.part = part;
+  attn_args.attn = attn;
+  attn_args.qkv = qkv;
+  attn_args.k_cache = k_cache;
+  attn_args.v_cache = v_cache;
+  attn_args.w_o = w_o;
+  attn_args.slot = slot;
+  attn_args.len = len;
+  attn_args.records = static_cast<float*>(ctx->decode_partial);
+  attn_args.arrive = counters;
+  attn_args.leave = counters + hq;
+  attn_args.times = times;
+  attn_args.c = c;
+  attn_args.hq = hq;
+  attn_args.hkv = hkv;
+  attn_args.s = s;
+  attn_args.l = l;
+  attn_args.splits = splits;
+  attn_args.scale = scale;
+  attn_args.flag = ctx->flag;
+  attn_args.flag_index = ctx->flag_index;
+  if (d == 64)
+    launch_waiting(ctx, decode_attn_o_kernel<64>, dim3(unsigned(attn_blocks)), dim3(kAttnThreads),
+                   attn_smem_bytes(64), attn_args);
+  else
+    launch_waiting(ctx, decode_attn_o_kernel<128>, dim3(unsigned(attn_blocks)),
+                   dim3(kAttnThreads), attn_smem_bytes(128), attn_args);
+  if (arl_status st = check_launch(ctx, fn)) return st;
+  MlpArgs mlp_args{};
+  mlp_args.x = x;
+  mlp_args.act = act;
+  mlp_args.part = part;
+  mlp_args.ln2 = ln2;
+  mlp_args.w_gu = w_gu;
+  mlp_args.w_down = w_down;
+  mlp_args.barrier = counters + 2 * hq;
+  mlp_args.leave = counters + 2 * hq + 1;
+  mlp_args.times = times;
+  mlp_args.flag = ctx->flag;
+  mlp_args.flag_index = ctx->flag_index;
+  mlp_args.c = c;
+  mlp_args.f = f;
+  mlp_args.hq = hq;
+  mlp_args.wmax = int32_t(wmax);
+  mlp_args.rmax = int32_t(rmax);
+  mlp_args.eps = eps;
+  launch_waiting(ctx, decode_mlp_kernel, dim3(unsigned(blocks)), dim3(kMlpThreads), smem,
+                 mlp_args);
+  return check_launch(ctx, fn);
+}
+
+}  // namespace arl
