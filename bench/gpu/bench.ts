@@ -203,7 +203,7 @@ export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64
   const graphs = model.decodeGraphs;
   console.log(
     `decode graphs: ${graphs.enabled ? `on, ${graphs.recorded} recorded` : "off"}` +
-      (Deno.env.get("AGENTRL_DECODE_LAYER") === "1" ? " (a call per layer)" : ""),
+      (Deno.env.get("AGENTRL_DECODE_LAYER") === "0" ? " (separate calls a layer)" : ""),
   );
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
 }

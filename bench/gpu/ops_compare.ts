@@ -1238,10 +1238,11 @@ function graphCases(seed: number): Case[] {
     },
   }, {
     // one sequence, bf16 weights: the stacked q|k|v path, fused with RoPE and the cache on CUDA
+    // head dim 64: each layer one arl_decode_layer_bf16 call, three chained kernels on CUDA
     op: "decode with graphs, bf16 weights, batch 1 (8 steps after a 4-token prefill)",
     tol: TOL_GEMM,
     run: (s) => {
-      using model = graphModel(s.k, "bf16");
+      using model = graphModel(s.k, "bf16", 64);
       using cache = model.createKvCache(1, 16);
       const out: number[] = [];
       const prompt = Int32Array.from(tokens.subarray(0, 4));
@@ -1261,13 +1262,14 @@ function graphCases(seed: number): Case[] {
       return { logits: Float32Array.from(out) };
     },
   }, {
-    // AGENTRL_DECODE_LAYER=1 (head dim 64): each layer one arl_decode_layer_bf16 call, one
-    // cooperative kernel on CUDA, recorded in the graph
-    op: "decode with graphs, bf16 weights, batch 1, a call per layer (AGENTRL_DECODE_LAYER=1)",
+    // AGENTRL_DECODE_LAYER=0 (head dim 64): each layer the separate fused calls, not one
+    // arl_decode_layer_bf16 call (the default, which the case above takes), recorded in the graph
+    op:
+      "decode with graphs, bf16 weights, batch 1, separate calls a layer (AGENTRL_DECODE_LAYER=0)",
     tol: TOL_GEMM,
     run: (s) => {
       const before = Deno.env.get("AGENTRL_DECODE_LAYER");
-      Deno.env.set("AGENTRL_DECODE_LAYER", "1");
+      Deno.env.set("AGENTRL_DECODE_LAYER", "0");
       let made: Qwen2Model;
       try {
         made = graphModel(s.k, "bf16", 64);
@@ -1278,8 +1280,8 @@ function graphCases(seed: number): Case[] {
       using model = made;
       using cache = model.createKvCache(1, 40);
       const out: number[] = [];
-      // a 30-token prefill (the separate calls), then positions 30..37: the layer kernel's key
-      // splits (32 keys each) go from one to two
+      // a 30-token prefill, then positions 30..37: split decode attention's key splits (32 keys
+      // each) go from one to two
       const prompt = Int32Array.from({ length: 30 }, (_, i) => tokens[i % 12]!);
       const at = Int32Array.from({ length: 30 }, (_, i) => i);
       out.push(

@@ -16,7 +16,7 @@
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
-# decode_unfused decode_nopdl decode_layer decode_layer_coop decode_layer_phase
+# decode_unfused decode_nopdl decode_layer decode_chain_times decode_layer_coop decode_layer_phase
 # decode_layer_noprefetch ops_stream
 # decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream
 # profile_decode_layer).
@@ -24,12 +24,13 @@
 # parts with fp32; bench_attn_fp32 repeats the benchmark with the fp32 attention kernels
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
 # time batch-1 decode with the decode fusions and without them (AGENTRL_DECODE_FUSION=0), and
-# decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0), decode_layer with
-# each layer one arl_decode_layer_bf16 call (AGENTRL_DECODE_LAYER=1: three chained kernels, with
-# their blocks' time stamps, AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_layer_coop with that call
-# as one cooperative kernel (AGENTRL_CUDA_DECODE_LAYER=coop; its mean phase times,
-# AGENTRL_CUDA_DECODE_LAYER_TIMES=1), and that kernel prefetching its weights a phase ahead or
-# not at all (AGENTRL_CUDA_DECODE_PREFETCH).
+# decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0). By default each layer
+# is one arl_decode_layer_bf16 call (three chained kernels); decode_layer runs the separate fused
+# calls instead (AGENTRL_DECODE_LAYER=0), decode_chain_times the default with its blocks' time
+# stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_layer_coop the call as one cooperative kernel
+# (AGENTRL_CUDA_DECODE_LAYER=coop; its mean phase times, AGENTRL_CUDA_DECODE_LAYER_TIMES=1), and
+# decode_layer_phase / _noprefetch that kernel prefetching its weights a phase ahead or not at all
+# (AGENTRL_CUDA_DECODE_PREFETCH).
 # ops_stream and decode_stream repeat every op's comparison and batch-1 decode with the streaming
 # one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1, an experiment); decode_stream_wide gives it only the
 # GEMVs with two column groups a block or more (AGENTRL_CUDA_GEMV_STREAM=2).
@@ -49,7 +50,7 @@ DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_chain_times decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json" "$OUT/decode_structure.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -179,9 +180,11 @@ part decode_unfused 60 env AGENTRL_DECODE_FUSION=0 "$DENO" run -A bench/gpu/benc
   tail -1 "$OUT/decode_unfused.log"
 part decode_nopdl 60 env AGENTRL_CUDA_PDL=0 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
   tail -1 "$OUT/decode_nopdl.log"
-part decode_layer 60 env AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 \
-  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -4 "$OUT/decode_layer.log"
-coop="AGENTRL_DECODE_LAYER=1 AGENTRL_CUDA_DECODE_LAYER=coop"
+part decode_layer 60 env AGENTRL_DECODE_LAYER=0 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
+  tail -1 "$OUT/decode_layer.log"
+part decode_chain_times 60 env AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 \
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_chain_times.log"
+coop="AGENTRL_CUDA_DECODE_LAYER=coop"
 part decode_layer_coop 60 env $coop AGENTRL_CUDA_DECODE_LAYER_TIMES=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_layer_coop.log"
 part decode_layer_phase 60 env $coop AGENTRL_CUDA_DECODE_PREFETCH=phase \
@@ -191,10 +194,11 @@ part decode_layer_noprefetch 60 env $coop AGENTRL_CUDA_DECODE_PREFETCH=none \
 # the streaming one-row GEMV (an experiment): every op again, then batch-1 decode
 part ops_stream 90 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/ops_compare.ts &&
   tail -1 "$OUT/ops_stream.log"
-part decode_stream 60 env AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A bench/gpu/bench.ts \
-  --decode-only && tail -1 "$OUT/decode_stream.log"
-part decode_stream_wide 60 env AGENTRL_CUDA_GEMV_STREAM=2 "$DENO" run -A bench/gpu/bench.ts \
-  --decode-only && tail -1 "$OUT/decode_stream_wide.log"
+# (against the separate calls, whose GEMVs it replaces: AGENTRL_DECODE_LAYER=0)
+part decode_stream 60 env AGENTRL_DECODE_LAYER=0 AGENTRL_CUDA_GEMV_STREAM=1 "$DENO" run -A \
+  bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_stream.log"
+part decode_stream_wide 60 env AGENTRL_DECODE_LAYER=0 AGENTRL_CUDA_GEMV_STREAM=2 "$DENO" run -A \
+  bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_stream_wide.log"
 
 # 6. the building blocks' ceilings on this GPU
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -213,12 +217,12 @@ if [ -x "$NCU" ]; then
   # A decode step launches 5 matching kernels a layer (Qwen2.5-0.5B: 24), the LM head's GEMV and
   # the greedy pick (122), after the prefill's LM head and pick (2): skipping 1,335 lands on the
   # 11th step's layer 22 (its gate|up GEMV), so the 9 profiled cover layer 23 and the LM head
-  part profile_decode 90 "$NCU" --clock-control none $sections \
+  part profile_decode 90 env AGENTRL_DECODE_LAYER=0 "$NCU" --clock-control none $sections \
     -k regex:'gemv_rows|attention_decode|greedy_split' -s 1335 -c 9 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
   # the same kernels with the streaming GEMV
-  part profile_decode_stream 90 env AGENTRL_CUDA_GEMV_STREAM=1 "$NCU" --clock-control none \
-    $sections -k regex:'gemv_|attention_decode|greedy_split' -s 1335 -c 9 \
+  part profile_decode_stream 90 env AGENTRL_DECODE_LAYER=0 AGENTRL_CUDA_GEMV_STREAM=1 "$NCU" \
+    --clock-control none $sections -k regex:'gemv_|attention_decode|greedy_split' -s 1335 -c 9 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
   part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
     -k regex:'decode_attn_o|decode_mlp' -s 100 -c 2 "$DENO" run -A bench/gpu/bench.ts --decode-only

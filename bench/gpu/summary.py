@@ -77,8 +77,8 @@ def main(out: str) -> int:
     timing = []
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
-                 "decode_nopdl", "decode_layer", "decode_layer_coop", "decode_layer_phase",
-                 "decode_layer_noprefetch",
+                 "decode_nopdl", "decode_layer", "decode_chain_times", "decode_layer_coop",
+                 "decode_layer_phase", "decode_layer_noprefetch",
                  "ops_stream", "decode_stream", "decode_stream_wide", "primitives",
                  "decode_structure", "profile_decode", "profile_decode_stream",
                  "profile_decode_layer"):
@@ -197,19 +197,13 @@ def main(out: str) -> int:
     row("decode", "batch 1: programmatic dependent launch / AGENTRL_CUDA_PDL=0", value, "info",
         "info")
     layer = rates["decode_layer"]
-    value = versus(layer, fused)
-    g = re.search(r"decode graphs: ([^\n(]*)", read("decode_layer.log") or "")
+    value = versus(fused, layer)
+    g = re.search(r"decode graphs: ([^\n(]*)", read("decode_fused.log") or "")
     value += f", graphs {g[1].strip()}" if g else ""
-    row("decode", "batch 1: a call per layer (AGENTRL_DECODE_LAYER=1) / decode fusions", value,
-        "info", "info")
-    # its fraction of the bandwidth bound, scaled from the benchmark's batch-1 rate and fraction
-    ours = (load("bench.json") or {}).get("ours") or {}
-    rate, frac = ours.get("decode1TokensS"), ours.get("decode1BwFraction")
-    f = layer * frac / rate if layer and rate and frac else None
-    row("decode", "batch 1, AGENTRL_DECODE_LAYER=1: fraction of the 2-byte bound", num(f, ".2f"),
-        ">= 0.6", f is not None and f >= 0.6)
+    row("decode", "batch 1: three kernels a layer (default) / separate calls "
+        "(AGENTRL_DECODE_LAYER=0)", value, "info", "info")
     m = re.search(r"decode chain, mean of (\d+) layers, us \(block 0\): (.*)",
-                  read("decode_layer.log") or "")
+                  read("decode_chain_times.log") or "")
     row("decode", "batch 1, three chained kernels a layer: block 0's spans (us)",
         f"{m[2].strip()} ({m[1]} layers)" if m else "-", "info", "info")
     m = re.search(r"phases, mean of (\d+) calls, us [^:]*: (.*)",
@@ -228,12 +222,12 @@ def main(out: str) -> int:
         f"{m[1]} of {m[2]} within tol" if m else f"{st} (no result line)", "all",
         bool(m) and m[1] == m[2])
     stream = rates["decode_stream"]
-    value = versus(stream, fused)
-    row("decode", "batch 1: streaming GEMV (AGENTRL_CUDA_GEMV_STREAM=1) / decode fusions", value,
+    value = versus(stream, layer)
+    row("decode", "batch 1: streaming GEMV (AGENTRL_CUDA_GEMV_STREAM=1) / separate calls", value,
         "info", "info")
     wide = rates["decode_stream_wide"]
-    value = versus(wide, fused)
-    row("decode", "batch 1: streaming GEMV where 2+ groups a block (=2) / decode fusions", value,
+    value = versus(wide, layer)
+    row("decode", "batch 1: streaming GEMV where 2+ groups a block (=2) / separate calls", value,
         "info", "info")
 
     # the building blocks' ceilings (primitives.cu): streaming with one block per SM against
