@@ -1,8 +1,8 @@
 // arl_decode_layer_bf16's default path on the GPU: one token through a decoder layer as three
 // kernels chained by programmatic dependent launch, each loading its weights before it waits
 // for the kernel before it, so that a layer's weight stream runs under its kernels' latencies:
-//   1  x's RMSNorm, q|k|v, RoPE and the cache write (the fused GEMV of
-//      arl_rmsnorm_qkv_rope_forward_bf16)
+//   1  x's RMSNorm, q|k|v, RoPE and the cache write: a warp per RoPE pair of rows (or, for
+//      shapes it does not take, the fused GEMV of arl_rmsnorm_qkv_rope_forward_bf16)
 //   2  attention and the o projection: block (h, r) takes query head h's key split r (online
 //      softmax; a record of its max, sum and unnormalized output), waits for the head's other
 //      splits, merges the records, and writes its share r of head h's o-projection partial,
@@ -195,6 +195,127 @@ __device__ inline bool spin_until(const int* word, int target, int* flag, int64_
     }
   }
   return true;
+}
+
+// Kernel 1 (when C <= kQkvMaxC and a warp's one RoPE pair fits the grid): a warp per pair
+// (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
+// with the bias). After the wait each warp loads x and the norm weight, finds the norm itself (no
+// block barrier), dots both rows, and lane 0 ropes the pair and writes it and its cache rows, with
+// arl_rope_kv_cache_write's checks and deferred errors.
+constexpr int kQkvThreads = 256;
+constexpr int kQkvWarps = kQkvThreads / 32;
+constexpr int kQkvSteps = 4;  // 16-byte weight loads a lane and row: C <= 32 * 8 * kQkvSteps
+constexpr int kQkvMaxC = 32 * 8 * kQkvSteps;
+
+struct QkvArgs {
+  float* y;
+  const float* x;
+  const float* ln1;
+  const uint16_t* w;
+  const float* bias;
+  float* k_cache;
+  float* v_cache;
+  const int32_t* slot;
+  const int32_t* position;
+  int32_t c, hq, hkv, d, s, l;
+  int64_t pairs;
+  float eps, theta;
+  int* flag;
+  int64_t* flag_index;
+};
+
+__global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t pair = a.pairs * blockIdx.x / gridDim.x + warp;
+  const bool active = pair < a.pairs * (blockIdx.x + 1) / gridDim.x;
+  arl::pdl_trigger();
+  const int32_t half = a.d / 2, head = int32_t(active ? pair / half : 0);
+  const int32_t o = int32_t(active ? pair % half : 0);
+  const int64_t j0 = int64_t(head) * a.d + o, j1 = j0 + half;
+  const int32_t chunks = a.c / 8;
+  uint4 w0[kQkvSteps], w1[kQkvSteps];
+#pragma unroll
+  for (int t = 0; t < kQkvSteps; t++) {
+    const int32_t i = lane + 32 * t;
+    const bool in = active && i < chunks;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    w0[t] = in ? __ldg(reinterpret_cast<const uint4*>(a.w + j0 * a.c) + i) : zero;
+    w1[t] = in ? __ldg(reinterpret_cast<const uint4*>(a.w + j1 * a.c) + i) : zero;
+  }
+  const float b0 = active && a.bias != nullptr ? __ldg(a.bias + j0) : 0.0f;
+  const float b1 = active && a.bias != nullptr ? __ldg(a.bias + j1) : 0.0f;
+  double inv_freq = 0.0;  // theta^(-2 o / d), as rope_trig finds it
+  if (active && lane == 0) inv_freq = pow(double(a.theta), -2.0 * o / a.d);
+  arl::pdl_wait();
+  if (!active) return;
+  const int32_t pos = a.position[0], slot = a.slot[0];
+  float4 xv[kQkvSteps][2];
+#pragma unroll
+  for (int t = 0; t < kQkvSteps; t++) {
+    const int32_t i = lane + 32 * t;
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    xv[t][0] = i < chunks ? __ldcg(reinterpret_cast<const float4*>(a.x) + 2 * i) : zero;
+    xv[t][1] = i < chunks ? __ldcg(reinterpret_cast<const float4*>(a.x) + 2 * i + 1) : zero;
+  }
+  double ss = 0.0;
+  float d0 = 0.0f, d1 = 0.0f;
+#pragma unroll
+  for (int t = 0; t < kQkvSteps; t++) {
+    const int32_t i = lane + 32 * t;
+    if (i >= chunks) break;
+    const float4 g[2] = {__ldg(reinterpret_cast<const float4*>(a.ln1) + 2 * i),
+                         __ldg(reinterpret_cast<const float4*>(a.ln1) + 2 * i + 1)};
+    arl::Wide16<uint16_t> u0, u1;
+    u0.set(w0[t]);
+    u1.set(w1[t]);
+    const float xs[8] = {xv[t][0].x, xv[t][0].y, xv[t][0].z, xv[t][0].w,
+                         xv[t][1].x, xv[t][1].y, xv[t][1].z, xv[t][1].w};
+    const float gs[8] = {g[0].x, g[0].y, g[0].z, g[0].w, g[1].x, g[1].y, g[1].z, g[1].w};
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      ss += double(xs[e]) * xs[e];
+      const float xn = xs[e] * gs[e];
+      d0 = fmaf(u0.v[e], xn, d0);
+      d1 = fmaf(u1.v[e], xn, d1);
+    }
+  }
+  for (int s = 16; s > 0; s >>= 1) {
+    ss += __shfl_xor_sync(0xffffffffu, ss, s);
+    d0 += __shfl_xor_sync(0xffffffffu, d0, s);
+    d1 += __shfl_xor_sync(0xffffffffu, d1, s);
+  }
+  if (lane != 0) return;
+  const float rstd = float(1.0 / sqrt(ss / a.c + a.eps));
+  float va = d0 * rstd + b0, vb = d1 * rstd + b1;
+  const bool rotated = head < a.hq + a.hkv, is_k = rotated && head >= a.hq;
+  const bool first = blockIdx.x == 0 && warp == 0;  // flags the bad values once
+  if (pos < 0) {
+    if (first) arl_set_flag(a.flag, a.flag_index, arl::kDeferredNegativePosition, 0);
+    a.y[j0] = va;
+    a.y[j1] = vb;
+    return;
+  }
+  const bool bad_slot = slot < 0 || slot >= a.s, cached = !bad_slot && pos < a.l;
+  if (!cached && first)
+    arl_set_flag(a.flag, a.flag_index,
+                 bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
+                 int64_t(uint32_t(bad_slot ? slot : pos)));
+  if (rotated) {
+    double sn, cs;
+    sincos(double(pos) * inv_freq, &sn, &cs);
+    const float cf = float(cs), sf = float(sn);
+    const float ra = va * cf - vb * sf, rb = vb * cf + va * sf;
+    va = ra;
+    vb = rb;
+  }
+  a.y[j0] = va;
+  a.y[j1] = vb;
+  if (!cached || !(is_k || !rotated)) return;
+  const int32_t kvh = is_k ? head - a.hq : head - a.hq - a.hkv;
+  float* cache = (is_k ? a.k_cache : a.v_cache) +
+                 ((int64_t(slot) * a.hkv + kvh) * a.l + pos) * a.d + o;
+  cache[0] = va;
+  cache[half] = vb;
 }
 
 struct AttnOArgs {
@@ -612,6 +733,17 @@ int attn_blocks_per_sm() {
 }
 
 
+// AGENTRL_CUDA_DECODE_CHAIN_QKV=gemv: kernel 1 is the fused GEMV of
+// arl_rmsnorm_qkv_rope_forward_bf16 (288 blocks for Qwen2.5-0.5B) instead of decode_qkv_kernel
+// (a warp a RoPE pair, a block per SM): a baseline for benchmarks.
+bool qkv_gemv() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_CHAIN_QKV");
+    return e != nullptr && std::strcmp(e, "gemv") == 0;
+  }();
+  return value;
+}
+
 // Kernels 1 and 2 ask for the largest shared-memory carveout, as kernel 3 needs it: an SM
 // configured for less could not take kernel 3's block (and start its copies) while kernel 2 runs.
 template <typename K>
@@ -750,9 +882,37 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   else
     cached(ctx->device, "carveout attn 128",
            [] { return prefer_shared(decode_attn_o_kernel<128>); });
-  const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
-                      d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
-  gemv_rows<kGemvNormRope>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps, &rope);
+  const int64_t pairs = nq / 2;
+  const int64_t qkv_blocks = std::min<int64_t>(ctx->num_sms, pairs);
+  if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
+    QkvArgs qa{};
+    qa.y = qkv;
+    qa.x = x;
+    qa.ln1 = ln1;
+    qa.w = w_qkv;
+    qa.bias = b_qkv;
+    qa.k_cache = k_cache;
+    qa.v_cache = v_cache;
+    qa.slot = slot;
+    qa.position = position;
+    qa.c = c;
+    qa.hq = hq;
+    qa.hkv = hkv;
+    qa.d = d;
+    qa.s = s;
+    qa.l = l;
+    qa.pairs = pairs;
+    qa.eps = eps;
+    qa.theta = theta;
+    qa.flag = ctx->flag;
+    qa.flag_index = ctx->flag_index;
+    cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
+    launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(kQkvThreads), 0, qa);
+  } else {
+    const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
+                        d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
+    gemv_rows<kGemvNormRope>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps, &rope);
+  }
   if (arl_status st = check_launch(ctx, fn)) return st;
   AttnOArgs attn_args{};
   attn_args.part = part;

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Session 12's last device call (call 8, at commit 9faa326): every op against the CPU library, then
-# batch-1 decode alternating the separate calls and the chain (4 each), then the chain's time
-# stamps and the cooperative kernel once. Run from the repository root with OUT set, on a machine
-# with a GPU and .dev/deno.xz (a deno binary). At 9faa326 the separate calls were the model's
-# default and the chain needed AGENTRL_DECODE_LAYER=1; since then the chain is the default, so
-# this copy asks for the separate calls with AGENTRL_DECODE_LAYER=0 (the same two paths).
+# Session 12's last device call (call 9): every op against the CPU library, then batch-1 decode
+# alternating the separate calls, the chain and the chain with the fused GEMV as its kernel 1
+# (4 each), then the chain's time stamps. Run from the repository root with OUT set, on a machine
+# with a GPU and .dev/deno.xz (a deno binary).
 set -u
 T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
@@ -18,11 +16,11 @@ grep -v ' ok *$' $G/ops.log | tail -8
 B="bench/gpu/bench.ts --decode-only"
 {
 for i in 1 2 3 4; do
-  echo "default: $(AGENTRL_DECODE_LAYER=0 timeout 60 /tmp/deno run -A $B 2>&1 | tail -1)"
+  echo "separate calls: $(AGENTRL_DECODE_LAYER=0 timeout 60 /tmp/deno run -A $B 2>&1 | tail -1)"
   echo "chain: $(timeout 60 /tmp/deno run -A $B 2>&1 | tail -1)"
+  echo "chain, gemv qkv: $(AGENTRL_CUDA_DECODE_CHAIN_QKV=gemv timeout 60 /tmp/deno run -A $B 2>&1 | tail -1)"
 done
 echo "chain, times: $(AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 timeout 60 /tmp/deno run -A $B 2>&1 | tail -3 | tr '\n' ' ')"
-echo "coop: $(AGENTRL_CUDA_DECODE_LAYER=coop timeout 60 /tmp/deno run -A $B 2>&1 | tail -1)"
 } 2>&1 | tee $G/decode.txt
 echo "== done ($((SECONDS-T0)) s)"
 tar czf $OUT/g.tgz -C /tmp g
