@@ -247,12 +247,16 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   fn, detail);
     }
     case kDeferredDecodeStall:
+      // the spinning blocks gave up: the decode buffer's counters to 0 for the next call
+      if (ctx->decode_partial != nullptr)
+        cudaMemsetAsync(static_cast<char*>(ctx->decode_partial) + decode_records_bytes(ctx), 0,
+                        (size_t(ctx->num_sms) + 2) * sizeof(int), ctx->stream);
       return fail(ctx, ARL_ERR_DEVICE,
-                  "%s: an earlier arl_decode_layer_bf16 call failed: the blocks of query head "
-                  "%lld waited seconds for each other, so the device did not run its attention "
-                  "grid at once (e.g. an MPS limit on SMs); set AGENTRL_CUDA_DECODE_LAYER=steps "
-                  "to run the layer as separate calls",
-                  fn, index);
+                  "%s: an earlier arl_decode_layer_bf16 call failed: %s waited 5 s for the rest "
+                  "of their grid, so the device did not run the grid at once (e.g. an MPS limit "
+                  "on SMs); set AGENTRL_CUDA_DECODE_LAYER=steps to run the layer as separate "
+                  "calls",
+                  fn, index < 0 ? "the MLP kernel's blocks" : "the attention blocks of a head");
     default:
       return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
   }

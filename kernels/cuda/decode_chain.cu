@@ -37,7 +37,7 @@ constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kKeysPerStep = 4;       // keys a warp loads at once
 constexpr int kMaxPasses = 8;         // o-projection rows per thread (a 16-byte load each)
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
-constexpr long long kStallSpins = 1ll << 25;  // ~seconds of waiting: the grid is not resident
+constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid is not resident
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
 // the warps' partial outputs, the head's output, a flag and the head's records.
 constexpr size_t attn_smem_bytes(int d) {
@@ -182,14 +182,15 @@ __device__ inline void block_copy_wait(uint64_t* bar) {
 __device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
-// Thread 0 spins until *word reaches `target` (false, with the stall flagged, after seconds).
+// Thread 0 spins until *word reaches `target` (false, with the stall flagged, after kStallNs of
+// the GPU's global timer; the CUDA emulator finds a deadlock itself).
 __device__ inline bool spin_until(const int* word, int target, int* flag, int64_t* flag_index,
                                   int64_t what) {
   const volatile int* w = word;
-  long long spins = 0;
+  const unsigned long long start = now_ns();
   while (*w < target) {
     __nanosleep(32);
-    if (++spins > kStallSpins) {
+    if (now_ns() - start > kStallNs) {
       arl_set_flag(flag, flag_index, arl::kDeferredDecodeStall, what);
       return false;
     }
@@ -382,6 +383,9 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
                    bad_slot ? arl::kDeferredDecodeSlot : arl::kDeferredDecodeLen,
                    int64_t(uint32_t(bad_slot ? slot : len)));
     }
+    // no attention: its rows of the head's partial are 0 (kernel 3 adds them)
+    for (int32_t row = row0 + tid; row < row1; row += kAttnThreads)
+      a.part[int64_t(h) * a.c + row] = 0.0f;
     return;
   }
   if (tid < D) qs[tid] = qv;
@@ -405,8 +409,8 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
       const int64_t at = int64_t(min(j + u, j_end - 1)) * D + lane;
 #pragma unroll
       for (int t = 0; t < kDpl; t++) {
-        kreg[u][t] = __ldg(kb + at + 32 * t);
-        vreg[u][t] = __ldg(vb + at + 32 * t);
+        kreg[u][t] = __ldcg(kb + at + 32 * t);  // (kernel 1 wrote the new row: not __ldg)
+        vreg[u][t] = __ldcg(vb + at + 32 * t);
       }
     }
     float score[kKeysPerStep], mt = -INFINITY;
@@ -467,7 +471,10 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     __threadfence();
   }
   __syncthreads();
-  if (stalled) return;
+  if (stalled) {  // (counted out, so that the head's counters still reset)
+    if (tid == 0 && atomicAdd(a.leave + h, 1) == a.splits - 1) a.arrive[h] = a.leave[h] = 0;
+    return;
+  }
   // the head's records, all loaded at once (one round trip), then merged
   const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
   for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
@@ -642,7 +649,10 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
     *a.barrier = 0;  // every block is past the barrier: ready for the next call
     *a.leave = 0;
   }
-  if (stalled) return;
+  if (stalled) {
+    block_copy_wait<0>(bars + 1);  // (no copy outlives the block)
+    return;
+  }
   for (int32_t i = tid; i < a.f; i += kMlpThreads) act[i] = __ldcg(a.act + i);
   block_copy_wait<0>(bars + 1);  // down rows
   __syncthreads();
@@ -859,14 +869,18 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     wmax = 2 * ((units + blocks - 1) / blocks);
     rmax = (c + blocks - 1) / blocks;
     smem = mlp_smem_bytes(c, f, wmax, rmax);
-    int per_sm = 0;
-    if (max_smem <= 0 || smem > size_t(max_smem) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_mlp_kernel, kMlpThreads,
-                                                      smem) != cudaSuccess ||
-        int64_t(per_sm) * ctx->num_sms < blocks) {
-      cudaGetLastError();
-      smem = 0;
-    }
+    const int per_sm =
+        max_smem <= 0 || smem > size_t(max_smem)
+            ? 0
+            : cached(ctx->device, "occupancy mlp " + std::to_string(smem), [smem] {
+                int n = 0;
+                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_mlp_kernel,
+                                                                  kMlpThreads, smem) == cudaSuccess)
+                  return n;
+                cudaGetLastError();
+                return -1;
+              });
+    if (int64_t(per_sm) * ctx->num_sms < blocks) smem = 0;
   }
   if (smem == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
   float* part = decode_partials(ctx);
