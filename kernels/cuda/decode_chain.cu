@@ -14,7 +14,7 @@
 //      its rows x = r + act . w_down[rows]^T
 // Every sum has a fixed order, so x is the same from run to run. Kernels 2 and 3 have blocks
 // that wait for each other, so each grid (about one block per SM) must be resident at once:
-// the launch checks that it fits, and a wait that lasts seconds (the device ran part of the
+// the launch checks that it fits, and a wait of 5 s (the device ran part of the
 // grid only, e.g. under an MPS limit on SMs) raises a deferred error instead of hanging.
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where block 0 of kernels 2 and 3 spent its time.
 #include <algorithm>
