@@ -2,9 +2,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "common.cuh"
 #include "cublas_loader.h"
+#include "time_sums.cuh"
 
 namespace {
 
@@ -260,6 +263,42 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
     default:
       return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
   }
+}
+
+namespace {
+std::mutex g_time_sums_lock;
+std::vector<arl::TimeSums*> g_time_sums;  // the switches with counters, printed at exit
+
+void print_time_sums() {
+  for (arl::TimeSums* t : g_time_sums) {
+    unsigned long long host[32] = {};
+    if (cudaSetDevice(t->device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(host, t->sums, size_t(t->words) * sizeof(host[0]), cudaMemcpyDeviceToHost) !=
+            cudaSuccess)
+      continue;
+    t->print(host);
+  }
+}
+}  // namespace
+
+unsigned long long* time_sums(arl_ctx* ctx, TimeSums& t) {
+  const char* e = std::getenv(t.env);
+  if (e == nullptr || std::strcmp(e, "1") != 0 || t.words > 32) return nullptr;
+  std::lock_guard<std::mutex> guard(g_time_sums_lock);
+  if (t.sums == nullptr && !ctx->capturing) {
+    const size_t bytes = size_t(t.words) * sizeof(unsigned long long);
+    if (cudaMalloc(&t.sums, bytes) != cudaSuccess ||
+        cudaMemsetAsync(t.sums, 0, bytes, ctx->stream) != cudaSuccess ||
+        cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
+      cudaGetLastError();
+      t.sums = nullptr;
+      return nullptr;
+    }
+    t.device = ctx->device;
+    if (g_time_sums.empty()) std::atexit(print_time_sums);
+    g_time_sums.push_back(&t);
+  }
+  return t.sums != nullptr && t.device == ctx->device ? t.sums : nullptr;
 }
 
 arl_status check_flag(arl_ctx* ctx, const char* fn, const char* what) {

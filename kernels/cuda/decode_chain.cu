@@ -29,6 +29,7 @@
 #include "common.cuh"
 #include "decode_chain.cuh"
 #include "gemv.cuh"
+#include "time_sums.cuh"
 
 namespace {
 
@@ -69,15 +70,6 @@ enum Span {
   kTimesWords
 };
 
-__device__ inline unsigned long long now_ns() {
-#if defined(__CUDA_ARCH__)
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  return 0;
-#endif
-}
 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)  // (Hopper takes bulk copies instead)
 // cp.async (Ampere and later): 16 bytes from global to shared memory, in commit groups; a plain
@@ -187,10 +179,10 @@ __device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0
 __device__ inline bool spin_until(const int* word, int target, int* flag, int64_t* flag_index,
                                   int64_t what) {
   const volatile int* w = word;
-  const unsigned long long start = now_ns();
+  const unsigned long long start = arl::global_ns();
   while (*w < target) {
     __nanosleep(32);
-    if (now_ns() - start > kStallNs) {
+    if (arl::global_ns() - start > kStallNs) {
       arl_set_flag(flag, flag_index, arl::kDeferredDecodeStall, what);
       return false;
     }
@@ -201,8 +193,8 @@ __device__ inline bool spin_until(const int* word, int target, int* flag, int64_
 // Kernel 1 (when C <= kQkvMaxC and a warp's one RoPE pair fits the grid): a warp per pair
 // (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
 // with the bias). After the wait each warp loads x and the norm weight, finds the norm itself (no
-// block barrier), dots both rows, and lane 0 ropes the pair and writes it and its cache rows, with
-// arl_rope_kv_cache_write's checks and deferred errors.
+// block barrier), dots both rows, and lane 0 ropes the pair and writes it and its cache rows
+// (rope_pair_store, as the fused GEMV does).
 constexpr int kQkvThreads = 256;
 constexpr int kQkvWarps = kQkvThreads / 32;
 constexpr int kQkvSteps = 4;  // 16-byte weight loads a lane and row: C <= 32 * 8 * kQkvSteps
@@ -214,15 +206,10 @@ struct QkvArgs {
   const float* ln1;
   const uint16_t* w;
   const float* bias;
-  float* k_cache;
-  float* v_cache;
-  const int32_t* slot;
-  const int32_t* position;
-  int32_t c, hq, hkv, d, s, l;
+  arl::GemvRope rope;  // the cache, slot, position, heads and flag (one row)
+  int32_t c;
   int64_t pairs;
-  float eps, theta;
-  int* flag;
-  int64_t* flag_index;
+  float eps;
 };
 
 __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
@@ -230,9 +217,9 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   const int64_t pair = a.pairs * blockIdx.x / gridDim.x + warp;
   const bool active = pair < a.pairs * (blockIdx.x + 1) / gridDim.x;
   arl::pdl_trigger();
-  const int32_t half = a.d / 2, head = int32_t(active ? pair / half : 0);
+  const int32_t half = a.rope.d / 2, head = int32_t(active ? pair / half : 0);
   const int32_t o = int32_t(active ? pair % half : 0);
-  const int64_t j0 = int64_t(head) * a.d + o, j1 = j0 + half;
+  const int64_t j0 = int64_t(head) * a.rope.d + o, j1 = j0 + half;
   const int32_t chunks = a.c / 8;
   uint4 w0[kQkvSteps], w1[kQkvSteps];
 #pragma unroll
@@ -246,10 +233,9 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   const float b0 = active && a.bias != nullptr ? __ldg(a.bias + j0) : 0.0f;
   const float b1 = active && a.bias != nullptr ? __ldg(a.bias + j1) : 0.0f;
   double inv_freq = 0.0;  // theta^(-2 o / d), as rope_trig finds it
-  if (active && lane == 0) inv_freq = pow(double(a.theta), -2.0 * o / a.d);
+  if (active && lane == 0) inv_freq = pow(double(a.rope.theta), -2.0 * o / a.rope.d);
   arl::pdl_wait();
   if (!active) return;
-  const int32_t pos = a.position[0], slot = a.slot[0];
   float4 xv[kQkvSteps][2];
 #pragma unroll
   for (int t = 0; t < kQkvSteps; t++) {
@@ -287,36 +273,8 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   }
   if (lane != 0) return;
   const float rstd = float(1.0 / sqrt(ss / a.c + a.eps));
-  float va = d0 * rstd + b0, vb = d1 * rstd + b1;
-  const bool rotated = head < a.hq + a.hkv, is_k = rotated && head >= a.hq;
-  const bool first = blockIdx.x == 0 && warp == 0;  // flags the bad values once
-  if (pos < 0) {
-    if (first) arl_set_flag(a.flag, a.flag_index, arl::kDeferredNegativePosition, 0);
-    a.y[j0] = va;
-    a.y[j1] = vb;
-    return;
-  }
-  const bool bad_slot = slot < 0 || slot >= a.s, cached = !bad_slot && pos < a.l;
-  if (!cached && first)
-    arl_set_flag(a.flag, a.flag_index,
-                 bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
-                 int64_t(uint32_t(bad_slot ? slot : pos)));
-  if (rotated) {
-    double sn, cs;
-    sincos(double(pos) * inv_freq, &sn, &cs);
-    const float cf = float(cs), sf = float(sn);
-    const float ra = va * cf - vb * sf, rb = vb * cf + va * sf;
-    va = ra;
-    vb = rb;
-  }
-  a.y[j0] = va;
-  a.y[j1] = vb;
-  if (!cached || !(is_k || !rotated)) return;
-  const int32_t kvh = is_k ? head - a.hq : head - a.hq - a.hkv;
-  float* cache = (is_k ? a.k_cache : a.v_cache) +
-                 ((int64_t(slot) * a.hkv + kvh) * a.l + pos) * a.d + o;
-  cache[0] = va;
-  cache[half] = vb;
+  arl::rope_pair_store(a.y + j0, d0 * rstd + b0, d1 * rstd + b1, head, o, inv_freq, 0,
+                       blockIdx.x == 0 && warp == 0, a.rope);
 }
 
 struct AttnOArgs {
@@ -354,7 +312,7 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
-  const unsigned long long t0 = a.times != nullptr && tid == 0 ? now_ns() : 0;
+  const unsigned long long t0 = a.times != nullptr && tid == 0 ? arl::global_ns() : 0;
   const int h = int(blockIdx.x) / a.splits, r = int(blockIdx.x) % a.splits;
   const int32_t row0 = int32_t(int64_t(r) * a.c / a.splits);
   const int32_t row1 = int32_t(int64_t(r + 1) * a.c / a.splits);
@@ -371,7 +329,7 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
   }
   arl::pdl_wait();
   const bool all = a.times != nullptr && tid == 0;
-  const unsigned long long t1 = all ? now_ns() : 0;
+  const unsigned long long t1 = all ? arl::global_ns() : 0;
   if (all) atomicAdd(a.times + kSpanAttnEarlyAll, t1 - t0);
   // q goes with the slot and the length (one round trip), before they are checked
   const float qv = tid < D ? a.qkv[h * D + tid] * a.scale : 0.0f;
@@ -514,7 +472,7 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     if (sub == 0 && row < row1) part[row] = v;
   }
   if (timing) {
-    const unsigned long long t2 = now_ns(), mlp_end = a.times[kStampMlpEnd];
+    const unsigned long long t2 = arl::global_ns(), mlp_end = a.times[kStampMlpEnd];
     atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
     atomicAdd(a.times + kSpanAttnWork, t2 - t1);
     if (mlp_end != 0 && t1 > mlp_end && t1 - mlp_end < 100000)  // (not across tokens)
@@ -560,7 +518,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
   const bool all = a.times != nullptr && tid == 0;
-  const unsigned long long t0 = all ? now_ns() : 0;
+  const unsigned long long t0 = all ? arl::global_ns() : 0;
   const int64_t units = a.f / 2;
   const int32_t u0 = int32_t(int64_t(blockIdx.x) * units / gridDim.x);
   const int32_t u1 = int32_t(int64_t(blockIdx.x + 1) * units / gridDim.x);
@@ -591,7 +549,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
   block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bars + 1);
   for (int32_t i = tid; i < a.c; i += kMlpThreads) xn[i] = __ldg(a.ln2 + i);
   arl::pdl_wait();
-  const unsigned long long t1 = all ? now_ns() : 0;
+  const unsigned long long t1 = all ? arl::global_ns() : 0;
   if (all) atomicAdd(a.times + kSpanMlpEarlyAll, t1 - t0);
   // r = x + the heads' o partials (in head order), its norm's sum of squares
   double ss = 0.0;
@@ -613,7 +571,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
   if (lane == 0) red[warp] = ss;
   block_copy_wait<1>(bars);  // gate and up rows
   __syncthreads();  // everyone's, and res, xn, red
-  const unsigned long long t_gu = all ? now_ns() : 0;
+  const unsigned long long t_gu = all ? arl::global_ns() : 0;
   if (all) atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
   double total = 0.0;
   for (int v = 0; v < kMlpWarps; v++) total += red[v];
@@ -636,7 +594,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
     a.act[j0 + q] = arl::silu(dots[q]) * dots[w + q];
   // Grid-wide barrier: every block's act slice written (and every block's read of x done).
   __syncthreads();
-  const unsigned long long t_act = timing ? now_ns() : 0;
+  const unsigned long long t_act = timing ? arl::global_ns() : 0;
   if (tid == 0) {
     __threadfence();
     atomicAdd(a.barrier, 1);
@@ -644,7 +602,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
     __threadfence();
   }
   __syncthreads();
-  const unsigned long long t_bar = timing ? now_ns() : 0;
+  const unsigned long long t_bar = timing ? arl::global_ns() : 0;
   if (tid == 0 && atomicAdd(a.leave, 1) == int(gridDim.x) - 1) {
     *a.barrier = 0;  // every block is past the barrier: ready for the next call
     *a.leave = 0;
@@ -679,9 +637,9 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
     for (int piece = 0; piece < per_row; piece++) sum += sums[row * per_row + piece];
     a.x[r0 + row] = res[r0 + row] + sum;
   }
-  if (all) atomicAdd(a.times + kSpanMlpDoneAll, now_ns() - t1);
+  if (all) atomicAdd(a.times + kSpanMlpDoneAll, arl::global_ns() - t1);
   if (timing) {
-    const unsigned long long t2 = now_ns(), attn_end = a.times[kStampAttnEnd];
+    const unsigned long long t2 = arl::global_ns(), attn_end = a.times[kStampAttnEnd];
     atomicAdd(a.times + kSpanMlpEarly, t1 - t0);
     if (attn_end != 0 && t1 > attn_end) atomicAdd(a.times + kSpanMlpGap, t1 - attn_end);
     atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
@@ -770,53 +728,31 @@ int prefer_shared(K kernel) {
   return 1;
 }
 
-// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span (block 0's view), printed as
-// means at exit; null when off, or while recording before the first direct call.
-unsigned long long* chain_times(arl_ctx* ctx) {
-  static const bool on = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_CHAIN_TIMES");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  static std::mutex lock;
-  static unsigned long long* sums = nullptr;
-  static int device = -1;
-  if (!on) return nullptr;
-  std::lock_guard<std::mutex> guard(lock);
-  if (sums == nullptr && !ctx->capturing) {
-    constexpr size_t bytes = kTimesWords * sizeof(unsigned long long);
-    if (cudaMalloc(&sums, bytes) != cudaSuccess ||
-        cudaMemsetAsync(sums, 0, bytes, ctx->stream) != cudaSuccess ||
-        cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
-      cudaGetLastError();
-      sums = nullptr;
-      return nullptr;
-    }
-    device = ctx->device;
-    std::atexit([] {
-      unsigned long long host[kTimesWords] = {};
-      if (cudaSetDevice(device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-          cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess ||
-          host[kSpanCount] == 0)
-        return;
-      const double n = double(host[kSpanCount]) * 1e3;
-      const double na = n * double(host[kSpanAttnBlocks]), nm = n * double(host[kSpanMlpBlocks]);
-      std::fprintf(stderr,
-                   "decode chain, means over all blocks, us: attention early %.2f; MLP early "
-                   "%.2f, gate|up in %.2f, done %.2f\n",
-                   host[kSpanAttnEarlyAll] / na, host[kSpanMlpEarlyAll] / nm,
-                   host[kSpanMlpGateUpAll] / nm, host[kSpanMlpDoneAll] / nm);
-      std::fprintf(stderr,
-                   "decode chain, mean of %llu layers, us (block 0): attention early %.2f, work "
-                   "%.2f, after the MLP before %.2f; MLP early %.2f, after attention %.2f, gate|up "
-                   "in %.2f, act %.2f, barrier %.2f, down %.2f\n",
-                   host[kSpanCount], host[kSpanAttnEarly] / n, host[kSpanAttnWork] / n,
-                   host[kSpanAttnGap] / n, host[kSpanMlpEarly] / n, host[kSpanMlpGap] / n,
-                   host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanMlpBarrier] / n,
-                   host[kSpanMlpDown] / n);
-    });
-  }
-  return device == ctx->device ? sums : nullptr;
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span, printed as means at exit (null when
+// off).
+void print_chain_times(const unsigned long long* host) {
+  if (host[kSpanCount] == 0) return;
+  const double n = double(host[kSpanCount]) * 1e3;
+  const double na = n * double(host[kSpanAttnBlocks]), nm = n * double(host[kSpanMlpBlocks]);
+  std::fprintf(stderr,
+               "decode chain, means over all blocks, us: attention early %.2f; MLP early %.2f, "
+               "gate|up in %.2f, done %.2f\n",
+               host[kSpanAttnEarlyAll] / na, host[kSpanMlpEarlyAll] / nm,
+               host[kSpanMlpGateUpAll] / nm, host[kSpanMlpDoneAll] / nm);
+  std::fprintf(stderr,
+               "decode chain, mean of %llu layers, us (block 0): attention early %.2f, work %.2f, "
+               "after the MLP before %.2f; MLP early %.2f, after attention %.2f, gate|up in "
+               "%.2f, act %.2f, barrier %.2f, down %.2f\n",
+               host[kSpanCount], host[kSpanAttnEarly] / n, host[kSpanAttnWork] / n,
+               host[kSpanAttnGap] / n, host[kSpanMlpEarly] / n, host[kSpanMlpGap] / n,
+               host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanMlpBarrier] / n,
+               host[kSpanMlpDown] / n);
 }
+
+arl::TimeSums g_chain_times{"AGENTRL_CUDA_DECODE_CHAIN_TIMES", kTimesWords, print_chain_times,
+                            nullptr, -1};
+
+unsigned long long* chain_times(arl_ctx* ctx) { return arl::time_sums(ctx, g_chain_times); }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
@@ -905,21 +841,11 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     qa.ln1 = ln1;
     qa.w = w_qkv;
     qa.bias = b_qkv;
-    qa.k_cache = k_cache;
-    qa.v_cache = v_cache;
-    qa.slot = slot;
-    qa.position = position;
+    qa.rope = GemvRope{k_cache, v_cache, slot, position, hq,        hkv,
+                       d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
     qa.c = c;
-    qa.hq = hq;
-    qa.hkv = hkv;
-    qa.d = d;
-    qa.s = s;
-    qa.l = l;
     qa.pairs = pairs;
     qa.eps = eps;
-    qa.theta = theta;
-    qa.flag = ctx->flag;
-    qa.flag_index = ctx->flag_index;
     cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
     launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(kQkvThreads), 0, qa);
   } else {

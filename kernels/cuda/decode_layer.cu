@@ -1,8 +1,8 @@
 // arl_decode_layer_bf16 (ABI version 6) on the GPU: the choice of its path (layer_path below:
 // the three chained kernels of decode_chain.cu by default), and the path `coop`, one token
-// through a whole decoder layer in one cooperative kernel. Batch-1 decode is a chain of small steps, each too little work to hide a
-// kernel boundary; here one block per SM runs the layer's steps as phases separated by
-// grid-wide barriers:
+// through a whole decoder layer in one cooperative kernel. Batch-1 decode is a chain of small
+// steps, each too little work to hide a kernel boundary; here one block per SM runs the layer's
+// steps as phases separated by grid-wide barriers:
 //   A  x's RMSNorm; qkv = norm(x) . w_qkv^T + b_qkv                     (rows over blocks)
 //   B  attention partial sums (online softmax) per (query head, split of the keys), a warp
 //      each, with q and the new key roped in registers (the new key and value come from qkv,
@@ -28,6 +28,7 @@
 #include "decode_chain.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
+#include "time_sums.cuh"
 #include "rope.cuh"
 
 namespace {
@@ -97,16 +98,7 @@ __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
 #endif
 }
 
-// The GPU's global timer in ns (0 in the emulator).
-__device__ inline unsigned long long global_ns() {
-#if defined(__CUDA_ARCH__)
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  return 0;
-#endif
-}
+using arl::global_ns;
 
 // This block's share [begin, end) of n rows.
 __device__ inline int32_t rows_begin(int32_t n) {
@@ -502,42 +494,20 @@ int prefetch_override() {
 }
 
 // AGENTRL_CUDA_DECODE_LAYER_TIMES=1: device sums of the phases' times (ns) and a call count,
-// printed as means at exit; null when off, or while recording before the first direct call.
-unsigned long long* phase_times(arl_ctx* ctx) {
-  static const bool on = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER_TIMES");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  static std::mutex lock;
-  static unsigned long long* sums = nullptr;
-  static int device = -1;
-  if (!on) return nullptr;
-  std::lock_guard<std::mutex> guard(lock);
-  if (sums == nullptr && !ctx->capturing) {
-    if (cudaMalloc(&sums, 6 * sizeof(unsigned long long)) != cudaSuccess ||
-        cudaMemsetAsync(sums, 0, 6 * sizeof(unsigned long long), ctx->stream) != cudaSuccess ||
-        cudaStreamSynchronize(ctx->stream) != cudaSuccess) {
-      cudaGetLastError();
-      sums = nullptr;
-      return nullptr;
-    }
-    device = ctx->device;
-    std::atexit([] {
-      unsigned long long host[6] = {};
-      if (cudaSetDevice(device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-          cudaMemcpy(host, sums, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess ||
-          host[5] == 0)
-        return;
-      const double n = double(host[5]);
-      std::fprintf(stderr,
-                   "arl_decode_layer_bf16 phases, mean of %llu calls, us (block 0's view; E its "
-                   "own): A %.2f B %.2f C %.2f D %.2f E %.2f\n",
-                   host[5], host[0] / n / 1e3, host[1] / n / 1e3, host[2] / n / 1e3,
-                   host[3] / n / 1e3, host[4] / n / 1e3);
-    });
-  }
-  return device == ctx->device ? sums : nullptr;
+// printed as means at exit (null when off).
+void print_phase_times(const unsigned long long* host) {
+  if (host[5] == 0) return;
+  const double n = double(host[5]);
+  std::fprintf(stderr,
+               "arl_decode_layer_bf16 phases, mean of %llu calls, us (block 0's view; E its "
+               "own): A %.2f B %.2f C %.2f D %.2f E %.2f\n",
+               host[5], host[0] / n / 1e3, host[1] / n / 1e3, host[2] / n / 1e3,
+               host[3] / n / 1e3, host[4] / n / 1e3);
 }
+
+arl::TimeSums g_phase_times{"AGENTRL_CUDA_DECODE_LAYER_TIMES", 6, print_phase_times, nullptr, -1};
+
+unsigned long long* phase_times(arl_ctx* ctx) { return arl::time_sums(ctx, g_phase_times); }
 
 // Whether `blocks` blocks of the kernel with `shared` bytes fit the device at once (a
 // cooperative launch's condition), asked once per (device, head dim, shared bytes). The

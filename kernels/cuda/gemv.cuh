@@ -101,6 +101,43 @@ struct GemvRope {
 
 __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
 
+// Row r's RoPE pair of head `head` after the projection (a at offset o, b at o + d/2): q and k
+// pairs roped at the row's position (inv_freq: theta^(-2 o / d)), written to out[0] and
+// out[d/2], and k and v pairs written to the cache at (slot, position), with
+// arl_rope_kv_cache_write's checks; `report` raises the row's deferred errors (one thread a row).
+// Rows past a bad position are neither rotated nor cached.
+__device__ inline void rope_pair_store(float* out, float a, float b, int32_t head, int32_t o,
+                                       double inv_freq, int r, bool report, const GemvRope& rope) {
+  const int32_t half = rope.d / 2, pos = rope.positions[r], slot = rope.slots[r];
+  const bool rotated = head < rope.hq + rope.hkv, is_k = rotated && head >= rope.hq;
+  if (pos < 0) {
+    if (report) arl_set_flag(rope.flag, rope.flag_index, kDeferredNegativePosition, r);
+    out[0] = a;
+    out[half] = b;
+    return;
+  }
+  const bool bad_slot = slot < 0 || slot >= rope.s, cached = !bad_slot && pos < rope.l;
+  if (!cached && report)
+    arl_set_flag(rope.flag, rope.flag_index, bad_slot ? kDeferredCacheSlot : kDeferredCachePosition,
+                 (int64_t(r) << 32) | uint32_t(bad_slot ? slot : pos));
+  if (rotated) {
+    double sn, cs;
+    sincos(double(pos) * inv_freq, &sn, &cs);
+    const float c = float(cs), si = float(sn);
+    const float ra = a * c - b * si, rb = b * c + a * si;
+    a = ra;
+    b = rb;
+  }
+  out[0] = a;
+  out[half] = b;
+  if (!cached || !(is_k || !rotated)) return;
+  const int32_t kvh = is_k ? head - rope.hq : head - rope.hq - rope.hkv;
+  float* cache = (is_k ? rope.k_cache : rope.v_cache) +
+                 ((int64_t(slot) * rope.hkv + kvh) * rope.l + pos) * rope.d + o;
+  cache[0] = a;
+  cache[half] = b;
+}
+
 // kGemvNormRope's end (every thread of the block calls it): the columns' sums (rstd, bias) go
 // through shared memory so that the thread of each pair's first column rotates both halves and
 // writes them, and the cache rows.
@@ -123,40 +160,11 @@ __device__ inline void rope_epilogue(float* __restrict__ y, const float (&part)[
   }
   __syncthreads();
   if (!owner || col % 2 != 0) return;
-  const int32_t d = rope.d, head = int32_t(j / d), o = int32_t(j % d);
-  const bool rotated = head < rope.hq + rope.hkv, is_k = rotated && head >= rope.hq;
+  const int32_t head = int32_t(j / rope.d), o = int32_t(j % rope.d);
   for (int r = 0; r < M; r++) {
-    const int32_t pos = rope.positions[r], slot = rope.slots[r];
-    float a = fin[col][r], b = fin[col + 1][r];
-    float* out = y + int64_t(r) * n + j;
     const bool first = blockIdx.x == 0 && col == 0;  // flags each row's bad values once
-    if (pos < 0) {
-      if (first) arl_set_flag(rope.flag, rope.flag_index, kDeferredNegativePosition, r);
-      out[0] = a;
-      out[half] = b;
-      continue;
-    }
-    const bool bad_slot = slot < 0 || slot >= rope.s, cached = !bad_slot && pos < rope.l;
-    if (!cached && first)
-      arl_set_flag(rope.flag, rope.flag_index,
-                   bad_slot ? kDeferredCacheSlot : kDeferredCachePosition,
-                   (int64_t(r) << 32) | uint32_t(bad_slot ? slot : pos));
-    if (rotated) {
-      double sn, cs;
-      sincos(double(pos) * inv_freq, &sn, &cs);
-      const float c = float(cs), si = float(sn);
-      const float ra = a * c - b * si, rb = b * c + a * si;
-      a = ra;
-      b = rb;
-    }
-    out[0] = a;
-    out[half] = b;
-    if (!cached || !(is_k || !rotated)) continue;
-    const int32_t kvh = is_k ? head - rope.hq : head - rope.hq - rope.hkv;
-    float* cache = (is_k ? rope.k_cache : rope.v_cache) +
-                   ((int64_t(slot) * rope.hkv + kvh) * rope.l + pos) * d + o;
-    cache[0] = a;
-    cache[half] = b;
+    rope_pair_store(y + int64_t(r) * n + j, fin[col][r], fin[col + 1][r], head, o, inv_freq, r,
+                    first, rope);
   }
 }
 
