@@ -589,7 +589,7 @@ size_t decode_records_bytes(const arl_ctx* ctx) {
 
 // Where the decode layer's partials start: after the records and counters, 256-byte aligned.
 static size_t partials_offset(const arl_ctx* ctx) {
-  const size_t end = decode_records_bytes(ctx) + (size_t(ctx->num_sms) + 2) * sizeof(int);
+  const size_t end = decode_records_bytes(ctx) + decode_counter_ints(ctx) * sizeof(int);
   return (end + 255) / 256 * 256;
 }
 
@@ -602,7 +602,7 @@ bool decode_buffers(arl_ctx* ctx) {
   if (ctx->decode_partial != nullptr) return true;
   if (ctx->capturing) return false;
   const size_t bytes = decode_records_bytes(ctx);
-  const size_t counters = (size_t(ctx->num_sms) + 2) * sizeof(int);
+  const size_t counters = decode_counter_ints(ctx) * sizeof(int);
   // zeroed on the context's stream (a non-blocking one, which a plain cudaMemset on the legacy
   // stream would not order before the first kernel), once
   if (cudaMalloc(&ctx->decode_partial, partials_offset(ctx) + kDecodePartFloats * 4) !=

@@ -70,6 +70,17 @@ __device__ inline void pdl_wait() {
 #endif
 }
 
+// The GPU's global timer in ns (0 in the CUDA emulator).
+__device__ inline unsigned long long global_ns() {
+#if defined(__CUDA_ARCH__)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return 0;
+#endif
+}
+
 // Lets a successor launched by launch_pdl start (it still waits in pdl_wait for this kernel).
 // A kernel that writes weights must not call it: the GEMVs read their weights before pdl_wait,
 // which is safe because every kernel that can run before them without finishing (one that
@@ -80,22 +91,40 @@ __device__ inline void pdl_trigger() {
 #endif
 }
 
-// Launches kernel on the context's stream, with programmatic dependent launch when ctx->pdl
-// (the kernel must call pdl_wait as above). Check it with check_launch.
+// Launches kernel on the context's stream with one launch attribute (none when !use); the
+// launch's error, which check_launch also finds.
 template <typename... P, typename... A>
-void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
-                A... args) {
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+cudaError_t launch_with(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                        cudaLaunchAttribute attribute, bool use, A... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared;
   config.stream = ctx->stream;
-  config.attrs = attribute;
-  config.numAttrs = ctx->pdl && ctx->capturing ? 1 : 0;
-  cudaLaunchKernelEx(&config, kernel, args...);
+  config.attrs = &attribute;
+  config.numAttrs = use ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+// Launches kernel on the context's stream, with programmatic dependent launch when ctx->pdl
+// (the kernel must call pdl_wait as above). Check it with check_launch.
+template <typename... P, typename... A>
+void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                A... args) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  launch_with(ctx, kernel, grid, block, shared, attribute, ctx->pdl && ctx->capturing, args...);
+}
+
+// Launches kernel as a cooperative grid (all its blocks resident at once, or an error).
+template <typename... P, typename... A>
+cudaError_t launch_cooperative(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block,
+                               size_t shared, A... args) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  return launch_with(ctx, kernel, grid, block, shared, attribute, true, args...);
 }
 
 // Turns a CUDA error into ARL_ERR_DEVICE with the runtime's message.
@@ -118,6 +147,11 @@ arl_status to_bf16(arl_ctx* ctx, const char* fn, int slot, const float* x, int64
 // (decode_chain.cuh). False when it cannot be had.
 bool decode_buffers(arl_ctx* ctx);
 size_t decode_records_bytes(const arl_ctx* ctx);
+// The decode buffer's counters (ints after the records): [0, num_sms) split decode attention's
+// per-row counters, num_sms the cooperative layer kernel's barrier word, num_sms + 1 spare,
+// [num_sms + 2, 2 num_sms + 2) the chained layer's barrier words (decode_chain.cu). Barrier words
+// may keep their top bit set between calls; the rest are 0.
+inline size_t decode_counter_ints(const arl_ctx* ctx) { return 2 * size_t(ctx->num_sms) + 2; }
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 

@@ -250,10 +250,6 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   fn, detail);
     }
     case kDeferredDecodeStall:
-      // the spinning blocks gave up: the decode buffer's counters to 0 for the next call
-      if (ctx->decode_partial != nullptr)
-        cudaMemsetAsync(static_cast<char*>(ctx->decode_partial) + decode_records_bytes(ctx), 0,
-                        (size_t(ctx->num_sms) + 2) * sizeof(int), ctx->stream);
       return fail(ctx, ARL_ERR_DEVICE,
                   "%s: an earlier arl_decode_layer_bf16 call failed: %s waited 5 s for the rest "
                   "of their grid, so the device did not run the grid at once (e.g. an MPS limit "

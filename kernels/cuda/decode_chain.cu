@@ -29,6 +29,7 @@
 #include "common.cuh"
 #include "decode_chain.cuh"
 #include "gemv.cuh"
+#include "grid_barrier.cuh"
 #include "time_sums.cuh"
 
 namespace {
@@ -174,22 +175,6 @@ __device__ inline void block_copy_wait(uint64_t* bar) {
 __device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
-// Thread 0 spins until *word reaches `target` (false, with the stall flagged, after kStallNs of
-// the GPU's global timer; the CUDA emulator finds a deadlock itself).
-__device__ inline bool spin_until(const int* word, int target, int* flag, int64_t* flag_index,
-                                  int64_t what) {
-  const volatile int* w = word;
-  const unsigned long long start = arl::global_ns();
-  while (*w < target) {
-    __nanosleep(32);
-    if (arl::global_ns() - start > kStallNs) {
-      arl_set_flag(flag, flag_index, arl::kDeferredDecodeStall, what);
-      return false;
-    }
-  }
-  return true;
-}
-
 // Kernel 1 (when C <= kQkvMaxC and a warp's one RoPE pair fits the grid): a warp per pair
 // (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
 // with the bias). After the wait each warp loads x and the norm weight, finds the norm itself (no
@@ -287,8 +272,7 @@ struct AttnOArgs {
   const int32_t* slot;
   const int32_t* len;
   float* records;  // (hq, splits) records of D + 2 floats: output, max, sum
-  int* arrive;     // per head: splits that wrote their record (0 between calls)
-  int* leave;      // per head: splits that read the records (0 between calls)
+  unsigned* barriers;  // per head: its splits' barrier word
   unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_CHAIN_TIMES's sums
   int32_t c, hq, hkv, s, l, splits;
   float scale;
@@ -308,7 +292,7 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
   float* red = qs + D;
   float(*partial)[D] = reinterpret_cast<float(*)[D]>(red + 32);
   float* head_out = red + 32 + kAttnWarps * D;
-  int& stalled = *reinterpret_cast<int*>(head_out + D);
+  int& passed = *reinterpret_cast<int*>(head_out + D);  // (the barrier's outcome)
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
@@ -419,18 +403,9 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
       rec[D + 1] = l;
     }
   }
-  // Publish the record (the barrier, then thread 0's fence, orders the block's writes before
-  // its arrival), then wait for the head's other splits.
-  __syncthreads();
-  if (tid == 0) {
-    __threadfence();
-    atomicAdd(a.arrive + h, 1);
-    stalled = spin_until(a.arrive + h, a.splits, a.flag, a.flag_index, h) ? 0 : 1;
-    __threadfence();
-  }
-  __syncthreads();
-  if (stalled) {  // (counted out, so that the head's counters still reset)
-    if (tid == 0 && atomicAdd(a.leave + h, 1) == a.splits - 1) a.arrive[h] = a.leave[h] = 0;
+  // Publish the record and wait for the head's other splits (split 0 leads their barrier).
+  if (!arl::group_barrier(a.barriers + h, a.splits, r == 0, kStallNs, &passed)) {
+    if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
     return;
   }
   // the head's records, all loaded at once (one round trip), then merged
@@ -451,10 +426,6 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     if (r == 0) a.attn[h * D + tid] = num / den;
   }
   __syncthreads();
-  if (tid == 0 && atomicAdd(a.leave + h, 1) == a.splits - 1) {
-    a.arrive[h] = 0;  // every split is past its wait: ready for the next call
-    a.leave[h] = 0;
-  }
   float hv[8];
 #pragma unroll
   for (int e = 0; e < 8; e++) hv[e] = head_out[sub * 8 + e];
@@ -489,8 +460,7 @@ struct MlpArgs {
   const float* ln2;
   const uint16_t* w_gu;
   const uint16_t* w_down;
-  int* barrier;  // arrivals at the grid barrier (0 between calls)
-  int* leave;    // blocks past it (0 between calls)
+  unsigned* barrier;  // the grid barrier's word
   unsigned long long* times;
   int* flag;
   int64_t* flag_index;
@@ -535,7 +505,7 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
   float* sums = dots + 2 * a.wmax;
   double* red = reinterpret_cast<double*>(sums + ((a.rmax + kMlpWarps + 1) & ~1));
   uint64_t* bars = reinterpret_cast<uint64_t*>(red + 16);  // the copies' two mbarriers
-  int& stalled = *reinterpret_cast<int*>(bars + 2);  // (dynamic: see kernel 2)
+  int& barrier_passed = *reinterpret_cast<int*>(bars + 2);  // (dynamic: see kernel 2)
   arl::pdl_trigger();
   // The block's weights (no kernel's output) before pdl_wait: gate and up rows, then down's.
   block_copy_init(bars);
@@ -593,21 +563,12 @@ __global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
   for (int32_t q = tid; q < w; q += kMlpThreads)
     a.act[j0 + q] = arl::silu(dots[q]) * dots[w + q];
   // Grid-wide barrier: every block's act slice written (and every block's read of x done).
-  __syncthreads();
   const unsigned long long t_act = timing ? arl::global_ns() : 0;
-  if (tid == 0) {
-    __threadfence();
-    atomicAdd(a.barrier, 1);
-    stalled = spin_until(a.barrier, int(gridDim.x), a.flag, a.flag_index, -1) ? 0 : 1;
-    __threadfence();
-  }
-  __syncthreads();
+  const bool passed =
+      arl::group_barrier(a.barrier, gridDim.x, blockIdx.x == 0, kStallNs, &barrier_passed);
   const unsigned long long t_bar = timing ? arl::global_ns() : 0;
-  if (tid == 0 && atomicAdd(a.leave, 1) == int(gridDim.x) - 1) {
-    *a.barrier = 0;  // every block is past the barrier: ready for the next call
-    *a.leave = 0;
-  }
-  if (stalled) {
+  if (!passed) {
+    if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, -1);
     block_copy_wait<0>(bars + 1);  // (no copy outlives the block)
     return;
   }
@@ -657,17 +618,7 @@ template <typename... P, typename... A>
 void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                     A... args) {
 #ifdef AGENTRL_CUDA_EMU
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeCooperative;
-  attribute[0].val.cooperative = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared;
-  config.stream = ctx->stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, kernel, args...);
+  arl::launch_cooperative(ctx, kernel, grid, block, shared, args...);
 #else
   arl::launch_pdl(ctx, kernel, grid, block, shared, args...);
 #endif
@@ -770,7 +721,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                               float scale) {
   if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
       !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
-      !aligned16(ln2) || int64_t(hq) * c > kDecodePartFloats || 2 * hq > ctx->num_sms)
+      !aligned16(ln2) || int64_t(hq) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
   const int rows_per_pass = kAttnThreads / (d / 8);
@@ -820,8 +771,10 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   }
   if (smem == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
   float* part = decode_partials(ctx);
-  int* counters = reinterpret_cast<int*>(static_cast<char*>(ctx->decode_partial) +
-                                         decode_records_bytes(ctx));
+  // the chain's barrier words: one a head for kernel 2, then kernel 3's (see decode_counter_ints)
+  unsigned* barriers = reinterpret_cast<unsigned*>(static_cast<char*>(ctx->decode_partial) +
+                                                   decode_records_bytes(ctx)) +
+                       ctx->num_sms + 2;
   unsigned long long* times = chain_times(ctx);
   const int32_t nq = (hq + 2 * hkv) * d;
   cached(ctx->device, "carveout qkv", [] {
@@ -864,8 +817,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.slot = slot;
   attn_args.len = len;
   attn_args.records = static_cast<float*>(ctx->decode_partial);
-  attn_args.arrive = counters;
-  attn_args.leave = counters + hq;
+  attn_args.barriers = barriers;
   attn_args.times = times;
   attn_args.c = c;
   attn_args.hq = hq;
@@ -890,8 +842,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   mlp_args.ln2 = ln2;
   mlp_args.w_gu = w_gu;
   mlp_args.w_down = w_down;
-  mlp_args.barrier = counters + 2 * hq;
-  mlp_args.leave = counters + 2 * hq + 1;
+  mlp_args.barrier = barriers + hq;
   mlp_args.times = times;
   mlp_args.flag = ctx->flag;
   mlp_args.flag_index = ctx->flag_index;

@@ -546,17 +546,9 @@ bool layer_grid_fits(arl_ctx* ctx, int blocks, size_t shared) {
 template <int D>
 arl_status launch_layer(arl_ctx* ctx, const char* fn, const LayerArgs& args, int blocks,
                         size_t shared) {
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeCooperative;
-  attribute[0].val.cooperative = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(blocks));
-  config.blockDim = dim3(kLayerThreads);
-  config.dynamicSmemBytes = shared;
-  config.stream = ctx->stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  const cudaError_t err = cudaLaunchKernelEx(&config, decode_layer_kernel<D>, args);
+  const cudaError_t err = arl::launch_cooperative(ctx, decode_layer_kernel<D>,
+                                                  dim3(unsigned(blocks)), dim3(kLayerThreads),
+                                                  shared, args);
   if (err == cudaErrorCooperativeLaunchTooLarge && !ctx->capturing) {
     cudaGetLastError();
     return ARL_ERR_UNSUPPORTED;

@@ -1,23 +1,45 @@
-// Grid-wide barrier for a cooperative grid (every thread of the grid calls it): the writes
-// before it are visible to every block after it. One word, 0 in its low 31 bits between
-// barriers: each block adds 1, block 0 adds 2^31 - (G - 1), so the last arrival flips the top
-// bit and leaves the low bits as they were; the blocks wait for the flip. Used by the decode
-// layer kernel and timed by bench/gpu/primitives.cu.
+// Barriers among the blocks of a grid that runs at once (every thread of those blocks calls
+// them): the writes before one are visible to every block after it. One word, 0 in its low 31
+// bits between barriers: each block adds 1, one block (the leader) adds 2^31 - (count - 1), so
+// the last arrival flips the top bit and leaves the low bits as they were; the blocks wait for
+// the flip. Used by the decode layer kernels and timed by bench/gpu/primitives.cu.
 #pragma once
+
+#include "common.cuh"
 
 namespace arl {
 
-__device__ inline void grid_barrier(unsigned* barrier) {
+// A barrier among `count` blocks on `word` (one of them the leader). With a timeout (ns of the
+// GPU's global timer; 0: none), a wait past it returns false in every thread of the block
+// (`passed`, a shared int, carries thread 0's outcome); the word still comes right once every
+// block has arrived.
+__device__ inline bool group_barrier(unsigned* word, unsigned count, bool leader,
+                                     unsigned long long timeout_ns = 0, int* passed = nullptr) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+    const unsigned add = leader ? 0x80000000u - (count - 1) : 1u;
     __threadfence();
-    const unsigned before = atomicAdd(barrier, add);
-    const volatile unsigned* word = barrier;
-    while (((before ^ *word) & 0x80000000u) == 0) __nanosleep(20);
+    const unsigned before = atomicAdd(word, add);
+    const volatile unsigned* w = word;
+    const unsigned long long start = timeout_ns != 0 ? global_ns() : 0;
+    bool ok = true;
+    while (((before ^ *w) & 0x80000000u) == 0) {
+      __nanosleep(20);
+      if (timeout_ns != 0 && global_ns() - start > timeout_ns) {
+        ok = false;
+        break;
+      }
+    }
     __threadfence();
+    if (passed != nullptr) *passed = ok ? 1 : 0;
   }
   __syncthreads();
+  return passed == nullptr || *passed != 0;
+}
+
+// The whole grid, block 0 leading, no timeout.
+__device__ inline void grid_barrier(unsigned* barrier) {
+  group_barrier(barrier, gridDim.x, blockIdx.x == 0);
 }
 
 }  // namespace arl

@@ -8,17 +8,6 @@
 
 namespace arl {
 
-// The GPU's global timer in ns (0 in the CUDA emulator).
-__device__ inline unsigned long long global_ns() {
-#if defined(__CUDA_ARCH__)
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  return 0;
-#endif
-}
-
 struct TimeSums {
   const char* env;  // the switch
   int words;        // counters (at most 32)

@@ -15,10 +15,10 @@ interface CliResult {
   stderr: string;
 }
 
-/** Runs the CLI with `args` from the repository root. */
-async function cli(...args: string[]): Promise<CliResult> {
+/** Runs `deno <args>` from the repository root (no color, no stdin). */
+async function deno(args: string[]): Promise<CliResult> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "--allow-env", "lib/cli/main.ts", ...args],
+    args,
     cwd: REPO_ROOT,
     env: { NO_COLOR: "1" },
     stdin: "null",
@@ -27,6 +27,11 @@ async function cli(...args: string[]): Promise<CliResult> {
   }).output();
   const decoder = new TextDecoder();
   return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+}
+
+/** Runs the CLI with `args` from the repository root. */
+function cli(...args: string[]): Promise<CliResult> {
+  return deno(["run", "--allow-read", "--allow-env", "lib/cli/main.ts", ...args]);
 }
 
 /** Shows a subprocess's output when an assertion about it fails. */
@@ -188,25 +193,16 @@ const SMALL_VAL = [
 const FROZEN_LAKE_MODULE = new URL("../../envs/frozen_lake/mod.ts", import.meta.url).href;
 
 /** Runs the CLI with the permissions `deno task agentrl` grants. */
-async function cliFull(...args: string[]): Promise<CliResult> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-env",
-      "--allow-ffi",
-      "lib/cli/main.ts",
-      ...args,
-    ],
-    cwd: REPO_ROOT,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+function cliFull(...args: string[]): Promise<CliResult> {
+  return deno([
+    "run",
+    "--allow-read",
+    "--allow-write",
+    "--allow-env",
+    "--allow-ffi",
+    "lib/cli/main.ts",
+    ...args,
+  ]);
 }
 
 Deno.test("eval plays the validation episodes and prints val/ metrics as JSON, with GIFs", async () => {
@@ -418,17 +414,8 @@ Deno.test("eval --policy random does not build a missing built-in base model (it
 });
 
 Deno.test("deno task agentrl ... --json prints only JSON on stdout (the build says its status on stderr)", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "agentrl", "config", "--full", "--json"],
-    cwd: REPO_ROOT,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  const stderr = new TextDecoder().decode(out.stderr);
-  equal(out.code, 0, stderr);
+  const { code, stdout, stderr } = await deno(["task", "agentrl", "config", "--full", "--json"]);
+  equal(code, 0, stderr);
   equal(JSON.parse(stdout).adv_estimator, "grpo");
   match(stderr, /cpu kernels: /);
 });
