@@ -1238,7 +1238,7 @@ function graphCases(seed: number): Case[] {
     },
   }, {
     // one sequence, bf16 weights: the stacked q|k|v path, fused with RoPE and the cache on CUDA
-    // head dim 64: each layer one arl_decode_layer_bf16 call, three chained kernels on CUDA
+    // head dim 64: each layer one arl_decode_layer_bf16 call, four chained kernels on CUDA
     op: "decode with graphs, bf16 weights, batch 1 (8 steps after a 4-token prefill)",
     tol: TOL_GEMM,
     run: (s) => {

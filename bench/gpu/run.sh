@@ -25,7 +25,7 @@
 # (AGENTRL_CUDA_ATTENTION=fp32) instead of the tensor-core ones; decode_fused / decode_unfused
 # time batch-1 decode with the decode fusions and without them (AGENTRL_DECODE_FUSION=0), and
 # decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0). By default each layer
-# is one arl_decode_layer_bf16 call (three chained kernels); decode_layer runs the separate fused
+# is one arl_decode_layer_bf16 call (four chained kernels); decode_layer runs the separate fused
 # calls instead (AGENTRL_DECODE_LAYER=0), decode_chain_times the default with its blocks' time
 # stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_layer_coop the call as one cooperative kernel
 # (AGENTRL_CUDA_DECODE_LAYER=coop; its mean phase times, AGENTRL_CUDA_DECODE_LAYER_TIMES=1), and
@@ -183,7 +183,7 @@ part decode_nopdl 60 env AGENTRL_CUDA_PDL=0 "$DENO" run -A bench/gpu/bench.ts --
 part decode_layer 60 env AGENTRL_DECODE_LAYER=0 "$DENO" run -A bench/gpu/bench.ts --decode-only &&
   tail -1 "$OUT/decode_layer.log"
 part decode_chain_times 60 env AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 \
-  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_chain_times.log"
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -4 "$OUT/decode_chain_times.log"
 coop="AGENTRL_CUDA_DECODE_LAYER=coop"
 part decode_layer_coop 60 env $coop AGENTRL_CUDA_DECODE_LAYER_TIMES=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_layer_coop.log"
@@ -225,7 +225,8 @@ if [ -x "$NCU" ]; then
     --clock-control none $sections -k regex:'gemv_|attention_decode|greedy_split' -s 1335 -c 9 \
     "$DENO" run -A bench/gpu/bench.ts --decode-only
   part profile_decode_layer 60 env AGENTRL_DECODE_LAYER=1 "$NCU" --clock-control none $sections \
-    -k regex:'decode_attn_o|decode_mlp' -s 100 -c 2 "$DENO" run -A bench/gpu/bench.ts --decode-only
+    -k regex:'decode_qkv|decode_attn_o|decode_gate_up|decode_down' -s 100 -c 4 \
+    "$DENO" run -A bench/gpu/bench.ts --decode-only
 else
   for f in profile_decode profile_decode_stream profile_decode_layer; do
     echo "skipped 0 -" >"$OUT/$f.status"

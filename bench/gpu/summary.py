@@ -200,11 +200,11 @@ def main(out: str) -> int:
     value = versus(fused, layer)
     g = re.search(r"decode graphs: ([^\n(]*)", read("decode_fused.log") or "")
     value += f", graphs {g[1].strip()}" if g else ""
-    row("decode", "batch 1: three kernels a layer (default) / separate calls "
+    row("decode", "batch 1: four chained kernels a layer (default) / separate calls "
         "(AGENTRL_DECODE_LAYER=0)", value, "info", "info")
     m = re.search(r"decode chain, mean of (\d+) layers, us \(block 0\): (.*)",
                   read("decode_chain_times.log") or "")
-    row("decode", "batch 1, three chained kernels a layer: block 0's spans (us)",
+    row("decode", "batch 1, four chained kernels a layer: block 0's spans (us)",
         f"{m[2].strip()} ({m[1]} layers)" if m else "-", "info", "info")
     m = re.search(r"phases, mean of (\d+) calls, us [^:]*: (.*)",
                   read("decode_layer_coop.log") or "")

@@ -62,7 +62,7 @@ export interface DecodeLayerRows {
  * x += swiglu(rmsnorm(x) . gateUp^T) . down^T, writing the token's rotated key and its value
  * to the cache. The same as {@linkcode rmsnormQkvRopeForward}, {@linkcode attentionDecode},
  * `linearForward` (accumulating), {@linkcode rmsnormLinearSwigluForward} and `linearForward`
- * in sequence; the CUDA library runs it as three chained kernels for head dims 64 and 128 (C and
+ * in sequence; the CUDA library runs it as four chained kernels for head dims 64 and 128 (C and
  * F multiples of 8), with every sum in a fixed order. x is (C) or (1, C).
  */
 export function decodeLayer(

@@ -251,11 +251,11 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
     }
     case kDeferredDecodeStall:
       return fail(ctx, ARL_ERR_DEVICE,
-                  "%s: an earlier arl_decode_layer_bf16 call failed: %s waited 5 s for the rest "
-                  "of their grid, so the device did not run the grid at once (e.g. an MPS limit "
-                  "on SMs); set AGENTRL_CUDA_DECODE_LAYER=steps to run the layer as separate "
-                  "calls",
-                  fn, index < 0 ? "the MLP kernel's blocks" : "the attention blocks of a head");
+                  "%s: an earlier arl_decode_layer_bf16 call failed: the attention blocks of a "
+                  "head waited 5 s for the rest of their grid, so the device did not run the "
+                  "grid at once (e.g. an MPS limit on SMs); set AGENTRL_CUDA_DECODE_LAYER=steps "
+                  "to run the layer as separate calls",
+                  fn);
     default:
       return fail(ctx, ARL_ERR_VALUE, "%s: %s (index %lld)", fn, what, index);
   }

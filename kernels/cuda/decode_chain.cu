@@ -1,4 +1,4 @@
-// arl_decode_layer_bf16's default path on the GPU: one token through a decoder layer as three
+// arl_decode_layer_bf16's default path on the GPU: one token through a decoder layer as four
 // kernels chained by programmatic dependent launch, each loading its weights before it waits
 // for the kernel before it, so that a layer's weight stream runs under its kernels' latencies:
 //   1  x's RMSNorm, q|k|v, RoPE and the cache write: a warp per RoPE pair of rows (or, for
@@ -7,16 +7,14 @@
 //      softmax; a record of its max, sum and unnormalized output), waits for the head's other
 //      splits, merges the records, and writes its share r of head h's o-projection partial,
 //      part[h] = attn_h . w_o[:, h D ..)^T
-//   3  the MLP: block b copies its slice of the gate and up rows and its rows of w_down to shared
-//      memory (bulk copies; cp.async before Hopper) before it waits; then every block finds
-//      r = x + sum_h part[h] and its
-//      RMSNorm, its slice of act = silu(gate) * up, and after a grid-wide barrier (act whole)
-//      its rows x = r + act . w_down[rows]^T
-// Every sum has a fixed order, so x is the same from run to run. Kernels 2 and 3 have blocks
-// that wait for each other, so each grid (about one block per SM) must be resident at once:
-// the launch checks that it fits, and a wait of 5 s (the device ran part of the
-// grid only, e.g. under an MPS limit on SMs) raises a deferred error instead of hanging.
-// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where block 0 of kernels 2 and 3 spent its time.
+//   3  r = x + sum_h part[h], its RMSNorm and act = silu(gate) * up (decode_chain_mlp.cuh):
+//      block b copies its slice of the gate and up rows to shared memory before it waits
+//   4  x = r + act . w_down^T: block b copies its rows of w_down before it waits
+// Every sum has a fixed order, so x is the same from run to run. Kernel 2's blocks wait for
+// each other, so its grid (about one block per SM) must be resident at once: the launch checks
+// that it fits, and a wait of 5 s (the device ran part of the grid only, e.g. under an MPS
+// limit on SMs) raises a deferred error instead of hanging.
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where block 0 of kernels 2-4 spent its time.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,16 +26,19 @@
 
 #include "common.cuh"
 #include "decode_chain.cuh"
+#include "decode_chain_mlp.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
 #include "time_sums.cuh"
 
 namespace {
 
+using namespace arl::chain;  // kernels 3 and 4, the time spans
+
 constexpr int kAttnThreads = 256;
 constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kKeysPerStep = 4;       // keys a warp loads at once
-constexpr int kMaxPasses = 8;         // o-projection rows per thread (a 16-byte load each)
+constexpr int kMaxPasses = 4;         // o-projection rows per thread (a 16-byte load each)
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
 constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid is not resident
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
@@ -45,136 +46,6 @@ constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid 
 constexpr size_t attn_smem_bytes(int d) {
   return size_t(4) * (d + 32 + kAttnWarps * d + d + 4 + kAttnMaxSplits * (d + 2));
 }
-constexpr int kMlpThreads = 512;
-constexpr int kMlpWarps = kMlpThreads / 32;
-constexpr int kMlpMaxWaves = 4;  // grids of up to 4 blocks an SM when shared memory is short
-// AGENTRL_CUDA_DECODE_CHAIN_TIMES: sums (ns) of block 0's spans, and a count of calls
-enum Span {
-  kSpanAttnEarly,   // kernel 2: from its start to pdl_wait's return (launched early)
-  kSpanAttnWork,    // kernel 2: from pdl_wait's return to its end
-  kSpanAttnGap,     // kernel 3 of the layer before ends -> kernel 2's pdl_wait returns (kernel 1)
-  kSpanMlpEarly,    // kernel 3: start -> pdl_wait returns
-  kSpanMlpGap,      // kernel 2 (block 0) ends -> kernel 3's pdl_wait returns
-  kSpanMlpGateUp,   // kernel 3: pdl_wait returns -> gate and up rows in shared memory
-  kSpanMlpAct,      // kernel 3: pdl_wait returns -> its act slice written
-  kSpanMlpBarrier,  // kernel 3: act slice written -> past the grid barrier
-  kSpanMlpDown,     // kernel 3: past the barrier -> its x rows written
-  kSpanAttnEarlyAll,   // the mean over kernel 2's blocks of kSpanAttnEarly
-  kSpanMlpEarlyAll,    // ... and of kernel 3's, of kSpanMlpEarly
-  kSpanMlpGateUpAll,   // ... and of kSpanMlpGateUp
-  kSpanMlpDoneAll,     // kernel 3's blocks: pdl_wait returns -> x rows written
-  kSpanAttnBlocks,     // kernel 2's grid size (the last one)
-  kSpanMlpBlocks,      // kernel 3's
-  kSpanCount,
-  kStampAttnEnd = kSpanCount + 1,  // (the last values, for the gaps)
-  kStampMlpEnd,
-  kTimesWords
-};
-
-
-#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)  // (Hopper takes bulk copies instead)
-// cp.async (Ampere and later): 16 bytes from global to shared memory, in commit groups; a plain
-// copy elsewhere (and in the CUDA emulator).
-__device__ inline void copy16_async(void* smem, const void* gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-#else
-  *static_cast<uint4*>(smem) = __ldg(static_cast<const uint4*>(gmem));
-#endif
-}
-
-__device__ inline void async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-#endif
-
-// Waits until at most N of this thread's newest commit groups are still in flight.
-template <int N>
-__device__ inline void async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
-
-// A block's copy of weights into shared memory, waited for with block_copy_wait (every thread
-// calls both). On Hopper thread 0 issues bulk copies (the copy engine; no load instructions, so
-// the SM's memory pipeline stays free for the latency-bound loads of kernels beside it) that
-// complete on an mbarrier in shared memory; on Ampere every thread issues 16-byte cp.async in a
-// commit group; elsewhere (and in the CUDA emulator) a plain copy. bytes: a multiple of 16.
-__device__ inline void block_copy_init(uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x == 0) {
-    const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-#else
-  (void)bar;
-#endif
-}
-
-// The bytes that the block_copy calls after it will bring on `bar` (each bar armed once).
-__device__ inline void block_copy_arm(uint64_t* bar, int64_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x != 0) return;
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
-               "r"(uint32_t(bytes))
-               : "memory");
-#else
-  (void)bar;
-  (void)bytes;
-#endif
-}
-
-__device__ inline void block_copy(void* smem, const void* gmem, int64_t bytes, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x != 0) return;
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  constexpr int64_t kPiece = 32 * 1024;
-  for (int64_t at = 0; at < bytes; at += kPiece) {
-    char* dst = static_cast<char*>(smem) + at;
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    const uint32_t n = uint32_t(bytes - at < kPiece ? bytes - at : kPiece);
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-        ::"r"(s), "l"(static_cast<const char*>(gmem) + at), "r"(n), "r"(b)
-        : "memory");
-  }
-#else
-  (void)bar;
-  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
-    copy16_async(static_cast<char*>(smem) + i * 16, static_cast<const char*>(gmem) + i * 16);
-  async_commit();
-#endif
-}
-
-// Waits for the bytes armed on `bar` (Hopper) or for all but the newest `later` commit groups
-// (one a block_copy call).
-template <int later>
-__device__ inline void block_copy_wait(uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(b)
-        : "memory");
-#else
-  (void)bar;
-  async_wait<later>();
-#endif
-}
-
-__device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
 // Kernel 1 (when C <= kQkvMaxC and a warp's one RoPE pair fits the grid): a warp per pair
 // (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
 // with the bias). After the wait each warp loads x and the norm weight, finds the norm itself (no
@@ -443,177 +314,21 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     if (sub == 0 && row < row1) part[row] = v;
   }
   if (timing) {
-    const unsigned long long t2 = arl::global_ns(), mlp_end = a.times[kStampMlpEnd];
+    const unsigned long long t2 = arl::global_ns(), down_end = a.times[kStampDownEnd];
     atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
     atomicAdd(a.times + kSpanAttnWork, t2 - t1);
-    if (mlp_end != 0 && t1 > mlp_end && t1 - mlp_end < 100000)  // (not across tokens)
-      atomicAdd(a.times + kSpanAttnGap, t1 - mlp_end);
+    if (down_end != 0 && t1 > down_end) {  // (20 us or more: across tokens)
+      const bool token = t1 - down_end >= 20000;
+      atomicAdd(a.times + (token ? kSpanTokenGap : kSpanAttnGap), t1 - down_end);
+      if (token) atomicAdd(a.times + kSpanTokens, 1ull);
+    }
     a.times[kStampAttnEnd] = t2;
     a.times[kSpanAttnBlocks] = gridDim.x;
   }
 }
 
-struct MlpArgs {
-  float* x;
-  float* act;
-  const float* part;  // (hq, c) from kernel 2
-  const float* ln2;
-  const uint16_t* w_gu;
-  const uint16_t* w_down;
-  unsigned* barrier;  // the grid barrier's word
-  unsigned long long* times;
-  int* flag;
-  int64_t* flag_index;
-  int32_t c, f, hq;
-  int32_t wmax;  // act columns of the widest slice (even)
-  int32_t rmax;  // w_down rows of the most a block takes
-  float eps;
-};
-
-// Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16; after the
-// barrier, act's f floats), w_down's rows (rmax rows of f bf16), r (c), r * ln2 (c), the dots
-// (2 wmax), the row sums (rmax + kMlpWarps), 16 doubles, two mbarriers and a flag.
-__host__ __device__ inline int64_t mlp_first_bytes(int64_t c, int64_t f, int64_t wmax) {
-  return 4 * wmax * c > 4 * f ? 4 * wmax * c : 4 * f;
-}
-size_t mlp_smem_bytes(int64_t c, int64_t f, int64_t wmax, int64_t rmax) {
-  return size_t(mlp_first_bytes(c, f, wmax) + 2 * rmax * f + 8 * c + 8 * wmax +
-                4 * (rmax + kMlpWarps) + 16 * 8 + 2 * 8 + 16);
-}
-
-// Kernel 3: block b takes act's units (column pairs) [b U / G, (b + 1) U / G) of U = f / 2 and
-// x's rows [b c / G, (b + 1) c / G).
-__global__ void __launch_bounds__(kMlpThreads, 1) decode_mlp_kernel(MlpArgs a) {
-  extern __shared__ uint4 mlp_smem[];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
-  const bool all = a.times != nullptr && tid == 0;
-  const unsigned long long t0 = all ? arl::global_ns() : 0;
-  const int64_t units = a.f / 2;
-  const int32_t u0 = int32_t(int64_t(blockIdx.x) * units / gridDim.x);
-  const int32_t u1 = int32_t(int64_t(blockIdx.x + 1) * units / gridDim.x);
-  const int32_t j0 = 2 * u0, w = 2 * (u1 - u0);
-  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
-  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
-  uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
-  float* act = reinterpret_cast<float*>(mlp_smem);  // (after the barrier, in gu's place)
-  uint16_t* down = reinterpret_cast<uint16_t*>(reinterpret_cast<char*>(mlp_smem) +
-                                               mlp_first_bytes(a.c, a.f, a.wmax));
-  float* res = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
-  float* xn = res + a.c;
-  float* dots = xn + a.c;
-  float* sums = dots + 2 * a.wmax;
-  double* red = reinterpret_cast<double*>(sums + ((a.rmax + kMlpWarps + 1) & ~1));
-  uint64_t* bars = reinterpret_cast<uint64_t*>(red + 16);  // the copies' two mbarriers
-  int& barrier_passed = *reinterpret_cast<int*>(bars + 2);  // (dynamic: see kernel 2)
-  arl::pdl_trigger();
-  // The block's weights (no kernel's output) before pdl_wait: gate and up rows, then down's.
-  block_copy_init(bars);
-  block_copy_init(bars + 1);
-  __syncthreads();
-  const int64_t slice = int64_t(w) * a.c * 2, down_bytes = int64_t(r1 - r0) * a.f * 2;
-  block_copy_arm(bars, 2 * slice);
-  block_copy_arm(bars + 1, down_bytes);
-  block_copy(gu, a.w_gu + int64_t(j0) * a.c, slice, bars);
-  block_copy(gu + int64_t(w) * a.c, a.w_gu + (int64_t(a.f) + j0) * a.c, slice, bars);
-  block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bars + 1);
-  for (int32_t i = tid; i < a.c; i += kMlpThreads) xn[i] = __ldg(a.ln2 + i);
-  arl::pdl_wait();
-  const unsigned long long t1 = all ? arl::global_ns() : 0;
-  if (all) atomicAdd(a.times + kSpanMlpEarlyAll, t1 - t0);
-  // r = x + the heads' o partials (in head order), its norm's sum of squares
-  double ss = 0.0;
-  for (int32_t i = tid; i < a.c; i += kMlpThreads) {
-    float v = __ldcg(a.x + i);
-    for (int32_t h0 = 0; h0 < a.hq; h0 += 8) {  // 8 loads at once; the sum in head order
-      float p[8];
-#pragma unroll
-      for (int e = 0; e < 8; e++)
-        p[e] = h0 + e < a.hq ? __ldcg(a.part + int64_t(h0 + e) * a.c + i) : 0.0f;
-#pragma unroll
-      for (int e = 0; e < 8; e++) v += p[e];
-    }
-    res[i] = v;
-    ss += double(v) * v;
-    xn[i] *= v;
-  }
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (lane == 0) red[warp] = ss;
-  block_copy_wait<1>(bars);  // gate and up rows
-  __syncthreads();  // everyone's, and res, xn, red
-  const unsigned long long t_gu = all ? arl::global_ns() : 0;
-  if (all) atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
-  double total = 0.0;
-  for (int v = 0; v < kMlpWarps; v++) total += red[v];
-  const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
-  const int32_t pairs = a.c / 2;
-  const float2* xn2 = reinterpret_cast<const float2*>(xn);
-  for (int32_t q = warp; q < 2 * w; q += kMlpWarps) {
-    const uint32_t* row = reinterpret_cast<const uint32_t*>(gu + int64_t(q) * a.c);
-    float sum = 0.0f;
-    for (int32_t i = lane; i < pairs; i += 32) {
-      const uint32_t wv = row[i];
-      const float2 xv = xn2[i];
-      sum = fmaf(bf16_lo(wv), xv.x, fmaf(bf16_hi(wv), xv.y, sum));
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) dots[q] = sum * rstd;
-  }
-  __syncthreads();
-  for (int32_t q = tid; q < w; q += kMlpThreads)
-    a.act[j0 + q] = arl::silu(dots[q]) * dots[w + q];
-  // Grid-wide barrier: every block's act slice written (and every block's read of x done).
-  const unsigned long long t_act = timing ? arl::global_ns() : 0;
-  const bool passed =
-      arl::group_barrier(a.barrier, gridDim.x, blockIdx.x == 0, kStallNs, &barrier_passed);
-  const unsigned long long t_bar = timing ? arl::global_ns() : 0;
-  if (!passed) {
-    if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, -1);
-    block_copy_wait<0>(bars + 1);  // (no copy outlives the block)
-    return;
-  }
-  for (int32_t i = tid; i < a.f; i += kMlpThreads) act[i] = __ldcg(a.act + i);
-  block_copy_wait<0>(bars + 1);  // down rows
-  __syncthreads();
-  // x rows: each row's warps split its act columns; sums in a fixed order
-  const int32_t rows = r1 - r0;
-  const int per_row = rows > 0 && rows < kMlpWarps ? kMlpWarps / rows : 1;
-  const int32_t fpairs = a.f / 2;
-  const float2* act2 = reinterpret_cast<const float2*>(act);
-  for (int q = warp; q < rows * per_row; q += kMlpWarps) {
-    const int32_t row = q / per_row, piece = q % per_row;
-    const uint32_t* wr = reinterpret_cast<const uint32_t*>(down + int64_t(row) * a.f);
-    float sum = 0.0f;
-    for (int32_t i = piece * 32 + lane; i < fpairs; i += 32 * per_row) {
-      const uint32_t wv = wr[i];
-      const float2 av = act2[i];
-      sum = fmaf(bf16_lo(wv), av.x, fmaf(bf16_hi(wv), av.y, sum));
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) sums[q] = sum;
-  }
-  __syncthreads();
-  for (int32_t row = tid; row < rows; row += kMlpThreads) {
-    float sum = 0.0f;
-    for (int piece = 0; piece < per_row; piece++) sum += sums[row * per_row + piece];
-    a.x[r0 + row] = res[r0 + row] + sum;
-  }
-  if (all) atomicAdd(a.times + kSpanMlpDoneAll, arl::global_ns() - t1);
-  if (timing) {
-    const unsigned long long t2 = arl::global_ns(), attn_end = a.times[kStampAttnEnd];
-    atomicAdd(a.times + kSpanMlpEarly, t1 - t0);
-    if (attn_end != 0 && t1 > attn_end) atomicAdd(a.times + kSpanMlpGap, t1 - attn_end);
-    atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
-    atomicAdd(a.times + kSpanMlpAct, t_act - t1);
-    atomicAdd(a.times + kSpanMlpBarrier, t_bar - t_act);
-    atomicAdd(a.times + kSpanMlpDown, t2 - t_bar);
-    atomicAdd(a.times + kSpanCount, 1ull);
-    a.times[kStampMlpEnd] = t2;
-    a.times[kSpanMlpBlocks] = gridDim.x;
-  }
-}
-// Launches kernel 2 or 3. Their blocks wait for each other: in the CUDA emulator (which otherwise
-// runs a launch's blocks one at a time) a cooperative launch runs them together.
+// Launches kernel 2. Its blocks wait for each other: in the CUDA emulator (which otherwise runs a
+// launch's blocks one at a time) a cooperative launch runs them together.
 template <typename... P, typename... A>
 void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                     A... args) {
@@ -685,19 +400,26 @@ void print_chain_times(const unsigned long long* host) {
   if (host[kSpanCount] == 0) return;
   const double n = double(host[kSpanCount]) * 1e3;
   const double na = n * double(host[kSpanAttnBlocks]), nm = n * double(host[kSpanMlpBlocks]);
+  const double nd = n * double(host[kSpanDownBlocks]);
   std::fprintf(stderr,
                "decode chain, means over all blocks, us: attention early %.2f; MLP early %.2f, "
-               "gate|up in %.2f, done %.2f\n",
+               "gate|up in %.2f, act %.2f; down early %.2f, work %.2f\n",
                host[kSpanAttnEarlyAll] / na, host[kSpanMlpEarlyAll] / nm,
-               host[kSpanMlpGateUpAll] / nm, host[kSpanMlpDoneAll] / nm);
+               host[kSpanMlpGateUpAll] / nm, host[kSpanMlpActAll] / nm,
+               host[kSpanDownEarlyAll] / nd, host[kSpanDownWorkAll] / nd);
   std::fprintf(stderr,
                "decode chain, mean of %llu layers, us (block 0): attention early %.2f, work %.2f, "
-               "after the MLP before %.2f; MLP early %.2f, after attention %.2f, gate|up in "
-               "%.2f, act %.2f, barrier %.2f, down %.2f\n",
+               "after the layer before %.2f; MLP early %.2f, after attention %.2f, gate|up in "
+               "%.2f, act %.2f; down early %.2f, after act %.2f, work %.2f\n",
                host[kSpanCount], host[kSpanAttnEarly] / n, host[kSpanAttnWork] / n,
                host[kSpanAttnGap] / n, host[kSpanMlpEarly] / n, host[kSpanMlpGap] / n,
-               host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanMlpBarrier] / n,
-               host[kSpanMlpDown] / n);
+               host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanDownEarly] / n,
+               host[kSpanDownGap] / n, host[kSpanDownWork] / n);
+  if (host[kSpanTokens] != 0)
+    std::fprintf(stderr,
+                 "decode chain, between tokens (the last layer's end to the first layer's "
+                 "attention): %.1f us, mean of %llu\n",
+                 host[kSpanTokenGap] / (1e3 * double(host[kSpanTokens])), host[kSpanTokens]);
 }
 
 arl::TimeSums g_chain_times{"AGENTRL_CUDA_DECODE_CHAIN_TIMES", kTimesWords, print_chain_times,
@@ -721,7 +443,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                               float scale) {
   if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
       !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
-      !aligned16(ln2) || int64_t(hq) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
+      !aligned16(ln2) || int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
   const int rows_per_pass = kAttnThreads / (d / 8);
@@ -739,39 +461,38 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   if (attn_per_sm <= 0 || attn_blocks > int64_t(attn_per_sm) * ctx->num_sms ||
       size_t(attn_blocks) * (d + 2) * sizeof(float) > decode_records_bytes(ctx))
     return ARL_ERR_UNSUPPORTED;
-  // Kernel 3: one block per SM, or more (smaller) ones when a block's weights do not fit; all
-  // of them resident at once.
+  // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
+  // in shared memory (nothing waits for another block: any grid runs).
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
-    if (cudaFuncSetAttribute(decode_mlp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             ctx->max_smem) == cudaSuccess)
-      return int(ctx->max_smem);
-    cudaGetLastError();
-    return -1;
+    for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel),
+                               reinterpret_cast<const void*>(decode_down_kernel)}) {
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               ctx->max_smem) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+      }
+    }
+    return int(ctx->max_smem);
   });
   const int64_t units = f / 2;
-  int64_t blocks = 0, wmax = 0, rmax = 0;
-  size_t smem = 0;
-  for (int waves = 1; waves <= kMlpMaxWaves && smem == 0; waves++) {
-    blocks = std::min<int64_t>({units, c, int64_t(ctx->num_sms) * waves});
-    wmax = 2 * ((units + blocks - 1) / blocks);
-    rmax = (c + blocks - 1) / blocks;
-    smem = mlp_smem_bytes(c, f, wmax, rmax);
-    const int per_sm =
-        max_smem <= 0 || smem > size_t(max_smem)
-            ? 0
-            : cached(ctx->device, "occupancy mlp " + std::to_string(smem), [smem] {
-                int n = 0;
-                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_mlp_kernel,
-                                                                  kMlpThreads, smem) == cudaSuccess)
-                  return n;
-                cudaGetLastError();
-                return -1;
-              });
-    if (int64_t(per_sm) * ctx->num_sms < blocks) smem = 0;
+  int64_t gu_blocks = 0, wmax = 0, down_blocks = 0, rmax = 0;
+  for (int64_t per_sm = 1; per_sm <= kMlpMaxPerSm && max_smem > 0; per_sm++) {
+    const int64_t blocks = std::min<int64_t>(units, int64_t(ctx->num_sms) * per_sm);
+    const int64_t widest = 2 * ((units + blocks - 1) / blocks);
+    if (gu_blocks == 0 && gate_up_smem_bytes(c, widest) <= size_t(max_smem)) {
+      gu_blocks = blocks;
+      wmax = widest;
+    }
+    const int64_t row_blocks = std::min<int64_t>(c, int64_t(ctx->num_sms) * per_sm);
+    const int64_t most = (c + row_blocks - 1) / row_blocks;
+    if (down_blocks == 0 && down_smem_bytes(f, most) <= size_t(max_smem)) {
+      down_blocks = row_blocks;
+      rmax = most;
+    }
   }
-  if (smem == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
+  if (gu_blocks == 0 || down_blocks == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
   float* part = decode_partials(ctx);
-  // the chain's barrier words: one a head for kernel 2, then kernel 3's (see decode_counter_ints)
+  // kernel 2's barrier words, one a head (see decode_counter_ints)
   unsigned* barriers = reinterpret_cast<unsigned*>(static_cast<char*>(ctx->decode_partial) +
                                                    decode_records_bytes(ctx)) +
                        ctx->num_sms + 2;
@@ -800,7 +521,11 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     qa.pairs = pairs;
     qa.eps = eps;
     cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
-    launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(kQkvThreads), 0, qa);
+    // (warps a block: as many as its pairs, so that its registers leave room for kernels 3 and 4
+    // of the layer before and kernel 2 beside it)
+    const int64_t warps = (pairs + qkv_blocks - 1) / qkv_blocks;
+    launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(unsigned(32 * warps)), 0,
+               qa);
   } else {
     const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
                         d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
@@ -838,22 +563,23 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   MlpArgs mlp_args{};
   mlp_args.x = x;
   mlp_args.act = act;
+  mlp_args.res = part + int64_t(hq) * c;
   mlp_args.part = part;
   mlp_args.ln2 = ln2;
   mlp_args.w_gu = w_gu;
   mlp_args.w_down = w_down;
-  mlp_args.barrier = barriers + hq;
   mlp_args.times = times;
-  mlp_args.flag = ctx->flag;
-  mlp_args.flag_index = ctx->flag_index;
   mlp_args.c = c;
   mlp_args.f = f;
   mlp_args.hq = hq;
   mlp_args.wmax = int32_t(wmax);
   mlp_args.rmax = int32_t(rmax);
   mlp_args.eps = eps;
-  launch_waiting(ctx, decode_mlp_kernel, dim3(unsigned(blocks)), dim3(kMlpThreads), smem,
-                 mlp_args);
+  launch_pdl(ctx, decode_gate_up_kernel, dim3(unsigned(gu_blocks)), dim3(kGateUpThreads),
+             gate_up_smem_bytes(c, wmax), mlp_args);
+  if (arl_status st = check_launch(ctx, fn)) return st;
+  launch_pdl(ctx, decode_down_kernel, dim3(unsigned(down_blocks)), dim3(kDownThreads),
+             down_smem_bytes(f, rmax), mlp_args);
   return check_launch(ctx, fn);
 }
 

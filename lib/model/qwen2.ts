@@ -896,8 +896,9 @@ export class Qwen2Model implements Disposable {
     // would run the unfused calls anyway (through temporary rows), so it keeps them.
     // AGENTRL_DECODE_FUSION=0 runs the unfused calls on the GPU too (a benchmark baseline).
     const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
-    // One token with bf16 weights runs each layer as one call: three chained kernels on the GPU,
-    // 1.18x the separate calls below on an H100. AGENTRL_DECODE_LAYER=0 runs those calls.
+    // One token with bf16 weights runs each layer as one call: four chained kernels on the GPU,
+    // faster than the separate calls below (bench/results/gpu/DECODE_NOTES.md).
+    // AGENTRL_DECODE_LAYER=0 runs those calls.
     const wholeLayer = fuse && d.n === 1 && this.#decodeLayer;
     const eps = cfg.rms_norm_eps;
     const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>

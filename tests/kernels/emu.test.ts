@@ -345,7 +345,7 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the decode layer (three chained kernels) reports bad slots, positions and lengths at the next synchronizing call${why}`,
+    `the CUDA library, emulated: the decode layer (four chained kernels) reports bad slots, positions and lengths at the next synchronizing call${why}`,
   ignore,
   async fn() {
     const script = `import { decodeLayer, Kernels, Tensor } from ${
@@ -392,7 +392,8 @@ Deno.test({
   ignore,
   async fn() {
     // Qwen2.5-0.5B's attention with a narrower MLP at position 300: nine key splits a head and
-    // 132 MLP blocks, whose partial sums (o projection per head, down rows) have a fixed order.
+    // 132 blocks in each MLP kernel, whose sums (o projection per head, down rows) have a fixed
+    // order.
     const script = `import { decodeLayer, Kernels, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };

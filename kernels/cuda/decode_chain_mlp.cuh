@@ -1,0 +1,284 @@
+// The decode chain's MLP (decode_chain.cu): kernel 3 (r = x + the heads' o partials, its RMSNorm,
+// gate|up and act = silu(gate) * up) and kernel 4 (x = r + act . w_down^T). Each copies its
+// weights to shared memory before its PDL wait, and both are small enough in shared memory and
+// registers for kernel 3 of layer l + 1 to start its copies beside kernel 4 of layer l (and
+// kernel 4 beside kernel 3), so that the MLP's 26 MB stream runs under the layer's latencies.
+// Sums have a fixed order: x is the same bits whatever order the blocks run in.
+#pragma once
+
+#include <cstdint>
+
+#include "block_copy.cuh"
+#include "common.cuh"
+#include "gemv.cuh"
+#include "time_sums.cuh"
+
+namespace arl {
+namespace chain {
+
+constexpr int kGateUpThreads = 256;
+constexpr int kGateUpWarps = kGateUpThreads / 32;
+constexpr int kDownThreads = 256;
+constexpr int kDownWarps = kDownThreads / 32;
+constexpr int kResidualElems = 4;  // r elements a thread of kernel 3 loads at once
+constexpr int kDownPairs = 10;     // act column pairs a lane of kernel 4 holds at once
+constexpr int kDownRows = 8;       // x rows kernel 4's warps add up at once
+constexpr int kMlpMaxPerSm = 4;    // blocks an SM at most, where a block's weights do not fit
+
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES: sums (ns) of spans, and a count of layers. "Block 0" spans
+// are block 0's (thread 0); the *All spans are summed over every block (thread 0).
+enum Span {
+  kSpanAttnEarly,     // kernel 2, block 0: from its start to pdl_wait's return (launched early)
+  kSpanAttnWork,      // kernel 2, block 0: from pdl_wait's return to its end
+  kSpanAttnGap,       // kernel 4 of the layer before ends -> kernel 2's pdl_wait returns
+  kSpanMlpEarly,      // kernel 3, block 0: start -> pdl_wait returns
+  kSpanMlpGap,        // kernel 2 (block 0) ends -> kernel 3's pdl_wait returns
+  kSpanMlpGateUp,     // kernel 3, block 0: pdl_wait returns -> gate and up rows in shared memory
+  kSpanMlpAct,        // kernel 3, block 0: pdl_wait returns -> its act slice written
+  kSpanDownEarly,     // kernel 4, block 0: start -> pdl_wait returns
+  kSpanDownGap,       // kernel 3 (block 0) ends -> kernel 4's pdl_wait returns
+  kSpanDownWork,      // kernel 4, block 0: pdl_wait returns -> its x rows written
+  kSpanAttnEarlyAll,  // the sum over kernel 2's blocks of kSpanAttnEarly
+  kSpanMlpEarlyAll,   // ... over kernel 3's, of kSpanMlpEarly
+  kSpanMlpGateUpAll,  // ... of kSpanMlpGateUp
+  kSpanMlpActAll,     // ... of kSpanMlpAct
+  kSpanDownEarlyAll,  // ... over kernel 4's, of kSpanDownEarly
+  kSpanDownWorkAll,   // ... of kSpanDownWork
+  kSpanAttnBlocks,    // kernel 2's grid size (the last one)
+  kSpanMlpBlocks,     // kernel 3's
+  kSpanDownBlocks,    // kernel 4's
+  kSpanTokenGap,      // kernel 4 of a token's last layer ends -> kernel 2 of the next's first
+                      // layer returns from its wait (the LM head, sampling, the host, kernel 1)
+  kSpanTokens,        // how many of those
+  kSpanCount,         // layers timed
+  kStampAttnEnd,      // (the last end times, for the gaps)
+  kStampMlpEnd,
+  kStampDownEnd,
+  kTimesWords
+};
+
+struct MlpArgs {
+  float* x;
+  float* act;
+  float* res;         // (c) r, written by kernel 3 for kernel 4
+  const float* part;  // (hq, c) from kernel 2
+  const float* ln2;
+  const uint16_t* w_gu;
+  const uint16_t* w_down;
+  unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_CHAIN_TIMES's sums
+  int32_t c, f, hq;
+  int32_t wmax;  // act columns of kernel 3's widest slice (even)
+  int32_t rmax;  // x rows of the most that a block of kernel 4 takes
+  float eps;
+};
+
+__device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), x * ln2 (c), the
+// dots (2 wmax), 16 doubles and an mbarrier.
+inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {
+  return size_t(4 * wmax * c + 4 * c + 8 * wmax + 16 * 8 + 16);
+}
+// Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums and an mbarrier.
+inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
+  return size_t(2 * rmax * f + 4 * kDownWarps * kDownRows + 16);
+}
+
+// Kernel 3: block b takes act's units (column pairs) [b U / G, (b + 1) U / G) of U = f / 2, and
+// writes r's rows [b c / G, (b + 1) c / G) for kernel 4.
+__global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs a) {
+  extern __shared__ uint4 mlp_smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool all = a.times != nullptr && tid == 0;
+  const bool timing = all && blockIdx.x == 0;
+  const unsigned long long t0 = all ? global_ns() : 0;
+  const int64_t units = a.f / 2;
+  const int32_t u0 = int32_t(int64_t(blockIdx.x) * units / gridDim.x);
+  const int32_t u1 = int32_t(int64_t(blockIdx.x + 1) * units / gridDim.x);
+  const int32_t j0 = 2 * u0, w = 2 * (u1 - u0);
+  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
+  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
+  uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
+  float* xn = reinterpret_cast<float*>(gu + int64_t(2) * a.wmax * a.c);
+  float* dots = xn + a.c;
+  double* red = reinterpret_cast<double*>(dots + 2 * a.wmax);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);
+  pdl_trigger();
+  // The block's gate and up rows and the norm's weight (no kernel's output) before pdl_wait.
+  block_copy_init(bar);
+  __syncthreads();
+  const int64_t slice = int64_t(w) * a.c * 2;
+  block_copy_arm(bar, 2 * slice);
+  block_copy(gu, a.w_gu + int64_t(j0) * a.c, slice, bar);
+  block_copy(gu + int64_t(w) * a.c, a.w_gu + (int64_t(a.f) + j0) * a.c, slice, bar);
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[i] = __ldg(a.ln2 + i);
+  pdl_wait();
+  const unsigned long long t1 = all ? global_ns() : 0;
+  // r = x + the heads' o partials, added in head order; kResidualElems elements of a thread
+  // and 8 heads at a time, all loaded before they are added.
+  double ss = 0.0;
+  for (int32_t base = tid; base < a.c; base += kGateUpThreads * kResidualElems) {
+    float v[kResidualElems];
+#pragma unroll
+    for (int e = 0; e < kResidualElems; e++) {
+      const int32_t i = base + e * kGateUpThreads;
+      v[e] = i < a.c ? __ldcg(a.x + i) : 0.0f;
+    }
+    for (int32_t h0 = 0; h0 < a.hq; h0 += 8) {
+      float p[kResidualElems][8];
+#pragma unroll
+      for (int e = 0; e < kResidualElems; e++) {
+        const int32_t i = base + e * kGateUpThreads;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+          p[e][k] = i < a.c && h0 + k < a.hq ? __ldcg(a.part + int64_t(h0 + k) * a.c + i) : 0.0f;
+      }
+#pragma unroll
+      for (int e = 0; e < kResidualElems; e++)
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[e] += p[e][k];
+    }
+#pragma unroll
+    for (int e = 0; e < kResidualElems; e++) {
+      const int32_t i = base + e * kGateUpThreads;
+      if (i >= a.c) continue;
+      ss += double(v[e]) * v[e];
+      xn[i] *= v[e];
+      if (i >= r0 && i < r1) a.res[i] = v[e];
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) red[warp] = ss;
+  block_copy_wait_all<0>(bar);  // (and a block barrier: every thread's xn, red)
+  const unsigned long long t_gu = all ? global_ns() : 0;
+  double total = 0.0;
+  for (int v = 0; v < kGateUpWarps; v++) total += red[v];
+  const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
+  const int32_t pairs = a.c / 2;
+  const float2* xn2 = reinterpret_cast<const float2*>(xn);
+  for (int32_t q = warp; q < 2 * w; q += kGateUpWarps) {
+    const uint32_t* row = reinterpret_cast<const uint32_t*>(gu + int64_t(q) * a.c);
+    float sum = 0.0f;
+    for (int32_t i = lane; i < pairs; i += 32) {
+      const uint32_t wv = row[i];
+      const float2 xv = xn2[i];
+      sum = fmaf(bf16_lo(wv), xv.x, fmaf(bf16_hi(wv), xv.y, sum));
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) dots[q] = sum * rstd;
+  }
+  __syncthreads();
+  for (int32_t q = tid; q < w; q += kGateUpThreads) a.act[j0 + q] = silu(dots[q]) * dots[w + q];
+  if (all) {
+    const unsigned long long t2 = global_ns();
+    atomicAdd(a.times + kSpanMlpEarlyAll, t1 - t0);
+    atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
+    atomicAdd(a.times + kSpanMlpActAll, t2 - t1);
+    if (timing) {
+      const unsigned long long attn_end = a.times[kStampAttnEnd];
+      atomicAdd(a.times + kSpanMlpEarly, t1 - t0);
+      if (attn_end != 0 && t1 > attn_end) atomicAdd(a.times + kSpanMlpGap, t1 - attn_end);
+      atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
+      atomicAdd(a.times + kSpanMlpAct, t2 - t1);
+      a.times[kStampMlpEnd] = t2;
+      a.times[kSpanMlpBlocks] = gridDim.x;
+    }
+  }
+}
+
+// Kernel 4: block b takes x's rows [b c / G, (b + 1) c / G) (rows <= rmax). Warp v takes act's
+// column pairs [v P / W, (v + 1) P / W) of P = f / 2 for all the block's rows (kDownPairs pairs a
+// lane held at once, kDownRows rows at a time); the warps' sums are added in warp order.
+__global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
+  extern __shared__ uint4 mlp_smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool all = a.times != nullptr && tid == 0;
+  const bool timing = all && blockIdx.x == 0;
+  const unsigned long long t0 = all ? global_ns() : 0;
+  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
+  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
+  const int32_t rows = r1 - r0;
+  uint16_t* down = reinterpret_cast<uint16_t*>(mlp_smem);
+  float* sums = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(sums + kDownWarps * kDownRows);
+  pdl_trigger();
+  block_copy_init(bar);
+  __syncthreads();
+  const int64_t down_bytes = int64_t(rows) * a.f * 2;
+  block_copy_arm(bar, down_bytes);
+  block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bar);
+  pdl_wait();
+  const unsigned long long t1 = all ? global_ns() : 0;
+  const int32_t fpairs = a.f / 2;
+  const int32_t p0 = int32_t(int64_t(warp) * fpairs / kDownWarps);
+  const int32_t p1 = int32_t(int64_t(warp + 1) * fpairs / kDownWarps);
+  const float2* act2 = reinterpret_cast<const float2*>(a.act);
+  const int32_t chunks = ((fpairs + kDownWarps - 1) / kDownWarps + 32 * kDownPairs - 1) /
+                         (32 * kDownPairs);  // (the same for every warp)
+  bool landed = false;
+  for (int32_t g0 = 0; g0 < rows; g0 += kDownRows) {
+    // r's row for the thread that writes it, loaded with act's first pairs
+    const bool writer = tid < kDownRows && g0 + tid < rows;
+    const float resv = writer ? __ldcg(a.res + r0 + g0 + tid) : 0.0f;
+    float acc[kDownRows];
+#pragma unroll
+    for (int k = 0; k < kDownRows; k++) acc[k] = 0.0f;
+    for (int32_t chunk = 0; chunk < chunks; chunk++) {
+      const int32_t c0 = p0 + chunk * 32 * kDownPairs;
+      float2 av[kDownPairs];  // act's pairs c0 + lane + 32 t, all loaded at once
+#pragma unroll
+      for (int t = 0; t < kDownPairs; t++) {
+        const int32_t i = c0 + lane + 32 * t;
+        av[t] = i < p1 ? __ldcg(act2 + i) : make_float2(0.0f, 0.0f);
+      }
+      if (!landed) {  // (every thread at once: the chunk count is the block's)
+        block_copy_wait_all<0>(bar);
+        landed = true;
+      }
+#pragma unroll
+      for (int k = 0; k < kDownRows; k++) {
+        if (g0 + k >= rows) break;
+        const uint32_t* wr = reinterpret_cast<const uint32_t*>(down + int64_t(g0 + k) * a.f);
+#pragma unroll
+        for (int t = 0; t < kDownPairs; t++) {
+          const int32_t i = c0 + lane + 32 * t;
+          if (i < p1) {
+            const uint32_t wv = wr[i];
+            acc[k] = fmaf(bf16_lo(wv), av[t].x, fmaf(bf16_hi(wv), av[t].y, acc[k]));
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kDownRows; k++) {
+      for (int o = 16; o > 0; o >>= 1) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], o);
+      if (lane == 0) sums[warp * kDownRows + k] = acc[k];
+    }
+    __syncthreads();
+    if (writer) {
+      float sum = 0.0f;
+      for (int v = 0; v < kDownWarps; v++) sum += sums[v * kDownRows + tid];
+      a.x[r0 + g0 + tid] = resv + sum;
+    }
+    __syncthreads();  // (sums is used again)
+  }
+  if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block)
+  if (all) {
+    const unsigned long long t2 = global_ns();
+    atomicAdd(a.times + kSpanDownEarlyAll, t1 - t0);
+    atomicAdd(a.times + kSpanDownWorkAll, t2 - t1);
+    if (timing) {
+      const unsigned long long mlp_end = a.times[kStampMlpEnd];
+      atomicAdd(a.times + kSpanDownEarly, t1 - t0);
+      if (mlp_end != 0 && t1 > mlp_end) atomicAdd(a.times + kSpanDownGap, t1 - mlp_end);
+      atomicAdd(a.times + kSpanDownWork, t2 - t1);
+      atomicAdd(a.times + kSpanCount, 1ull);
+      a.times[kStampDownEnd] = t2;
+      a.times[kSpanDownBlocks] = gridDim.x;
+    }
+  }
+}
+
+}  // namespace chain
+}  // namespace arl
