@@ -19,6 +19,7 @@ export class Arena implements Disposable {
   readonly #kernels: Kernels;
   readonly #slack: number;
   #buffer: Tensor<"f32"> | null = null;
+  #generation = 0;
 
   constructor(kernels: Kernels, slack = 1) {
     this.#kernels = kernels;
@@ -32,9 +33,15 @@ export class Arena implements Disposable {
       this.#buffer?.free();
       this.#buffer = null;
       this.#buffer = new Tensor(this.#kernels, [words], "f32");
+      this.#generation++;
     }
     const buffer = this.#buffer;
     return (name, shape) => BufferLayout.view(buffer, layout.get(name), shape);
+  }
+
+  /** Counts the buffers allocated and freed: views bound at another count may be stale. */
+  get generation(): number {
+    return this.#generation;
   }
 
   /** Bytes held now. */
@@ -44,6 +51,7 @@ export class Arena implements Disposable {
 
   /** Frees the buffer (views made from it stop working); a later bind allocates again. */
   free(): void {
+    if (this.#buffer !== null) this.#generation++;
     this.#buffer?.free();
     this.#buffer = null;
   }

@@ -332,6 +332,8 @@ export class Qwen2Model implements Disposable {
   #lowStale = true;
   readonly #train: Arena;
   readonly #decode: Arena;
+  // The last decode views (about 25 tensors): made again only for another N or buffer.
+  #decodeActs: { acts: DecodeActs; generation: number } | null = null;
   readonly #graphs: DecodeGraphs;
   readonly #noDecodeFusion = envSwitchOff("AGENTRL_DECODE_FUSION");
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
@@ -870,7 +872,7 @@ export class Qwen2Model implements Disposable {
     }
     const k = this.kernels;
     this.#syncLow(); // before the layers' graph is recorded or replayed
-    const d: DecodeActs = bindDecodeActs(this.#decode, cfg, n);
+    const d = this.#decodeViews(n);
     // tokens, positions, slots and lens (positions + 1) in one copy
     const ids = new Int32Array(4 * d.idsStride);
     ids.set(tokens, 0);
@@ -885,6 +887,17 @@ export class Qwen2Model implements Disposable {
     this.#graphs.run(key, () => this.#cachedLayers(cache, d));
     if (logitRows.length === 0) return null;
     return this.#headRows(d.x, logitRows, n);
+  }
+
+  /** The decode workspace's views for N tokens (kept while N and the buffer stay). */
+  #decodeViews(n: number): DecodeActs {
+    const last = this.#decodeActs;
+    if (last !== null && last.acts.n === n && last.generation === this.#decode.generation) {
+      return last.acts;
+    }
+    const acts = bindDecodeActs(this.#decode, this.config, n);
+    this.#decodeActs = { acts, generation: this.#decode.generation };
+    return acts;
   }
 
   /** The decoder layers of {@linkcode forwardCached}: d.x in, d.x out. */

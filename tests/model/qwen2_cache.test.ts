@@ -195,3 +195,37 @@ Deno.test("qwen2 forwardCached rejects bad slots, positions and caches", () => {
   );
   assert.throws(() => model.createKvCache(0, 8), /numSlots must be a positive integer/);
 });
+
+Deno.test("qwen2 forwardCached: decode steps keep their workspace views until it is freed or grows", () => {
+  using k = Kernels.open({ threads: 2 });
+  const cfg = tinyConfig({ vocab_size: 64 });
+  using model = new Qwen2Model(k, cfg);
+  randomizeParams(model, "views");
+  const seq = Array.from(new Rng("views").ints(4, 0, cfg.vocab_size - 1));
+  using cache = model.createKvCache(1, 16);
+  const step = (pos: number) => {
+    const logits = model.forwardCached(
+      cache,
+      Int32Array.of(seq[pos]!),
+      Int32Array.of(pos),
+      Int32Array.of(0),
+      Int32Array.of(0),
+    )!.toArray();
+    assertClose(logits, fullLogits(model, seq.slice(0, pos + 1)), `position ${pos}`, {
+      rtol: 1e-4,
+      atol: 1e-5,
+    });
+  };
+  step(0);
+  step(1); // the views of the step before
+  model.releaseWorkspaces(); // the decode buffer freed: the views are made again
+  step(2);
+  model.forwardCached( // a longer call grows the buffer (nothing asked back)
+    cache,
+    Int32Array.from(seq.slice(0, 3)),
+    Int32Array.of(0, 1, 2),
+    Int32Array.of(0, 0, 0),
+    new Int32Array(0),
+  );
+  step(3);
+});
