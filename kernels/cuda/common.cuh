@@ -182,6 +182,7 @@ enum DeferredCode : int {
   kDeferredDecodeSlot = 1003,     // arl_attention_decode: slot outside [0, S)
   kDeferredDecodeLen = 1004,      // arl_attention_decode: length outside [1, L]
   kDeferredDecodeStall = 1005,    // arl_decode_layer_bf16: its grid was not resident (index: head)
+  kDeferredEmbeddingToken = 1006,  // arl_embedding_forward: a token id outside [0, V)
 };
 
 // Queues a copy of the flag to the host (before a synchronize that the caller does).

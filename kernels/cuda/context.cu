@@ -249,6 +249,12 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   "report bad values at the next call that synchronizes)",
                   fn, detail);
     }
+    case kDeferredEmbeddingToken:
+      return fail(ctx, ARL_ERR_VALUE,
+                  "%s: an earlier arl_embedding_forward call failed: token id %d at row %d is "
+                  "outside [0, V) (its kernel wrote zeros for that row; CUDA kernels report bad "
+                  "values at the next call that synchronizes)",
+                  fn, int32_t(uint32_t(index & 0xffffffff)), int32_t(index >> 32));
     case kDeferredDecodeStall:
       return fail(ctx, ARL_ERR_DEVICE,
                   "%s: an earlier arl_decode_layer_bf16 call failed: the attention blocks of a "

@@ -68,13 +68,21 @@ arl_status check_tokens(arl_ctx* ctx, const char* fn, const int32_t* tokens, int
   return ARL_OK;
 }
 
-// One block per row: out (T, C) = wte[tokens].
+// One block per row: out (T, C) = wte[tokens]. A token id outside [0, V) writes zeros and is a
+// deferred error (no synchronize here: a decode step's embedding does not stall the host).
 __global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte,
-                                         int32_t c) {
+                                         int32_t v, int32_t c, int* flag, int64_t* flag_index) {
   arl::pdl_trigger();  // a GEMV after it may start streaming its weights
   const int64_t row = blockIdx.x;
-  const float* src = wte + int64_t(tokens[row]) * c;
+  const int32_t id = tokens[row];
   float* dst = out + row * c;
+  if (id < 0 || id >= v) {
+    if (threadIdx.x == 0)
+      arl_set_flag(flag, flag_index, arl::kDeferredEmbeddingToken, (row << 32) | uint32_t(id));
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = 0.0f;
+    return;
+  }
+  const float* src = wte + int64_t(id) * c;
   for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = src[j];
 }
 
@@ -293,8 +301,8 @@ arl_status arl_embedding_forward(arl_ctx* ctx, float* out, const int32_t* tokens
   ARL_POSITIVE(ctx, c);
   ARL_PRODUCT(ctx, v, c);
   ARL_PRODUCT(ctx, t, c);
-  if (arl_status s = check_tokens(ctx, __func__, tokens, t, v)) return s;
-  embedding_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, tokens, wte, c);
+  embedding_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, tokens, wte, v, c, ctx->flag,
+                                                              ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

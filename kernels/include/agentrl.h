@@ -150,7 +150,8 @@ ARL_API arl_status arl_linear_backward_bf16(arl_ctx* ctx, float* dx, float* dw, 
 
 /* ---- elementwise and normalization ------------------------------------ */
 
-/* out (T, C) = wte (V, C)[tokens (T)]. Token ids outside [0, V) are an error. */
+/* out (T, C) = wte (V, C)[tokens (T)]. Token ids outside [0, V) are an error (the CUDA library
+ * writes zeros for such a row and reports it at the next call that synchronizes). */
 ARL_API arl_status arl_embedding_forward(arl_ctx* ctx, float* out, const int32_t* tokens,
                                          const float* wte, int32_t t, int32_t v, int32_t c);
 /* dwte (V, C) += scatter of dout (T, C) by tokens (T). */

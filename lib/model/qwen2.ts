@@ -257,8 +257,19 @@ function expectInt32Array(x: unknown, name: string, length?: number): asserts x 
   }
 }
 
-function checkPacked(batch: PackedBatch): { t: number; b: number } {
+/** Token ids in [0, vocab): checked here, before the (CUDA: deferred) kernel check. */
+function expectTokenIds(tokens: Int32Array, vocab: number): void {
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i]!;
+    if (!(id >= 0 && id < vocab)) {
+      throw new RangeError(`tokens[${i}] = ${id} is outside the vocabulary 0..${vocab - 1}`);
+    }
+  }
+}
+
+function checkPacked(batch: PackedBatch, vocab: number): { t: number; b: number } {
   expectInt32Array(batch.tokens, "tokens");
+  expectTokenIds(batch.tokens, vocab);
   const t = batch.tokens.length;
   if (t < 1) throw new RangeError("tokens must hold at least one token");
   expectInt32Array(batch.positions, "positions", t);
@@ -549,7 +560,7 @@ export class Qwen2Model implements Disposable {
   #prepare(batch: PackedBatch): TrainActs {
     this.#alive();
     this.#syncLow();
-    const { t, b } = checkPacked(batch);
+    const { t, b } = checkPacked(batch, this.config.vocab_size);
     let ws = this.#ws;
     if (ws === null || ws.t !== t || ws.b !== b) {
       this.#ws = null;
@@ -848,6 +859,7 @@ export class Qwen2Model implements Disposable {
       throw new RangeError("cache was made for a model of another shape");
     }
     expectInt32Array(tokens, "tokens");
+    expectTokenIds(tokens, cfg.vocab_size);
     const n = tokens.length;
     if (n < 1) throw new RangeError("tokens must hold at least one token");
     expectInt32Array(positions, "positions", n);

@@ -266,6 +266,37 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: a token id outside the embedding is reported at the next synchronizing call, its row zeros${why}`,
+  ignore,
+  async fn() {
+    const script = `import { embeddingForward, Kernels, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const wte = Tensor.from(k, Float32Array.from({ length: 10 }, (_, i) => i + 1), [5, 2]);
+      const out = Tensor.from(k, new Float32Array(6).fill(-1), [3, 2]);
+      embeddingForward(k, out, Tensor.from(k, Int32Array.of(0, 9, 4)), wte);
+      console.log("launched");
+      try { out.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
+      console.log(JSON.stringify(Array.from(out.read())));`;
+    const { code, text } = await run(Deno.execPath(), ["eval", script], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 3, text);
+    assert.equal(lines[0], "launched", "no error (or synchronize) at the call itself");
+    assert.match(
+      lines[1]!,
+      /^arl_copy failed \(status 3\): arl_copy: an earlier arl_embedding_forward call failed: token id 9 at row 1 is outside \[0, V\)/,
+    );
+    assert.deepEqual(JSON.parse(lines[2]!), [1, 2, 0, 0, 9, 10], "the bad row is zeros");
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: a loss mask that is not a finite weight >= 0 is an error${why}`,
   ignore,
   async fn() {

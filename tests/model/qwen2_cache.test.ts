@@ -172,7 +172,7 @@ Deno.test("qwen2 forwardCached rejects bad slots, positions and caches", () => {
   );
   assert.throws(
     () => model.forwardCached(cache, one(99), one(0), one(0), one(0)),
-    /arl_embedding_forward failed/,
+    /tokens\[0\] = 99 is outside the vocabulary 0\.\.47/,
   );
   assert.throws(
     () =>
@@ -228,4 +228,32 @@ Deno.test("qwen2 forwardCached: decode steps keep their workspace views until it
     new Int32Array(0),
   );
   step(3);
+});
+
+Deno.test("qwen2: token ids outside the vocabulary are errors before any kernel runs", () => {
+  using k = Kernels.open({ threads: 2 });
+  const cfg = tinyConfig({ vocab_size: 64 });
+  using model = new Qwen2Model(k, cfg);
+  using cache = model.createKvCache(1, 8);
+  const one = (v: number) => Int32Array.of(v);
+  assert.throws(
+    () =>
+      model.forwardCached(
+        cache,
+        Int32Array.of(3, 64),
+        Int32Array.of(0, 1),
+        Int32Array.of(0, 0),
+        one(0),
+      ),
+    /tokens\[1\] = 64 is outside the vocabulary 0\.\.63/,
+  );
+  assert.throws(
+    () => model.forwardCached(cache, one(-2), one(0), one(0), one(0)),
+    /tokens\[0\] = -2 is outside the vocabulary 0\.\.63/,
+  );
+  assert.throws(
+    () =>
+      model.forwardLogits(Int32Array.of(1, 99), Int32Array.of(0, 1), Int32Array.of(0, 2), one(1)),
+    /tokens\[1\] = 99 is outside the vocabulary 0\.\.63/,
+  );
 });
