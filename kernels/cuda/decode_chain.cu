@@ -50,7 +50,8 @@ constexpr size_t attn_smem_bytes(int d) {
 // (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
 // with the bias). After the wait each warp loads x and the norm weight, finds the norm itself (no
 // block barrier), dots both rows, and lane 0 ropes the pair and writes it and its cache rows
-// (rope_pair_store, as the fused GEMV does).
+// (rope_pair_store_row, as the fused GEMV does); its position, slot and rotation load before the
+// wait.
 constexpr int kQkvThreads = 256;
 constexpr int kQkvWarps = kQkvThreads / 32;
 constexpr int kQkvSteps = 4;  // 16-byte weight loads a lane and row: C <= 32 * 8 * kQkvSteps
@@ -88,8 +89,14 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   }
   const float b0 = active && a.bias != nullptr ? __ldg(a.bias + j0) : 0.0f;
   const float b1 = active && a.bias != nullptr ? __ldg(a.bias + j1) : 0.0f;
-  double inv_freq = 0.0;  // theta^(-2 o / d), as rope_trig finds it
-  if (active && lane == 0) inv_freq = pow(double(a.rope.theta), -2.0 * o / a.rope.d);
+  // The position, the slot and the rotation (lane 0) before the wait too: no kernel of the chain
+  // writes positions or slots (the caller's copies, or kernels launched without PDL that have
+  // finished), so they are final already.
+  arl::RopeRow rope_row{0, 0, 1.0f, 0.0f};
+  if (active && lane == 0) {
+    const double inv_freq = pow(double(a.rope.theta), -2.0 * o / a.rope.d);  // as rope_trig
+    rope_row = arl::rope_row(a.rope, 0, head, inv_freq);
+  }
   arl::pdl_wait();
   if (!active) return;
   float4 xv[kQkvSteps][2];
@@ -129,8 +136,8 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   }
   if (lane != 0) return;
   const float rstd = float(1.0 / sqrt(ss / a.c + a.eps));
-  arl::rope_pair_store(a.y + j0, d0 * rstd + b0, d1 * rstd + b1, head, o, inv_freq, 0,
-                       blockIdx.x == 0 && warp == 0, a.rope);
+  arl::rope_pair_store_row(a.y + j0, d0 * rstd + b0, d1 * rstd + b1, head, o, 0,
+                           blockIdx.x == 0 && warp == 0, a.rope, rope_row);
 }
 
 struct AttnOArgs {

@@ -16,11 +16,12 @@
 namespace arl {
 namespace chain {
 
-constexpr int kGateUpThreads = 256;
+constexpr int kGateUpThreads = 512;
 constexpr int kGateUpWarps = kGateUpThreads / 32;
 constexpr int kDownThreads = 256;
 constexpr int kDownWarps = kDownThreads / 32;
-constexpr int kResidualElems = 4;  // r elements a thread of kernel 3 loads at once
+constexpr int kResidualElems = 2;  // r elements a thread of kernel 3 loads at once
+constexpr int kResidualHeads = 16;  // and heads' partials of each
 constexpr int kDownPairs = 10;     // act column pairs a lane of kernel 4 holds at once
 constexpr int kDownRows = 8;       // x rows kernel 4's warps add up at once
 constexpr int kMlpMaxPerSm = 4;    // blocks an SM at most, where a block's weights do not fit
@@ -116,7 +117,8 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   pdl_wait();
   const unsigned long long t1 = all ? global_ns() : 0;
   // r = x + the heads' o partials, added in head order; kResidualElems elements of a thread
-  // and 8 heads at a time, all loaded before they are added.
+  // and kResidualHeads heads at a time, all loaded before they are added (one round trip for
+  // Qwen2.5-0.5B).
   double ss = 0.0;
   for (int32_t base = tid; base < a.c; base += kGateUpThreads * kResidualElems) {
     float v[kResidualElems];
@@ -125,19 +127,19 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
       const int32_t i = base + e * kGateUpThreads;
       v[e] = i < a.c ? __ldcg(a.x + i) : 0.0f;
     }
-    for (int32_t h0 = 0; h0 < a.hq; h0 += 8) {
-      float p[kResidualElems][8];
+    for (int32_t h0 = 0; h0 < a.hq; h0 += kResidualHeads) {
+      float p[kResidualElems][kResidualHeads];
 #pragma unroll
       for (int e = 0; e < kResidualElems; e++) {
         const int32_t i = base + e * kGateUpThreads;
 #pragma unroll
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < kResidualHeads; k++)
           p[e][k] = i < a.c && h0 + k < a.hq ? __ldcg(a.part + int64_t(h0 + k) * a.c + i) : 0.0f;
       }
 #pragma unroll
       for (int e = 0; e < kResidualElems; e++)
 #pragma unroll
-        for (int k = 0; k < 8; k++) v[e] += p[e][k];
+        for (int k = 0; k < kResidualHeads; k++) v[e] += p[e][k];
     }
 #pragma unroll
     for (int e = 0; e < kResidualElems; e++) {

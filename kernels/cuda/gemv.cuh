@@ -106,9 +106,27 @@ __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
 // out[d/2], and k and v pairs written to the cache at (slot, position), with
 // arl_rope_kv_cache_write's checks; `report` raises the row's deferred errors (one thread a row).
 // Rows past a bad position are neither rotated nor cached.
-__device__ inline void rope_pair_store(float* out, float a, float b, int32_t head, int32_t o,
-                                       double inv_freq, int r, bool report, const GemvRope& rope) {
-  const int32_t half = rope.d / 2, pos = rope.positions[r], slot = rope.slots[r];
+// Row r's position and slot, and the rotation's cosine and sine for pair o of `head` (q and k
+// heads; none for v), as rope_pair_store_row takes them.
+struct RopeRow {
+  int32_t pos, slot;
+  float cs, sn;
+};
+__device__ inline RopeRow rope_row(const GemvRope& rope, int r, int32_t head, double inv_freq) {
+  RopeRow row{rope.positions[r], rope.slots[r], 1.0f, 0.0f};
+  if (head < rope.hq + rope.hkv && row.pos >= 0) {
+    double sn, cs;
+    sincos(double(row.pos) * inv_freq, &sn, &cs);
+    row.cs = float(cs);
+    row.sn = float(sn);
+  }
+  return row;
+}
+
+__device__ inline void rope_pair_store_row(float* out, float a, float b, int32_t head, int32_t o,
+                                           int r, bool report, const GemvRope& rope,
+                                           const RopeRow& row) {
+  const int32_t half = rope.d / 2, pos = row.pos, slot = row.slot;
   const bool rotated = head < rope.hq + rope.hkv, is_k = rotated && head >= rope.hq;
   if (pos < 0) {
     if (report) arl_set_flag(rope.flag, rope.flag_index, kDeferredNegativePosition, r);
@@ -121,10 +139,7 @@ __device__ inline void rope_pair_store(float* out, float a, float b, int32_t hea
     arl_set_flag(rope.flag, rope.flag_index, bad_slot ? kDeferredCacheSlot : kDeferredCachePosition,
                  (int64_t(r) << 32) | uint32_t(bad_slot ? slot : pos));
   if (rotated) {
-    double sn, cs;
-    sincos(double(pos) * inv_freq, &sn, &cs);
-    const float c = float(cs), si = float(sn);
-    const float ra = a * c - b * si, rb = b * c + a * si;
+    const float ra = a * row.cs - b * row.sn, rb = b * row.cs + a * row.sn;
     a = ra;
     b = rb;
   }
@@ -136,6 +151,11 @@ __device__ inline void rope_pair_store(float* out, float a, float b, int32_t hea
                  ((int64_t(slot) * rope.hkv + kvh) * rope.l + pos) * rope.d + o;
   cache[0] = a;
   cache[half] = b;
+}
+
+__device__ inline void rope_pair_store(float* out, float a, float b, int32_t head, int32_t o,
+                                       double inv_freq, int r, bool report, const GemvRope& rope) {
+  rope_pair_store_row(out, a, b, head, o, r, report, rope, rope_row(rope, r, head, inv_freq));
 }
 
 // kGemvNormRope's end (every thread of the block calls it): the columns' sums (rstd, bias) go
