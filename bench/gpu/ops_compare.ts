@@ -429,6 +429,9 @@ function matmulCases(seed: number): Case[] {
       // Qwen2.5-0.5B's attention (its MLP half as wide, which keeps the emulated run short) at a
       // long context: a full grid of 132 blocks, GEMV rows split across warps
       [896, 2432, 14, 2, 64, 1000, true],
+      // Qwen2.5-1.5B's attention (a narrow MLP): kernel 1 the fused GEMV (C > 1024), 12 key
+      // splits of head dim 128, 12 rows a block of kernel 4 (two groups of its rows)
+      [1536, 1024, 12, 2, 128, 90, true],
     ] as const
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 1];

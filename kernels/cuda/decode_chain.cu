@@ -38,7 +38,7 @@ using namespace arl::chain;  // kernels 3 and 4, the time spans
 constexpr int kAttnThreads = 256;
 constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kKeysPerStep = 4;       // keys a warp loads at once
-constexpr int kMaxPasses = 4;         // o-projection rows per thread (a 16-byte load each)
+constexpr int kMaxSplitRows = 128;    // o-projection rows a key split writes at most
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
 constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid is not resident
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
@@ -163,6 +163,7 @@ struct AttnOArgs {
 template <int D>
 __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a) {
   constexpr int kDpl = D / 32, kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
+  constexpr int kMaxPasses = kMaxSplitRows / kRowsPerPass;  // rows a thread (a 16-byte load each)
   // (dynamic shared memory: the CUDA emulator runs a cooperative launch's blocks at once, and
   // its static __shared__ arrays would be one for all of them)
   extern __shared__ float4 attn_smem[];
@@ -453,11 +454,10 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
       !aligned16(ln2) || int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
-  const int rows_per_pass = kAttnThreads / (d / 8);
   int splits = std::max(1, ctx->num_sms / hq);
-  while ((c + splits - 1) / splits > kMaxPasses * rows_per_pass) splits++;
+  while ((c + splits - 1) / splits > kMaxSplitRows) splits++;
   if (splits > kAttnMaxSplits) {
-    if ((c + kAttnMaxSplits - 1) / kAttnMaxSplits > kMaxPasses * rows_per_pass)
+    if ((c + kAttnMaxSplits - 1) / kAttnMaxSplits > kMaxSplitRows)
       return ARL_ERR_UNSUPPORTED;
     splits = kAttnMaxSplits;
   }
