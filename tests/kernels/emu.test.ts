@@ -266,6 +266,44 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers (not the separate calls)${why}`,
+  ignore,
+  async fn() {
+    // one decodeLayer call a shape (narrow MLPs keep the emulated run short); the chain's time
+    // stamps count the layers it ran (kernel 4's block 0), printed at exit
+    for (const [c, f, hq, hkv, d] of [[896, 512, 14, 2, 64], [1536, 512, 12, 2, 128]]) {
+      const script = `import { decodeLayer, Kernels, Tensor } from ${
+        JSON.stringify(path("../../ffi/mod.ts"))
+      };
+        const k = Kernels.open({ device: "cuda" });
+        const [c, f, hq, hkv, d, l] = [${c}, ${f}, ${hq}, ${hkv}, ${d}, 64];
+        const f32 = (n, v, shape = [n]) => Tensor.from(k, new Float32Array(n).fill(v), shape);
+        const bf16 = (r, cols) => { const t = new Tensor(k, [r, cols], "bf16");
+          t.write(new Uint16Array(r * cols).fill(0x3c00)); return t; };
+        const nq = (hq + 2 * hkv) * d;
+        const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: null, o: bf16(c, hq * d),
+          ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f) };
+        const [kCache, vCache] = [0, 1].map(() => f32(hkv * l * d, 0.5, [1, hkv, l, d]));
+        const one = (v) => Tensor.from(k, Int32Array.of(v));
+        const x = f32(c, 0.01);
+        decodeLayer(k, x, w, { kCache, vCache, slot: one(0), position: one(9), len: one(10),
+          hq, eps: 1e-6, theta: 1e6, scale: 0.125 },
+          { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) });
+        x.read();
+        k.close();`;
+      const { code, text } = await run(Deno.execPath(), ["eval", script], {
+        AGENTRL_KERNELS_CUDA: EMU_LIB,
+        AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
+        NO_COLOR: "1",
+      });
+      assert.equal(code, 0, text);
+      assert.match(text, /decode chain, mean of 1 layers/, `c=${c} d=${d}: the chain did not run`);
+    }
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: a token id outside the embedding is reported at the next synchronizing call, its row zeros${why}`,
   ignore,
   async fn() {
