@@ -3,7 +3,10 @@ import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { dim, expectDisjoint, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
-/** out (T, C) = wte (V, C)[tokens (T)]. */
+/**
+ * out (T, C) = wte (V, C)[tokens (T)]. A token id outside [0, V) is an error; the CUDA library
+ * writes zeros for its row and reports it at the next call that synchronizes.
+ */
 export function embeddingForward(k: Kernels, out: Tensor, tokens: Tensor, wte: Tensor): void {
   expectTensor(tokens, "tokens", "i32", [-1]);
   expectTensor(wte, "wte", "f32", [-1, -1]);

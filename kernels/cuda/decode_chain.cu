@@ -386,8 +386,8 @@ bool qkv_gemv() {
   return value;
 }
 
-// Kernels 1 and 2 ask for the largest shared-memory carveout, as kernel 3 needs it: an SM
-// configured for less could not take kernel 3's block (and start its copies) while kernel 2 runs.
+// Kernels 1 and 2 ask for the largest shared-memory carveout, as kernels 3 and 4 need it: an SM
+// configured for less could not take their blocks (and start their copies) while 1 and 2 run.
 template <typename K>
 int prefer_shared(K kernel) {
 #ifndef AGENTRL_CUDA_EMU
@@ -451,7 +451,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                               float scale) {
   if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
       !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
-      !aligned16(ln2) || int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
+      !aligned16(ln2) || (reinterpret_cast<uintptr_t>(act) & 7) != 0 ||  // (kernel 4: float2)
+      int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
   int splits = std::max(1, ctx->num_sms / hq);

@@ -1,4 +1,4 @@
-// The three-kernel decode layer (decode_chain.cu), arl_decode_layer_bf16's default CUDA path.
+// The four-kernel decode layer (decode_chain.cu), arl_decode_layer_bf16's default CUDA path.
 #pragma once
 
 #include "common.cuh"
@@ -11,7 +11,7 @@ constexpr int64_t kDecodePartFloats = int64_t(1) << 18;
 // The decode buffer's o-projection partials (kDecodePartFloats; after decode_buffers).
 float* decode_partials(arl_ctx* ctx);
 
-// arl_decode_layer_bf16 as three chained kernels, its arguments checked by the caller.
+// arl_decode_layer_bf16 as four chained kernels, its arguments checked by the caller.
 // ARL_ERR_UNSUPPORTED, with nothing launched, when the shapes, the pointers' alignment or the
 // device do not fit it; else ARL_OK or a launch error.
 arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv, float* attn,

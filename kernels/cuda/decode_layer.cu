@@ -1,5 +1,5 @@
 // arl_decode_layer_bf16 (ABI version 6) on the GPU: the choice of its path (layer_path below:
-// the three chained kernels of decode_chain.cu by default), and the path `coop`, one token
+// the four chained kernels of decode_chain.cu by default), and the path `coop`, one token
 // through a whole decoder layer in one cooperative kernel. Batch-1 decode is a chain of small
 // steps, each too little work to hide a kernel boundary; here one block per SM runs the layer's
 // steps as phases separated by grid-wide barriers:
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   }
 }
 
-// How arl_decode_layer_bf16 runs (AGENTRL_CUDA_DECODE_LAYER): the three chained kernels of
+// How arl_decode_layer_bf16 runs (AGENTRL_CUDA_DECODE_LAYER): the four chained kernels of
 // decode_chain.cu (`chain`, the default), this file's one cooperative kernel (`coop`), or the
 // separate calls (`steps`, or `0`: a baseline for benchmarks). Shapes a path does not take run
 // as the separate calls. An unknown value is reported once and ignored.

@@ -101,13 +101,8 @@ struct GemvRope {
 
 __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
 
-// Row r's RoPE pair of head `head` after the projection (a at offset o, b at o + d/2): q and k
-// pairs roped at the row's position (inv_freq: theta^(-2 o / d)), written to out[0] and
-// out[d/2], and k and v pairs written to the cache at (slot, position), with
-// arl_rope_kv_cache_write's checks; `report` raises the row's deferred errors (one thread a row).
-// Rows past a bad position are neither rotated nor cached.
 // Row r's position and slot, and the rotation's cosine and sine for pair o of `head` (q and k
-// heads; none for v), as rope_pair_store_row takes them.
+// heads; none for v; inv_freq: theta^(-2 o / d)), as rope_pair_store_row takes them.
 struct RopeRow {
   int32_t pos, slot;
   float cs, sn;
@@ -123,6 +118,10 @@ __device__ inline RopeRow rope_row(const GemvRope& rope, int r, int32_t head, do
   return row;
 }
 
+// Row r's RoPE pair of head `head` after the projection (a at offset o, b at o + d/2): q and k
+// pairs roped (row: rope_row's), written to out[0] and out[d/2], and k and v pairs written to the
+// cache at (slot, position), with arl_rope_kv_cache_write's checks; `report` raises the row's
+// deferred errors (one thread a row). Rows past a bad position are neither rotated nor cached.
 __device__ inline void rope_pair_store_row(float* out, float a, float b, int32_t head, int32_t o,
                                            int r, bool report, const GemvRope& rope,
                                            const RopeRow& row) {
@@ -153,6 +152,7 @@ __device__ inline void rope_pair_store_row(float* out, float a, float b, int32_t
   cache[half] = b;
 }
 
+// The same, finding the row's position, slot and rotation itself.
 __device__ inline void rope_pair_store(float* out, float a, float b, int32_t head, int32_t o,
                                        double inv_freq, int r, bool report, const GemvRope& rope) {
   rope_pair_store_row(out, a, b, head, o, r, report, rope, rope_row(rope, r, head, inv_freq));

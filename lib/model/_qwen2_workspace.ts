@@ -30,8 +30,7 @@ export class Arena implements Disposable {
   bind(layout: BufferLayout): (name: string, shape?: readonly number[]) => Tensor {
     if (this.#buffer === null || this.#buffer.size < layout.total) {
       const words = Math.max(layout.total, Math.ceil((this.#buffer?.size ?? 0) * this.#slack));
-      this.#buffer?.free();
-      this.#buffer = null;
+      this.free(); // (the views of the old buffer are stale from here, even if the next throws)
       this.#buffer = new Tensor(this.#kernels, [words], "f32");
       this.#generation++;
     }
