@@ -6,7 +6,7 @@
  */
 
 /** `ARL_ABI_VERSION` of the header these symbols follow; a library must report the same. */
-export const ABI_VERSION = 7;
+export const ABI_VERSION = 8;
 
 const ptr = "pointer" as const;
 const i32 = "i32" as const;
@@ -100,6 +100,10 @@ export const SYMBOLS = {
   arl_alloc: { parameters: [ptr, /* arl_ctx* */ i64 /* int64_t bytes */], result: ptr },
   arl_free: { parameters: [ptr, /* arl_ctx* */ ptr /* void* ptr */], result: status },
   arl_copy: {
+    parameters: [ptr, /* ctx */ ptr, /* void* dst */ ptr, /* const void* src */ i64 /* bytes */],
+    result: status,
+  },
+  arl_upload_async: {
     parameters: [ptr, /* ctx */ ptr, /* void* dst */ ptr, /* const void* src */ i64 /* bytes */],
     result: status,
   },

@@ -276,23 +276,32 @@ export class Tensor<D extends DType = DType> implements Disposable {
 
   /** Copies `data` (exactly `size` elements of this dtype) into the tensor (any device). */
   write(data: View<D>): void {
-    const ctor = this.dtype === "f32"
-      ? Float32Array
-      : this.dtype === "i32"
-      ? Int32Array
-      : Uint16Array;
-    if (!(data instanceof ctor) || data.length !== this.size) {
-      throw new RangeError(
-        `write() needs a ${ctor.name} of ${this.size} elements for this ${this.dtype} tensor, got ${
-          (data as ArrayLike<number>)?.length
-        } ${(data as object)?.constructor?.name ?? typeof data}`,
-      );
-    }
+    this.#expectData(data, "write");
     if (this.device === "cpu") {
       (this.view() as typeof data).set(data as never);
     } else {
       this.#copy(this.ptr, Deno.UnsafePointer.of(data as BufferSource)!);
     }
+  }
+
+  /**
+   * {@linkcode write} without waiting for the copy: on CUDA up to 64 KiB go through pinned
+   * memory and are copied in stream order (a larger copy waits, as write does). `data` may change
+   * once it returns. Not inside a graph recording.
+   */
+  writeAsync(data: View<D>): void {
+    this.#expectData(data, "writeAsync");
+    if (this.device === "cpu" || this.byteSize === 0) return this.write(data);
+    const k = this.kernels;
+    k.check(
+      "arl_upload_async",
+      k.sym.arl_upload_async(
+        k.ctx,
+        this.ptr,
+        Deno.UnsafePointer.of(data as BufferSource)!,
+        BigInt(this.byteSize),
+      ),
+    );
   }
 
   /** Copies from another tensor of the same dtype and size (any devices). */
@@ -306,6 +315,21 @@ export class Tensor<D extends DType = DType> implements Disposable {
     // The CUDA library's copy handles host and device memory on either side.
     const k = this.device === "cuda" ? this.kernels : src.kernels;
     k.check("arl_copy", k.sym.arl_copy(k.ctx, this.ptr, src.ptr, BigInt(this.byteSize)));
+  }
+
+  #expectData(data: View<D>, method: string): void {
+    const ctor = this.dtype === "f32"
+      ? Float32Array
+      : this.dtype === "i32"
+      ? Int32Array
+      : Uint16Array;
+    if (!(data instanceof ctor) || data.length !== this.size) {
+      throw new RangeError(
+        `${method}() needs a ${ctor.name} of ${this.size} elements for this ${this.dtype} tensor, got ${
+          (data as ArrayLike<number>)?.length
+        } ${(data as object)?.constructor?.name ?? typeof data}`,
+      );
+    }
   }
 
   #copy(dst: Deno.PointerValue, src: Deno.PointerValue): void {

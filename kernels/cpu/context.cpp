@@ -119,6 +119,15 @@ arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
   return ARL_OK;
 }
 
+arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
+  ARL_CTX(ctx);  // (the CPU library copies at once: there is nothing to wait for)
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  std::memmove(dst, src, size_t(bytes));
+  return ARL_OK;
+}
+
 arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, dst);

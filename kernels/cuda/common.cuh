@@ -38,6 +38,10 @@ struct arl_ctx {
   bool cooperative;       // the device launches cooperative grids
   int64_t l2_bytes;       // its L2 cache
   bool capturing;         // between arl_graph_begin and arl_graph_end (see graph.cu)
+  void* upload_host;      // arl_upload_async's pinned slots (one a copy, its largest size each)
+  cudaEvent_t upload_done[4];  // each slot's copy, recorded on the stream
+  bool upload_pending[4];
+  int upload_next;
   char last_error[512];
 };
 

@@ -397,6 +397,10 @@ void arl_ctx_destroy(arl_ctx* ctx) {
     if (p != nullptr) cudaFree(p);
   for (int i = 0; i < ctx->num_retired; i++) cudaFree(ctx->retired[i]);
   if (ctx->host_scratch != nullptr) cudaFreeHost(ctx->host_scratch);
+  if (ctx->upload_host != nullptr) {
+    for (cudaEvent_t e : ctx->upload_done) cudaEventDestroy(e);
+    cudaFreeHost(ctx->upload_host);
+  }
   cudaFree(ctx->flag);
   cudaFreeHost(ctx->flag_host);
   cudaStreamDestroy(ctx->stream);
@@ -506,6 +510,56 @@ arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
   return arl::report_flag(ctx, __func__, "a kernel of an earlier call flagged a bad value");
+}
+
+// arl_upload_async: the bytes go into the next of four pinned slots (waiting for that slot's
+// copy of four calls ago, if it is still queued), and the copy from there is queued on the stream.
+namespace {
+constexpr int kUploadSlots = int(sizeof(arl_ctx::upload_done) / sizeof(cudaEvent_t));
+constexpr size_t kUploadSlotBytes = ARL_UPLOAD_ASYNC_BYTES;
+}  // namespace
+
+arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  if (ctx->capturing)
+    return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
+                     "%s: a copy from host memory cannot be recorded in a graph", __func__);
+  if (bytes == 0) return ARL_OK;
+  if (size_t(bytes) > kUploadSlotBytes) return arl_copy(ctx, dst, src, bytes);
+  if (ctx->upload_host == nullptr) {
+    if (cudaMallocHost(&ctx->upload_host, kUploadSlots * kUploadSlotBytes) != cudaSuccess) {
+      cudaGetLastError();
+      ctx->upload_host = nullptr;
+      return arl_copy(ctx, dst, src, bytes);  // (no pinned memory: the waiting copy)
+    }
+    for (int i = 0; i < kUploadSlots; i++) {
+      if (cudaEventCreate(&ctx->upload_done[i]) != cudaSuccess) {
+        cudaGetLastError();
+        for (int j = 0; j < i; j++) cudaEventDestroy(ctx->upload_done[j]);
+        cudaFreeHost(ctx->upload_host);
+        ctx->upload_host = nullptr;
+        return arl_copy(ctx, dst, src, bytes);
+      }
+      ctx->upload_pending[i] = false;
+    }
+  }
+  const int slot = ctx->upload_next;
+  ctx->upload_next = (slot + 1) % kUploadSlots;
+  cudaError_t err = ctx->upload_pending[slot] ? cudaEventSynchronize(ctx->upload_done[slot])
+                                              : cudaSuccess;
+  ctx->upload_pending[slot] = false;
+  char* staged = static_cast<char*>(ctx->upload_host) + size_t(slot) * kUploadSlotBytes;
+  if (err == cudaSuccess) {
+    std::memcpy(staged, src, size_t(bytes));
+    err = cudaMemcpyAsync(dst, staged, size_t(bytes), cudaMemcpyDefault, ctx->stream);
+  }
+  if (err == cudaSuccess) err = cudaEventRecord(ctx->upload_done[slot], ctx->stream);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+  ctx->upload_pending[slot] = true;
+  return ARL_OK;
 }
 
 arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {

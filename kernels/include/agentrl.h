@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 7
+#define ARL_ABI_VERSION 8
 
 typedef int32_t arl_status;
 enum {
@@ -79,6 +79,15 @@ ARL_API void* arl_alloc(arl_ctx* ctx, int64_t bytes);
 /* ctx may be NULL (memory outlives contexts). */
 ARL_API arl_status arl_free(arl_ctx* ctx, void* ptr);
 ARL_API arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes);
+/*
+ * Copies `bytes` of host memory src [host] to dst (the library's memory) without waiting for the
+ * copy (ABI version 8): src may be changed or freed once it returns. The CUDA library stages up
+ * to ARL_UPLOAD_ASYNC_BYTES in pinned memory and queues the copy on the context's stream (a
+ * larger copy waits, as arl_copy does); it fails while a graph is being recorded. The CPU
+ * library copies at once.
+ */
+#define ARL_UPLOAD_ASYNC_BYTES 65536
+ARL_API arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes);
 ARL_API arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n);
 /* out (n) = round-to-nearest-even bf16 of x (n) */
 ARL_API arl_status arl_f32_to_bf16(arl_ctx* ctx, uint16_t* out, const float* x, int64_t n);

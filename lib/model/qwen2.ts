@@ -891,7 +891,7 @@ export class Qwen2Model implements Disposable {
     ids.set(positions, d.idsStride);
     ids.set(slots, 2 * d.idsStride);
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
-    upload(d.ids, ids);
+    (d.ids as Tensor<"i32">).writeAsync(ids); // (no wait: the GPU may start on it at once)
     embeddingForward(k, d.x, d.tokens, this.#wc.embed);
     // The layers' pointers and sizes depend only on these: replayed as a graph on CUDA.
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptr);

@@ -309,6 +309,47 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: writeAsync copies what the data held at the call, through its four pinned slots and past them${why}`,
+  ignore,
+  async fn() {
+    const script = `import { Kernels, KernelGraph, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const data = new Int32Array(5);
+      const small = Array.from({ length: 6 }, () => new Tensor(k, [5], "i32"));
+      small.forEach((t, i) => { data.fill(i + 1); t.writeAsync(data); }); // (6 > 4 slots)
+      data.fill(-7); // after the calls: none of the copies sees it
+      const big = new Tensor(k, [20000], "i32"); // 80 KB: over the pinned slots, a waiting copy
+      const bigData = Int32Array.from({ length: 20000 }, (_, i) => i);
+      big.writeAsync(bigData);
+      bigData.fill(0);
+      console.log(JSON.stringify(small.map((t) => Array.from(t.read()))));
+      const read = big.read();
+      console.log(read[0] === 0 && read[19999] === 19999 ? "big ok" : "big wrong");
+      try { KernelGraph.record(k, () => small[0].writeAsync(data)); console.log("recorded"); }
+      catch (e) { console.log(e.message); }`;
+    const { code, text } = await run(Deno.execPath(), ["eval", script], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const lines = text.trim().split("\n");
+    assert.deepEqual(
+      JSON.parse(lines[0]!),
+      [1, 2, 3, 4, 5, 6].map((v) => new Array(5).fill(v)),
+      "each copy holds the data of its call",
+    );
+    assert.equal(lines[1], "big ok");
+    assert.match(
+      lines[2]!,
+      /arl_upload_async: a copy from host memory cannot be recorded in a graph/,
+    );
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: a token id outside the embedding is reported at the next synchronizing call, its row zeros${why}`,
   ignore,
   async fn() {

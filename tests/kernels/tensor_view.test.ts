@@ -52,3 +52,21 @@ Deno.test("Tensor.viewOf checks bounds and alignment; views die with their paren
   assert.throws(() => v3.view(), /was freed/);
   assert.throws(() => Tensor.viewOf(flat, 0, [1]), /was freed/);
 });
+
+Deno.test("Tensor.writeAsync writes like write (at once on the CPU) and checks its data the same way", () => {
+  using k = openKernels();
+  using t = new Tensor(k, [3], "i32");
+  const data = Int32Array.of(4, 5, 6);
+  t.writeAsync(data);
+  data.fill(0);
+  assert.deepEqual(Array.from(t.read()), [4, 5, 6]);
+  assert.throws(
+    () => t.writeAsync(new Float32Array(3) as never),
+    /writeAsync\(\) needs a Int32Array of 3 elements for this i32 tensor, got 3 Float32Array/,
+  );
+  // the native entry checks its arguments like arl_copy
+  assert.throws(
+    () => k.check("arl_upload_async", k.sym.arl_upload_async(k.ctx, t.ptr, null, 12n)),
+    /arl_upload_async: src must not be null/,
+  );
+});
