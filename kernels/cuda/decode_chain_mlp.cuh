@@ -73,6 +73,26 @@ struct MlpArgs {
   float eps;
 };
 
+// A kernel's spans, summed by thread 0 of each block at its end: its early (start -> pdl_wait
+// returns) and work (-> end) spans into the all-block sums; block 0 also into its own, with the
+// gap from the kernel before's end stamp to its wait, its own end stamp and the grid's size.
+struct KernelSpans {
+  Span early_all, work_all, early, work, gap, before_end, end, blocks;
+};
+__device__ inline void add_spans(unsigned long long* times, const KernelSpans& s, bool block0,
+                                 unsigned long long t0, unsigned long long t1,
+                                 unsigned long long t2) {
+  atomicAdd(times + s.early_all, t1 - t0);
+  atomicAdd(times + s.work_all, t2 - t1);
+  if (!block0) return;
+  const unsigned long long before = times[s.before_end];
+  atomicAdd(times + s.early, t1 - t0);
+  atomicAdd(times + s.work, t2 - t1);
+  if (before != 0 && t1 > before) atomicAdd(times + s.gap, t1 - before);
+  times[s.end] = t2;
+  times[s.blocks] = gridDim.x;
+}
+
 __device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
@@ -173,19 +193,12 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   __syncthreads();
   for (int32_t q = tid; q < w; q += kGateUpThreads) a.act[j0 + q] = silu(dots[q]) * dots[w + q];
   if (all) {
-    const unsigned long long t2 = global_ns();
-    atomicAdd(a.times + kSpanMlpEarlyAll, t1 - t0);
+    add_spans(a.times,
+              {kSpanMlpEarlyAll, kSpanMlpActAll, kSpanMlpEarly, kSpanMlpAct, kSpanMlpGap,
+               kStampAttnEnd, kStampMlpEnd, kSpanMlpBlocks},
+              timing, t0, t1, global_ns());
     atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
-    atomicAdd(a.times + kSpanMlpActAll, t2 - t1);
-    if (timing) {
-      const unsigned long long attn_end = a.times[kStampAttnEnd];
-      atomicAdd(a.times + kSpanMlpEarly, t1 - t0);
-      if (attn_end != 0 && t1 > attn_end) atomicAdd(a.times + kSpanMlpGap, t1 - attn_end);
-      atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
-      atomicAdd(a.times + kSpanMlpAct, t2 - t1);
-      a.times[kStampMlpEnd] = t2;
-      a.times[kSpanMlpBlocks] = gridDim.x;
-    }
+    if (timing) atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
   }
 }
 
@@ -267,18 +280,11 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   }
   if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block)
   if (all) {
-    const unsigned long long t2 = global_ns();
-    atomicAdd(a.times + kSpanDownEarlyAll, t1 - t0);
-    atomicAdd(a.times + kSpanDownWorkAll, t2 - t1);
-    if (timing) {
-      const unsigned long long mlp_end = a.times[kStampMlpEnd];
-      atomicAdd(a.times + kSpanDownEarly, t1 - t0);
-      if (mlp_end != 0 && t1 > mlp_end) atomicAdd(a.times + kSpanDownGap, t1 - mlp_end);
-      atomicAdd(a.times + kSpanDownWork, t2 - t1);
-      atomicAdd(a.times + kSpanCount, 1ull);
-      a.times[kStampDownEnd] = t2;
-      a.times[kSpanDownBlocks] = gridDim.x;
-    }
+    add_spans(a.times,
+              {kSpanDownEarlyAll, kSpanDownWorkAll, kSpanDownEarly, kSpanDownWork, kSpanDownGap,
+               kStampMlpEnd, kStampDownEnd, kSpanDownBlocks},
+              timing, t0, t1, global_ns());
+    if (timing) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer timed)
   }
 }
 
