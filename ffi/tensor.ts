@@ -291,7 +291,8 @@ export class Tensor<D extends DType = DType> implements Disposable {
    */
   writeAsync(data: View<D>): void {
     this.#expectData(data, "writeAsync");
-    if (this.device === "cpu" || this.byteSize === 0) return this.write(data);
+    if (this.device === "cpu") return (this.view() as typeof data).set(data as never);
+    if (this.byteSize === 0) return;
     const k = this.kernels;
     k.check(
       "arl_upload_async",

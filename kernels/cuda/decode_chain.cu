@@ -516,6 +516,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
            [] { return prefer_shared(decode_attn_o_kernel<128>); });
   const int64_t pairs = nq / 2;
   const int64_t qkv_blocks = std::min<int64_t>(ctx->num_sms, pairs);
+  const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
+                      d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
   if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
     QkvArgs qa{};
     qa.y = qkv;
@@ -523,20 +525,16 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     qa.ln1 = ln1;
     qa.w = w_qkv;
     qa.bias = b_qkv;
-    qa.rope = GemvRope{k_cache, v_cache, slot, position, hq,        hkv,
-                       d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
+    qa.rope = rope;
     qa.c = c;
     qa.pairs = pairs;
     qa.eps = eps;
     cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
-    // (warps a block: as many as its pairs, so that its registers leave room for kernels 3 and 4
-    // of the layer before and kernel 2 beside it)
+    // (as many warps a block as it has pairs: no idle warps holding registers)
     const int64_t warps = (pairs + qkv_blocks - 1) / qkv_blocks;
     launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(unsigned(32 * warps)), 0,
                qa);
   } else {
-    const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
-                        d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
     gemv_rows<kGemvNormRope>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps, &rope);
   }
   if (arl_status st = check_launch(ctx, fn)) return st;

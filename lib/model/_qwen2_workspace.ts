@@ -32,13 +32,12 @@ export class Arena implements Disposable {
       const words = Math.max(layout.total, Math.ceil((this.#buffer?.size ?? 0) * this.#slack));
       this.free(); // (the views of the old buffer are stale from here, even if the next throws)
       this.#buffer = new Tensor(this.#kernels, [words], "f32");
-      this.#generation++;
     }
     const buffer = this.#buffer;
     return (name, shape) => BufferLayout.view(buffer, layout.get(name), shape);
   }
 
-  /** Counts the buffers allocated and freed: views bound at another count may be stale. */
+  /** Counts the buffers freed: views bound at another count may be stale. */
   get generation(): number {
     return this.#generation;
   }
