@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "common.cuh"
+
 namespace arl {
 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)  // (Hopper takes bulk copies instead)
@@ -112,6 +114,29 @@ template <int later>
 __device__ inline void block_copy_wait_all(uint64_t* bar) {
   block_copy_wait<later>(bar);
   __syncthreads();
+}
+
+// Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the
+// emulator. Hopper: bulk prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector.
+__device__ inline void prefetch_l2(const void* p, int64_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const char* base = static_cast<const char*>(p);
+  constexpr int64_t kChunk = 16 * 1024;
+  for (int64_t o = int64_t(threadIdx.x) * kChunk; o < bytes; o += int64_t(blockDim.x) * kChunk) {
+    const unsigned n = unsigned(min(kChunk, bytes - o));
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                     __cvta_generic_to_global(base + o)),
+                 "r"(n)
+                 : "memory");
+  }
+#elif defined(__CUDA_ARCH__)
+  const char* base = static_cast<const char*>(p);
+  for (int64_t o = int64_t(threadIdx.x) * 32; o < bytes; o += int64_t(blockDim.x) * 32)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(base + o)));
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 }  // namespace arl

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "common.cuh"
+#include "block_copy.cuh"
 #include "decode_chain.cuh"
 #include "decode_chain_mlp.cuh"
 #include "gemv.cuh"
@@ -67,12 +68,35 @@ struct QkvArgs {
   int32_t c;
   int64_t pairs;
   float eps;
+  unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_CHAIN_TIMES's sums
 };
+
+// Kernel 1's time spans (thread 0 of each block, at its end).
+__device__ void qkv_spans(unsigned long long* times, unsigned long long t0, unsigned long long t1,
+                          unsigned long long t_dot, unsigned long long t2) {
+  atomicAdd(times + kSpanQkvEarlyAll, t1 - t0);
+  atomicAdd(times + kSpanQkvWorkAll, t2 - t1);
+  atomicMax(times + kStampQkvEndMax, t2);
+  if (blockIdx.x != 0) return;
+  atomicAdd(times + kSpanQkvEarly, t1 - t0);
+  atomicAdd(times + kSpanQkvDot, t_dot - t1);
+  atomicAdd(times + kSpanQkvWork, t2 - t1);
+  const unsigned long long down_last = times[kStampDownEndMax], down0 = times[kStampDownEnd];
+  if (down_last != 0 && t1 > down_last && t1 - down_last < 20000) {  // (not across tokens)
+    atomicAdd(times + kSpanQkvGap, t1 - down_last);
+    atomicAdd(times + kSpanQkvGaps, 1ull);
+    if (down_last > down0 && down0 != 0) atomicAdd(times + kSpanDownSpread, down_last - down0);
+  }
+  times[kStampQkvEnd] = t2;
+  times[kSpanQkvBlocks] = gridDim.x;
+}
 
 __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t pair = a.pairs * blockIdx.x / gridDim.x + warp;
   const bool active = pair < a.pairs * (blockIdx.x + 1) / gridDim.x;
+  const bool all = a.times != nullptr && threadIdx.x == 0;  // (warp 0 always has a pair)
+  const unsigned long long t0 = all ? arl::global_ns() : 0;
   arl::pdl_trigger();
   const int32_t half = a.rope.d / 2, head = int32_t(active ? pair / half : 0);
   const int32_t o = int32_t(active ? pair % half : 0);
@@ -98,6 +122,7 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
     rope_row = arl::rope_row(a.rope, 0, head, inv_freq);
   }
   arl::pdl_wait();
+  const unsigned long long t1 = all ? arl::global_ns() : 0;
   if (!active) return;
   float4 xv[kQkvSteps][2];
 #pragma unroll
@@ -134,10 +159,12 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
     d0 += __shfl_xor_sync(0xffffffffu, d0, s);
     d1 += __shfl_xor_sync(0xffffffffu, d1, s);
   }
+  const unsigned long long t_dot = all ? arl::global_ns() : 0;
   if (lane != 0) return;
   const float rstd = float(1.0 / sqrt(ss / a.c + a.eps));
   arl::rope_pair_store_row(a.y + j0, d0 * rstd + b0, d1 * rstd + b1, head, o, 0,
                            blockIdx.x == 0 && warp == 0, a.rope, rope_row);
+  if (all) qkv_spans(a.times, t0, t1, t_dot, arl::global_ns());
 }
 
 struct AttnOArgs {
@@ -156,6 +183,7 @@ struct AttnOArgs {
   float scale;
   int* flag;
   int64_t* flag_index;
+  int kv_prefetch;  // ask L2 for the split's keys and values before the wait
 };
 
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
@@ -189,6 +217,18 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     const int32_t row = row0 + p * kRowsPerPass + group;
     wreg[p] = row < row1 ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
                          : make_uint4(0, 0, 0, 0);
+  }
+  // The split's keys and values into L2 before the wait (a hint): the slot and the length are
+  // final already (the caller's copies), and L2 sees kernel 1's write of the new row anyway.
+  if (a.kv_prefetch && tid == 0) {
+    const int32_t slot = a.slot[0], len = a.len[0];
+    if (slot >= 0 && slot < a.s && len >= 1 && len <= a.l) {
+      const int32_t share = (len + a.splits - 1) / a.splits;
+      const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
+      const int64_t at = ((int64_t(slot) * a.hkv + h / (a.hq / a.hkv)) * a.l + j_begin) * D;
+      arl::prefetch_l2(a.k_cache + at, int64_t(j_end - j_begin) * D * 4);
+      arl::prefetch_l2(a.v_cache + at, int64_t(j_end - j_begin) * D * 4);
+    }
   }
   arl::pdl_wait();
   const bool all = a.times != nullptr && tid == 0;
@@ -325,7 +365,13 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     const unsigned long long t2 = arl::global_ns(), down_end = a.times[kStampDownEnd];
     atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
     atomicAdd(a.times + kSpanAttnWork, t2 - t1);
-    if (down_end != 0 && t1 > down_end) {  // (20 us or more: across tokens)
+    const unsigned long long qkv_last = a.times[kStampQkvEndMax], qkv0 = a.times[kStampQkvEnd];
+    if (qkv_last != 0 && t1 > qkv_last && t1 - qkv_last < 20000) {
+      atomicAdd(a.times + kSpanAttnAfterQkv, t1 - qkv_last);
+      if (qkv_last > qkv0 && qkv0 != 0) atomicAdd(a.times + kSpanQkvSpread, qkv_last - qkv0);
+    }
+    // (20 us or more: across tokens; 2 ms or more: between runs, not counted)
+    if (down_end != 0 && t1 > down_end && t1 - down_end < 2000000) {
       const bool token = t1 - down_end >= 20000;
       atomicAdd(a.times + (token ? kSpanTokenGap : kSpanAttnGap), t1 - down_end);
       if (token) atomicAdd(a.times + kSpanTokens, 1ull);
@@ -386,6 +432,16 @@ bool qkv_gemv() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_KV_PREFETCH=0: kernel 2 does not ask L2 for its keys and values before its
+// wait (a baseline for benchmarks).
+bool kv_prefetch() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_KV_PREFETCH");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return value;
+}
+
 // Kernels 1 and 2 ask for the largest shared-memory carveout, as kernels 3 and 4 need it: an SM
 // configured for less could not take their blocks (and start their copies) while 1 and 2 run.
 template <typename K>
@@ -423,6 +479,19 @@ void print_chain_times(const unsigned long long* host) {
                host[kSpanAttnGap] / n, host[kSpanMlpEarly] / n, host[kSpanMlpGap] / n,
                host[kSpanMlpGateUp] / n, host[kSpanMlpAct] / n, host[kSpanDownEarly] / n,
                host[kSpanDownGap] / n, host[kSpanDownWork] / n);
+  if (host[kSpanQkvBlocks] != 0) {
+    const double nq = n * double(host[kSpanQkvBlocks]);
+    const double ng = 1e3 * double(std::max(1ull, host[kSpanQkvGaps]));
+    std::fprintf(stderr,
+                 "decode chain, kernel 1, us: early %.2f (block 0), %.2f (mean); after kernel 4's "
+                 "last block %.2f (kernel 4's last block ends %.2f after its block 0); dots "
+                 "summed %.2f, rows stored %.2f (block 0), %.2f (mean); its last block ends %.2f "
+                 "after block 0; kernel 2's wait returns %.2f after that\n",
+                 host[kSpanQkvEarly] / n, host[kSpanQkvEarlyAll] / nq, host[kSpanQkvGap] / ng,
+                 host[kSpanDownSpread] / ng, host[kSpanQkvDot] / n, host[kSpanQkvWork] / n,
+                 host[kSpanQkvWorkAll] / nq, host[kSpanQkvSpread] / n,
+                 host[kSpanAttnAfterQkv] / n);
+  }
   if (host[kSpanTokens] != 0)
     std::fprintf(stderr,
                  "decode chain, between tokens (the last layer's end to the first layer's "
@@ -529,6 +598,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     qa.c = c;
     qa.pairs = pairs;
     qa.eps = eps;
+    qa.times = times;
     cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
     // (as many warps a block as it has pairs: no idle warps holding registers)
     const int64_t warps = (pairs + qkv_blocks - 1) / qkv_blocks;
@@ -559,6 +629,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.scale = scale;
   attn_args.flag = ctx->flag;
   attn_args.flag_index = ctx->flag_index;
+  attn_args.kv_prefetch = kv_prefetch() ? 1 : 0;
   if (d == 64)
     launch_waiting(ctx, decode_attn_o_kernel<64>, dim3(unsigned(attn_blocks)), dim3(kAttnThreads),
                    attn_smem_bytes(64), attn_args);

@@ -52,9 +52,23 @@ enum Span {
                       // layer returns from its wait (the LM head, sampling, the host, kernel 1)
   kSpanTokens,        // how many of those
   kSpanCount,         // layers timed
+  kSpanQkvEarly,      // kernel 1, block 0: start -> pdl_wait returns
+  kSpanQkvGap,        // kernel 4 of the layer before (its last block) ends -> kernel 1's wait
+  kSpanQkvDot,        // kernel 1, block 0 (thread 0): pdl_wait returns -> its dots summed
+  kSpanQkvWork,       // kernel 1, block 0 (thread 0): pdl_wait returns -> its rows stored
+  kSpanQkvEarlyAll,   // the sum over kernel 1's blocks of kSpanQkvEarly
+  kSpanQkvWorkAll,    // ... of kSpanQkvWork
+  kSpanQkvBlocks,     // kernel 1's grid size
+  kSpanQkvSpread,     // kernel 1: block 0 ends -> its last block ends
+  kSpanAttnAfterQkv,  // kernel 1's last block ends -> kernel 2 (block 0) returns from its wait
+  kSpanDownSpread,    // kernel 4: block 0 ends -> its last block ends
+  kSpanQkvGaps,       // how many kSpanQkvGap (and kSpanDownSpread) were added (within a token)
   kStampAttnEnd,      // (the last end times, for the gaps)
   kStampMlpEnd,
   kStampDownEnd,
+  kStampQkvEnd,
+  kStampQkvEndMax,    // (the latest end of any block: atomicMax)
+  kStampDownEndMax,
   kTimesWords
 };
 
@@ -285,6 +299,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
                kStampMlpEnd, kStampDownEnd, kSpanDownBlocks},
               timing, t0, t1, global_ns());
     if (timing) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer timed)
+    atomicMax(a.times + kStampDownEndMax, global_ns());
   }
 }
 

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "common.cuh"
+#include "block_copy.cuh"
 // (after common.cuh: the checks need its context)
 #include "../common/decode_layer.h"
 #include "decode_chain.cuh"
@@ -75,28 +76,6 @@ struct LayerArgs {
   int64_t* flag_index;
 };
 
-// Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the
-// emulator. Hopper: bulk prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector.
-__device__ inline void prefetch_l2(const void* p, int64_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const char* base = static_cast<const char*>(p);
-  constexpr int64_t kChunk = 16 * 1024;
-  for (int64_t o = int64_t(threadIdx.x) * kChunk; o < bytes; o += int64_t(blockDim.x) * kChunk) {
-    const unsigned n = unsigned(min(kChunk, bytes - o));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-                     __cvta_generic_to_global(base + o)),
-                 "r"(n)
-                 : "memory");
-  }
-#elif defined(__CUDA_ARCH__)
-  const char* base = static_cast<const char*>(p);
-  for (int64_t o = int64_t(threadIdx.x) * 32; o < bytes; o += int64_t(blockDim.x) * 32)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(base + o)));
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
 
 using arl::global_ns;
 
@@ -350,15 +329,15 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
                 f0 = rows_begin(a.f), f1 = rows_end(a.f);
   // This block's weight rows to L2, in the order the phases read them.
   auto prefetch_gate_up = [&] {
-    prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
-    prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
+    arl::prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
+    arl::prefetch_l2(a.w_gu + (int64_t(a.f) + f0) * a.c, int64_t(f1 - f0) * a.c * 2);
   };
   auto prefetch_down = [&] {
-    prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2);
+    arl::prefetch_l2(a.w_down + int64_t(c0) * a.f, int64_t(c1 - c0) * a.f * 2);
   };
   if (a.prefetch != kPrefetchNone) {
-    prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
-    prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
+    arl::prefetch_l2(a.w_qkv + int64_t(q0) * a.c, int64_t(q1 - q0) * a.c * 2);
+    arl::prefetch_l2(a.w_o + int64_t(c0) * qd, int64_t(c1 - c0) * qd * 2);
   }
   if (a.prefetch == kPrefetchAll) {
     prefetch_gate_up();

@@ -8,9 +8,11 @@
 
 namespace arl {
 
+constexpr int kTimeSumsMaxWords = 48;
+
 struct TimeSums {
   const char* env;  // the switch
-  int words;        // counters (at most 32)
+  int words;        // counters (at most kTimeSumsMaxWords)
   void (*print)(const unsigned long long* host);  // at exit, given the counters' values
   unsigned long long* sums;  // (set by time_sums)
   int device;
