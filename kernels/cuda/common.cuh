@@ -13,6 +13,9 @@
 
 #include "../include/agentrl.h"
 
+// arl_sample's greedy rows split across blocks: at most this many rows a call (counters a row).
+constexpr int kArlGreedyMaxRows = 128;
+
 struct arl_ctx {
   int device;
   cudaStream_t stream;
@@ -21,6 +24,9 @@ struct arl_ctx {
   int* flag;              // device: first bad-value code a kernel found (0 = none)
   int64_t* flag_index;    // device: the element index that code refers to
   int64_t* flag_host;     // pinned host copy of (code, index), read after a synchronize
+  int* greedy_done;       // device: arl_sample's greedy row counters (after the flag; each
+                          // reset by the block that finishes its row)
+  bool greedy_dirty;      // a greedy launch may have left counters set: zero them first
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
   void* decode_partial;   // split decode attention's records (fixed size, allocated once)

@@ -273,7 +273,7 @@ std::vector<arl::TimeSums*> g_time_sums;  // the switches with counters, printed
 
 void print_time_sums() {
   for (arl::TimeSums* t : g_time_sums) {
-    unsigned long long host[32] = {};
+    unsigned long long host[arl::kTimeSumsMaxWords] = {};
     if (cudaSetDevice(t->device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
         cudaMemcpy(host, t->sums, size_t(t->words) * sizeof(host[0]), cudaMemcpyDeviceToHost) !=
             cudaSuccess)
@@ -285,7 +285,7 @@ void print_time_sums() {
 
 unsigned long long* time_sums(arl_ctx* ctx, TimeSums& t) {
   const char* e = std::getenv(t.env);
-  if (e == nullptr || std::strcmp(e, "1") != 0 || t.words > 32) return nullptr;
+  if (e == nullptr || std::strcmp(e, "1") != 0 || t.words > kTimeSumsMaxWords) return nullptr;
   std::lock_guard<std::mutex> guard(g_time_sums_lock);
   if (t.sums == nullptr && !ctx->capturing) {
     const size_t bytes = size_t(t.words) * sizeof(unsigned long long);
@@ -339,8 +339,10 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   ctx->num_threads = num_threads > 0 ? num_threads : 1;
   err = cudaSetDevice(ctx->device);
   if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
-  if (err == cudaSuccess) err = cudaMalloc(&ctx->flag, 16);
-  if (err == cudaSuccess) err = cudaMemset(ctx->flag, 0, 16);
+  // the flag (code, index) and arl_sample's greedy row counters, zeroed
+  const size_t flag_bytes = 16 + sizeof(int) * kArlGreedyMaxRows;
+  if (err == cudaSuccess) err = cudaMalloc(&ctx->flag, flag_bytes);
+  if (err == cudaSuccess) err = cudaMemset(ctx->flag, 0, flag_bytes);
   if (err == cudaSuccess) err = cudaMallocHost(&ctx->flag_host, 16);
   if (err == cudaSuccess)
     err = cudaDeviceGetAttribute(&ctx->num_sms, cudaDevAttrMultiProcessorCount, ctx->device);
@@ -375,6 +377,7 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   ctx->cooperative = cooperative != 0;
   ctx->l2_bytes = l2;
   ctx->flag_index = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ctx->flag) + 8);
+  ctx->greedy_done = reinterpret_cast<int*>(reinterpret_cast<char*>(ctx->flag) + 16);
   ctx->cublas = arl::cublas_create(ctx->stream, &ctx->cublas_workspace);
   g_create_error[0] = '\0';
   return ctx;

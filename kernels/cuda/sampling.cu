@@ -419,8 +419,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // Greedy rows split across blocks (few rows, so that the whole GPU reads the logits): block
 // (r, b) scans its share of row r for the max and its first id and sums exp(x - its max) (float
-// exp, double sum, as sample_kernel's greedy pass); the row's last block to finish merges the
-// records and writes the token and its log-prob.
+// exp, double sum, as sample_kernel's greedy pass); the row's last block to finish resets the
+// row's counter, merges the records and writes the token and its log-prob, and row 0's also
+// copies the deferred-error flag. tokens, logprobs and flag_out are pinned host memory (written
+// through the mapping: no copy after the kernel).
 struct GreedyPart {
   double sum;
   float max;
@@ -431,7 +433,7 @@ constexpr int kGreedyThreads = 256;
 
 __global__ void __launch_bounds__(kGreedyThreads)
     greedy_split_kernel(int32_t* tokens, float* logprobs, const float* logits, int32_t v,
-                        GreedyPart* parts, int* done) {
+                        GreedyPart* parts, int* done, const int64_t* flag, int64_t* flag_out) {
   __shared__ float wmax[kGreedyThreads / 32];
   __shared__ uint32_t warg[kGreedyThreads / 32];
   __shared__ double wsum[kGreedyThreads / 32];
@@ -470,6 +472,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
     parts[int64_t(r) * splits + b] = GreedyPart{total, mx, arg};
     __threadfence();
     last = atomicAdd(&done[r], 1) == splits - 1;
+    if (last) done[r] = 0;  // (every block of the row has counted: ready for the next call)
   }
   __syncthreads();
   if (!last || warp != 0) return;  // the last block's first warp merges the records
@@ -491,6 +494,10 @@ __global__ void __launch_bounds__(kGreedyThreads)
   const double lse = __dadd_rn(double(m), log(sum));
   tokens[r] = int32_t(chosen);
   logprobs[r] = float(__dsub_rn(double(x[chosen]), lse));
+  if (r == 0) {  // (the kernels before this one on the stream have finished)
+    flag_out[0] = __ldcg(flag);
+    flag_out[1] = __ldcg(flag + 1);
+  }
 }
 
 }  // namespace
@@ -535,21 +542,41 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
                o_k = place(rows * 4), o_p = place(rows * 4), o_tok = place(rows * 4),
                o_lp = place(rows * 4);
   const size_t host_bytes = off;
-  // All rows greedy and too few to fill the GPU: each row split across blocks (records and
-  // per-row counters in device scratch after the arguments).
+  // All rows greedy and too few to fill the GPU: each row split across blocks (their records in
+  // device scratch after the arguments, the rows' counters in ctx->greedy_done).
   bool all_greedy = true;
   for (int32_t i = 0; i < n && all_greedy; i++) all_greedy = temperature[i] == 0.0f;
   int64_t splits = 1;
-  if (all_greedy && int64_t(n) * 2 < ctx->num_sms) {
+  if (all_greedy && int64_t(n) * 2 < ctx->num_sms && n <= kArlGreedyMaxRows) {
     splits = (2 * int64_t(ctx->num_sms) + n - 1) / n;
     splits = min(splits, int64_t((v + 1023) / 1024));  // at least 1024 logits a block
   }
-  const size_t o_parts = place(rows * size_t(splits) * sizeof(GreedyPart)),
-               o_done = place(rows * sizeof(int));
+  const size_t o_parts = place(rows * size_t(splits) * sizeof(GreedyPart));
   auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, host_bytes));
   if (host == nullptr) return ARL_ERR_ALLOC;
   auto* dev = static_cast<char*>(arl::scratch(ctx, __func__, off));
   if (dev == nullptr) return ARL_ERR_ALLOC;
+  if (splits > 1) {
+    // Greedy rows need no settings on the device; the kernel writes its results and the flag
+    // into pinned host memory, so a step is the kernel and a synchronize.
+    cudaError_t err = cudaSuccess;
+    if (ctx->greedy_dirty)
+      err = cudaMemsetAsync(ctx->greedy_done, 0, sizeof(int) * kArlGreedyMaxRows, ctx->stream);
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+    ctx->greedy_dirty = true;  // (until the kernel is known to have finished)
+    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
+        reinterpret_cast<int32_t*>(host + o_tok), reinterpret_cast<float*>(host + o_lp), logits, v,
+        reinterpret_cast<GreedyPart*>(dev + o_parts), ctx->greedy_done,
+        reinterpret_cast<const int64_t*>(ctx->flag), ctx->flag_host);
+    ARL_LAUNCHED(ctx);
+    err = cudaStreamSynchronize(ctx->stream);
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
+    ctx->greedy_dirty = false;
+    if (arl_status s = arl::report_flag(ctx, __func__, "a kernel flagged a bad value")) return s;
+    std::memcpy(tokens, host + o_tok, rows * 4);
+    if (logprobs != nullptr) std::memcpy(logprobs, host + o_lp, rows * 4);
+    return ARL_OK;
+  }
   std::memcpy(host + o_seed, seeds, rows * 8);
   std::memcpy(host + o_counter, counters, rows * 8);
   std::memcpy(host + o_temp, temperature, rows * 4);
@@ -557,19 +584,11 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
   std::memcpy(host + o_p, top_p, rows * 4);
   cudaError_t err = cudaMemcpyAsync(dev, host, o_tok, cudaMemcpyHostToDevice, ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-  if (splits > 1) {
-    err = cudaMemsetAsync(dev + o_done, 0, rows * sizeof(int), ctx->stream);
-    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
-        reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits, v,
-        reinterpret_cast<GreedyPart*>(dev + o_parts), reinterpret_cast<int*>(dev + o_done));
-  } else {
-    sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
-        reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
-        reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
-        reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
-        reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
-  }
+  sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
+      reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
+      reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
+      reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
+      reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
   ARL_LAUNCHED(ctx);
   err = cudaMemcpyAsync(host + o_tok, dev + o_tok, host_bytes - o_tok, cudaMemcpyDeviceToHost,
                         ctx->stream);

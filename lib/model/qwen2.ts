@@ -892,11 +892,14 @@ export class Qwen2Model implements Disposable {
     ids.set(slots, 2 * d.idsStride);
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
     (d.ids as Tensor<"i32">).writeAsync(ids); // (no wait: the GPU may start on it at once)
-    embeddingForward(k, d.x, d.tokens, this.#wc.embed);
-    // The layers' pointers and sizes depend only on these: replayed as a graph on CUDA.
+    // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
+    // graph on CUDA.
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptr);
     const key = `${n} ${at(d.x)} ${at(cache.k[0]!)} ${cache.numSlots} ${cache.maxLen}`;
-    this.#graphs.run(key, () => this.#cachedLayers(cache, d));
+    this.#graphs.run(key, () => {
+      embeddingForward(k, d.x, d.tokens, this.#wc.embed);
+      this.#cachedLayers(cache, d);
+    });
     if (logitRows.length === 0) return null;
     return this.#headRows(d.x, logitRows, n);
   }

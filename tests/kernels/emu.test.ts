@@ -266,6 +266,51 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: greedy sampling split across blocks resets its counters and reports an earlier call's deferred error${why}`,
+  ignore,
+  async fn() {
+    // Few greedy rows over a wide vocabulary take greedy_split_kernel, whose row counters reset
+    // themselves and whose results (and the flag) reach the host without a copy. Several calls
+    // in a row must each find the argmax; a bad slot given to an earlier kernel is reported by
+    // the sampler, and the call after that is clean.
+    const script = `import { Kernels, ropeKvCacheWrite, sample, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const [n, v] = [2, 40000];
+      const rows = [0, 1].map((i) => ({ temperature: 0, seed: i, counter: 0 }));
+      const t = (shape) => Tensor.from(k, new Float32Array(shape.reduce((a, b) => a * b)).fill(1), shape);
+      const [q, kk, vv, kc, vc] = [t([1, 1, 4]), t([1, 1, 4]), t([1, 1, 4]), t([1, 1, 3, 4]), t([1, 1, 3, 4])];
+      for (let call = 0; call < 4; call++) {
+        const x = new Float32Array(n * v).map((_, i) => Math.sin(i * 0.37 + call));
+        const want = [0, 1].map((r) => 1000 * (call + 1) + 7919 * r * (call + 2) % 30000);
+        want.forEach((j, r) => x[r * v + j] = 5);
+        const logits = Tensor.from(k, x, [n, v]);
+        if (call === 2) {  // a bad slot: the rope kernel flags it, the sampler reports it
+          const [slot, pos] = [Tensor.from(k, Int32Array.from([3])), Tensor.from(k, Int32Array.from([0]))];
+          ropeKvCacheWrite(k, q, kk, kc, vc, vv, slot, pos, 1e4);
+        }
+        try {
+          const got = sample(k, logits, rows);
+          console.log(Array.from(got.tokens).join(",") === want.join(",") ? "argmax ok" : "wrong " + got.tokens + " want " + want);
+        } catch (e) { console.log(e.message); }
+      }`;
+    const { code, text } = await run(Deno.execPath(), ["eval", script], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 4, text);
+    assert.equal(lines[0], "argmax ok");
+    assert.equal(lines[1], "argmax ok", "the second call finds its rows' argmax (counters reset)");
+    assert.match(lines[2]!, /arl_sample: an earlier call failed: .*slot 3 of token 0/);
+    assert.equal(lines[3], "argmax ok", "the flag is cleared once reported");
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers (not the separate calls)${why}`,
   ignore,
   async fn() {
