@@ -9,7 +9,9 @@
 //      part[h] = attn_h . w_o[:, h D ..)^T
 //   3  r = x + sum_h part[h], its RMSNorm and act = silu(gate) * up (decode_chain_mlp.cuh):
 //      block b copies its slice of the gate and up rows to shared memory before it waits
-//   4  x = r + act . w_down^T: block b copies its rows of w_down before it waits
+//   4  x = r + act . w_down^T: block b copies its rows of w_down before it waits (kernel 3 lets
+//      it start once kernel 3's own rows are in)
+// Kernel 2 also asks L2 for its split's keys and values before its wait.
 // Every sum has a fixed order, so x is the same from run to run. Kernel 2's blocks wait for
 // each other, so its grid (about one block per SM) must be resident at once: the launch checks
 // that it fits, and a wait of 5 s (the device ran part of the grid only, e.g. under an MPS
@@ -96,7 +98,8 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   const int64_t pair = a.pairs * blockIdx.x / gridDim.x + warp;
   const bool active = pair < a.pairs * (blockIdx.x + 1) / gridDim.x;
   const bool all = a.times != nullptr && threadIdx.x == 0;  // (warp 0 always has a pair)
-  const unsigned long long t0 = all ? arl::global_ns() : 0;
+  __shared__ unsigned long long stamps[3];  // (thread 0's start, wait and dot stamps: no registers)
+  if (all) stamps[0] = arl::global_ns();
   arl::pdl_trigger();
   const int32_t half = a.rope.d / 2, head = int32_t(active ? pair / half : 0);
   const int32_t o = int32_t(active ? pair % half : 0);
@@ -122,7 +125,7 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
     rope_row = arl::rope_row(a.rope, 0, head, inv_freq);
   }
   arl::pdl_wait();
-  const unsigned long long t1 = all ? arl::global_ns() : 0;
+  if (all) stamps[1] = arl::global_ns();
   if (!active) return;
   float4 xv[kQkvSteps][2];
 #pragma unroll
@@ -159,12 +162,12 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
     d0 += __shfl_xor_sync(0xffffffffu, d0, s);
     d1 += __shfl_xor_sync(0xffffffffu, d1, s);
   }
-  const unsigned long long t_dot = all ? arl::global_ns() : 0;
+  if (all) stamps[2] = arl::global_ns();
   if (lane != 0) return;
   const float rstd = float(1.0 / sqrt(ss / a.c + a.eps));
   arl::rope_pair_store_row(a.y + j0, d0 * rstd + b0, d1 * rstd + b1, head, o, 0,
                            blockIdx.x == 0 && warp == 0, a.rope, rope_row);
-  if (all) qkv_spans(a.times, t0, t1, t_dot, arl::global_ns());
+  if (all) qkv_spans(a.times, stamps[0], stamps[1], stamps[2], arl::global_ns());
 }
 
 struct AttnOArgs {
@@ -189,7 +192,10 @@ struct AttnOArgs {
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
 // [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each).
 template <int D>
-__global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a) {
+// (At head dim 64, 64 registers: four blocks an SM, as kernel 2 of the next layer must start beside
+// kernels 3 and 4; the time stamps would otherwise take more.)
+__global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
+    decode_attn_o_kernel(AttnOArgs a) {
   constexpr int kDpl = D / 32, kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
   constexpr int kMaxPasses = kMaxSplitRows / kRowsPerPass;  // rows a thread (a 16-byte load each)
   // (dynamic shared memory: the CUDA emulator runs a cooperative launch's blocks at once, and
@@ -208,16 +214,6 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
   const int32_t row0 = int32_t(int64_t(r) * a.c / a.splits);
   const int32_t row1 = int32_t(int64_t(r + 1) * a.c / a.splits);
   arl::pdl_trigger();
-  // This split's rows of head h's columns of w_o (weights: before pdl_wait).
-  const int sub = tid % kTpr, group = tid / kTpr;
-  const int64_t hd = int64_t(a.hq) * D;
-  uint4 wreg[kMaxPasses];
-#pragma unroll
-  for (int p = 0; p < kMaxPasses; p++) {
-    const int32_t row = row0 + p * kRowsPerPass + group;
-    wreg[p] = row < row1 ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
-                         : make_uint4(0, 0, 0, 0);
-  }
   // The split's keys and values into L2 before the wait (a hint): the slot and the length are
   // final already (the caller's copies), and L2 sees kernel 1's write of the new row anyway.
   if (a.kv_prefetch && tid == 0) {
@@ -229,6 +225,16 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
       arl::prefetch_l2(a.k_cache + at, int64_t(j_end - j_begin) * D * 4);
       arl::prefetch_l2(a.v_cache + at, int64_t(j_end - j_begin) * D * 4);
     }
+  }
+  // This split's rows of head h's columns of w_o (weights: before pdl_wait).
+  const int sub = tid % kTpr, group = tid / kTpr;
+  const int64_t hd = int64_t(a.hq) * D;
+  uint4 wreg[kMaxPasses];
+#pragma unroll
+  for (int p = 0; p < kMaxPasses; p++) {
+    const int32_t row = row0 + p * kRowsPerPass + group;
+    wreg[p] = row < row1 ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
+                         : make_uint4(0, 0, 0, 0);
   }
   arl::pdl_wait();
   const bool all = a.times != nullptr && tid == 0;
@@ -254,6 +260,11 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
   const float* kb = a.k_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
   const float* vb = a.v_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
   __syncthreads();
+  // (block 0's phase ends go to memory, not registers; the spans are summed at its end)
+  const auto phase = [&](Span stamp) {
+    if (timing) a.times[stamp] = arl::global_ns();
+  };
+  phase(kStampAttnQ);
   // Each warp runs an online softmax over its keys of the split (kKeysPerStep at a time, keys
   // and values loaded together: one round trip a step), its lanes the head dims; the warps'
   // (max, sum, output) are merged below.
@@ -304,6 +315,9 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     red[kAttnWarps + warp] = lsum;
   }
   __syncthreads();
+  phase(kStampAttnKv);
+  // (every block: its barrier's wait, as -start + end, so that no stamp is held)
+  if (all) atomicAdd(a.times + kSpanAttnBarrierAll, 0ull - arl::global_ns());
   float* rec = a.records + int64_t(blockIdx.x) * (D + 2);
   if (tid < D) {
     float mx = -INFINITY;
@@ -327,6 +341,8 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
     return;
   }
+  if (all) atomicAdd(a.times + kSpanAttnBarrierAll, arl::global_ns());
+  phase(kStampAttnBarrier);
   // the head's records, all loaded at once (one round trip), then merged
   const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
   for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
@@ -345,6 +361,7 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     if (r == 0) a.attn[h * D + tid] = num / den;
   }
   __syncthreads();
+  phase(kStampAttnMerge);
   float hv[8];
 #pragma unroll
   for (int e = 0; e < 8; e++) hv[e] = head_out[sub * 8 + e];
@@ -365,6 +382,11 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attn_o_kernel(AttnOArgs a
     const unsigned long long t2 = arl::global_ns(), down_end = a.times[kStampDownEnd];
     atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
     atomicAdd(a.times + kSpanAttnWork, t2 - t1);
+    const unsigned long long* at = a.times;
+    atomicAdd(a.times + kSpanAttnQ, at[kStampAttnQ] - t1);
+    atomicAdd(a.times + kSpanAttnKv, at[kStampAttnKv] - at[kStampAttnQ]);
+    atomicAdd(a.times + kSpanAttnBarrier, at[kStampAttnBarrier] - at[kStampAttnKv]);
+    atomicAdd(a.times + kSpanAttnMerge, at[kStampAttnMerge] - at[kStampAttnBarrier]);
     const unsigned long long qkv_last = a.times[kStampQkvEndMax], qkv0 = a.times[kStampQkvEnd];
     if (qkv_last != 0 && t1 > qkv_last && t1 - qkv_last < 20000) {
       atomicAdd(a.times + kSpanAttnAfterQkv, t1 - qkv_last);
@@ -442,6 +464,17 @@ bool kv_prefetch() {
   return value;
 }
 
+// Kernel 3 lets kernel 4 start (and copy its weights) only once its own gate and up rows are in,
+// so that their copies do not share the memory system (1-5% faster on the H100);
+// AGENTRL_CUDA_DECODE_MLP_TRIGGER=early lets it start at kernel 3's start (a baseline).
+bool mlp_late_trigger() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_MLP_TRIGGER");
+    return e == nullptr || std::strcmp(e, "early") != 0;
+  }();
+  return value;
+}
+
 // Kernels 1 and 2 ask for the largest shared-memory carveout, as kernels 3 and 4 need it: an SM
 // configured for less could not take their blocks (and start their copies) while 1 and 2 run.
 template <typename K>
@@ -492,6 +525,14 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanQkvWorkAll] / nq, host[kSpanQkvSpread] / n,
                  host[kSpanAttnAfterQkv] / n);
   }
+  std::fprintf(stderr,
+               "decode chain, kernel 2, us (block 0, from its wait): q, slot and length %.2f; "
+               "keys and values %.2f; the head's barrier %.2f (mean over blocks %.2f); records "
+               "merged %.2f; o rows written %.2f\n",
+               host[kSpanAttnQ] / n, host[kSpanAttnKv] / n, host[kSpanAttnBarrier] / n,
+               host[kSpanAttnBarrierAll] / na, host[kSpanAttnMerge] / n,
+               (host[kSpanAttnWork] - host[kSpanAttnQ] - host[kSpanAttnKv] -
+                host[kSpanAttnBarrier] - host[kSpanAttnMerge]) / n);
   if (host[kSpanTokens] != 0)
     std::fprintf(stderr,
                  "decode chain, between tokens (the last layer's end to the first layer's "
@@ -499,6 +540,7 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanTokenGap] / (1e3 * double(host[kSpanTokens])), host[kSpanTokens]);
 }
 
+static_assert(kTimesWords <= arl::kTimeSumsMaxWords, "the chain's time sums need more words");
 arl::TimeSums g_chain_times{"AGENTRL_CUDA_DECODE_CHAIN_TIMES", kTimesWords, print_chain_times,
                             nullptr, -1};
 
@@ -652,6 +694,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   mlp_args.wmax = int32_t(wmax);
   mlp_args.rmax = int32_t(rmax);
   mlp_args.eps = eps;
+  mlp_args.late_trigger = mlp_late_trigger() ? 1 : 0;
   launch_pdl(ctx, decode_gate_up_kernel, dim3(unsigned(gu_blocks)), dim3(kGateUpThreads),
              gate_up_smem_bytes(c, wmax), mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;

@@ -3,6 +3,8 @@
 // weights to shared memory before its PDL wait. For Qwen2.5-0.5B they take about 137 KB and 68 KB
 // of an SM's shared memory, so kernel 3 of layer l + 1 can start its copies beside kernel 4 of
 // layer l (and kernel 4 beside kernel 3): the MLP's 26 MB stream runs under the layer's latencies.
+// Kernel 3 lets kernel 4 start only once its own rows are in (unless
+// AGENTRL_CUDA_DECODE_MLP_TRIGGER=early), so that the two copies do not compete.
 // Sums have a fixed order: x is the same bits whatever order the blocks run in.
 #pragma once
 
@@ -25,6 +27,8 @@ constexpr int kResidualHeads = 16;  // and heads' partials of each
 constexpr int kDownPairs = 10;     // act column pairs a lane of kernel 4 holds at once
 constexpr int kDownRows = 8;       // x rows kernel 4's warps add up at once
 constexpr int kMlpMaxPerSm = 4;    // blocks an SM at most, where a block's weights do not fit
+constexpr int kDotRows = 4;        // gate|up rows a warp of kernel 3 dots at once (52 registers;
+                                   // one row at a time fits 40, but was 5% slower on the H100)
 
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES: sums (ns) of spans, and a count of layers. "Block 0" spans
 // are block 0's (thread 0); the *All spans are summed over every block (thread 0).
@@ -63,11 +67,20 @@ enum Span {
   kSpanAttnAfterQkv,  // kernel 1's last block ends -> kernel 2 (block 0) returns from its wait
   kSpanDownSpread,    // kernel 4: block 0 ends -> its last block ends
   kSpanQkvGaps,       // how many kSpanQkvGap (and kSpanDownSpread) were added (within a token)
+  kSpanAttnQ,         // kernel 2, block 0 (thread 0): its wait returns -> q, slot and length in
+  kSpanAttnKv,        //   -> its split's keys and values done (the warps merged)
+  kSpanAttnBarrier,   //   -> the head's barrier passed
+  kSpanAttnMerge,     //   -> the head's records merged
+  kSpanAttnBarrierAll,  // the sum over kernel 2's blocks of kSpanAttnBarrier
   kStampAttnEnd,      // (the last end times, for the gaps)
   kStampMlpEnd,
   kStampDownEnd,
   kStampQkvEnd,
   kStampQkvEndMax,    // (the latest end of any block: atomicMax)
+  kStampAttnQ,        // (kernel 2's phase ends, block 0)
+  kStampAttnKv,
+  kStampAttnBarrier,
+  kStampAttnMerge,
   kStampDownEndMax,
   kTimesWords
 };
@@ -85,6 +98,7 @@ struct MlpArgs {
   int32_t wmax;  // act columns of kernel 3's widest slice (even)
   int32_t rmax;  // x rows of the most that a block of kernel 4 takes
   float eps;
+  int late_trigger;  // kernel 3 lets kernel 4 start only once its own gate and up rows are in
 };
 
 // A kernel's spans, summed by thread 0 of each block at its end: its early (start -> pdl_wait
@@ -109,6 +123,18 @@ __device__ inline void add_spans(unsigned long long* times, const KernelSpans& s
 
 __device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// acc + the dot of 8 bf16 weights (w, the first in the low half of w.x) with x0 and x1, in order.
+__device__ inline float dot8(uint4 w, float4 x0, float4 x1, float acc) {
+  acc = fmaf(bf16_lo(w.x), x0.x, acc);
+  acc = fmaf(bf16_hi(w.x), x0.y, acc);
+  acc = fmaf(bf16_lo(w.y), x0.z, acc);
+  acc = fmaf(bf16_hi(w.y), x0.w, acc);
+  acc = fmaf(bf16_lo(w.z), x1.x, acc);
+  acc = fmaf(bf16_hi(w.z), x1.y, acc);
+  acc = fmaf(bf16_lo(w.w), x1.z, acc);
+  return fmaf(bf16_hi(w.w), x1.w, acc);
+}
 
 // Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), x * ln2 (c), the
 // dots (2 wmax), 16 doubles and an mbarrier.
@@ -139,7 +165,7 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   float* dots = xn + a.c;
   double* red = reinterpret_cast<double*>(dots + 2 * a.wmax);
   uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);
-  pdl_trigger();
+  if (!a.late_trigger) pdl_trigger();
   // The block's gate and up rows and the norm's weight (no kernel's output) before pdl_wait.
   block_copy_init(bar);
   __syncthreads();
@@ -187,22 +213,34 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (lane == 0) red[warp] = ss;
   block_copy_wait_all<0>(bar);  // (and a block barrier: every thread's xn, red)
+  if (a.late_trigger) pdl_trigger();
   const unsigned long long t_gu = all ? global_ns() : 0;
   double total = 0.0;
   for (int v = 0; v < kGateUpWarps; v++) total += red[v];
   const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
-  const int32_t pairs = a.c / 2;
-  const float2* xn2 = reinterpret_cast<const float2*>(xn);
-  for (int32_t q = warp; q < 2 * w; q += kGateUpWarps) {
-    const uint32_t* row = reinterpret_cast<const uint32_t*>(gu + int64_t(q) * a.c);
-    float sum = 0.0f;
-    for (int32_t i = lane; i < pairs; i += 32) {
-      const uint32_t wv = row[i];
-      const float2 xv = xn2[i];
-      sum = fmaf(bf16_lo(wv), xv.x, fmaf(bf16_hi(wv), xv.y, sum));
+  // Warp v dots rows v, v + W, v + 2 W, ... (W warps), kDotRows of them at a time, 8 columns a
+  // lane and load (c % 8 == 0: the rows and xn are 16-byte aligned).
+  const int32_t chunks = a.c / 8;
+  const float4* xn4 = reinterpret_cast<const float4*>(xn);
+  for (int32_t q0 = warp; q0 < 2 * w; q0 += kGateUpWarps * kDotRows) {
+    float sum[kDotRows];
+#pragma unroll
+    for (int r = 0; r < kDotRows; r++) sum[r] = 0.0f;
+    for (int32_t i = lane; i < chunks; i += 32) {
+      const float4 x0 = xn4[2 * i], x1 = xn4[2 * i + 1];
+#pragma unroll
+      for (int r = 0; r < kDotRows; r++) {
+        const int32_t q = q0 + r * kGateUpWarps;  // (the same for the whole warp)
+        if (q < 2 * w)
+          sum[r] = dot8(reinterpret_cast<const uint4*>(gu + int64_t(q) * a.c)[i], x0, x1, sum[r]);
+      }
     }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) dots[q] = sum * rstd;
+#pragma unroll
+    for (int r = 0; r < kDotRows; r++) {
+      const int32_t q = q0 + r * kGateUpWarps;
+      for (int o = 16; o > 0; o >>= 1) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
+      if (lane == 0 && q < 2 * w) dots[q] = sum[r] * rstd;
+    }
   }
   __syncthreads();
   for (int32_t q = tid; q < w; q += kGateUpThreads) a.act[j0 + q] = silu(dots[q]) * dots[w + q];
