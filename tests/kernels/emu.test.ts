@@ -37,6 +37,16 @@ async function run(
   return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
 }
 
+/** Runs `script` (deno eval) on the emulated CUDA library; asserts it exits 0 and returns its lines. */
+async function evalOnEmulator(script: string): Promise<string[]> {
+  const { code, text } = await run(Deno.execPath(), ["eval", script], {
+    AGENTRL_KERNELS_CUDA: EMU_LIB,
+    NO_COLOR: "1",
+  });
+  assert.equal(code, 0, text);
+  return text.trim().split("\n");
+}
+
 let harness: Promise<string> | null = null;
 
 /** Translates and compiles emu_harness.cu with the emulator's runtime, once. */
@@ -247,13 +257,8 @@ Deno.test({
           Tensor.from(k, Int32Array.from(pos)), 1e4);
         try { kc.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
       }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
-    assert.equal(lines.length, 4, text);
+    const lines = await evalOnEmulator(script);
+    assert.equal(lines.length, 4, lines.join("\n"));
     assert.match(
       lines[0]!,
       /arl_copy: an earlier call failed: .*slot 2 of token 1 is outside \[0, S\)/,
@@ -295,13 +300,8 @@ Deno.test({
           console.log(Array.from(got.tokens).join(",") === want.join(",") ? "argmax ok" : "wrong " + got.tokens + " want " + want);
         } catch (e) { console.log(e.message); }
       }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
-    assert.equal(lines.length, 4, text);
+    const lines = await evalOnEmulator(script);
+    assert.equal(lines.length, 4, lines.join("\n"));
     assert.equal(lines[0], "argmax ok");
     assert.equal(lines[1], "argmax ok", "the second call finds its rows' argmax (counters reset)");
     assert.match(lines[2]!, /arl_sample: an earlier call failed: .*slot 3 of token 0/);
