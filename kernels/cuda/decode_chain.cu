@@ -45,9 +45,38 @@ constexpr int kMaxSplitRows = 128;    // o-projection rows a key split writes at
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
 constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid is not resident
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
-// the warps' partial outputs, the head's output, a flag and the head's records.
+// the warps' partial outputs, the head's output, a flag, the head's records and (as a cluster)
+// the block's own record.
 constexpr size_t attn_smem_bytes(int d) {
-  return size_t(4) * (d + 32 + kAttnWarps * d + d + 4 + kAttnMaxSplits * (d + 2));
+  return size_t(4) * (d + 32 + kAttnWarps * d + d + 4 + (kAttnMaxSplits + 1) * (d + 2));
+}
+constexpr int kAttnClusterSplits = 8;  // a head's splits as one thread-block cluster (portable)
+
+// Thread-block clusters (Hopper): the head's splits share their records through distributed
+// shared memory and meet at the cluster's hardware barrier. arrive and wait are split so that a
+// block can work between them; no block may leave while another may still read its records.
+__device__ inline void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ inline void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+// The float at the same shared-memory address in the cluster's block `rank`.
+__device__ inline float cluster_load(const float* p, int rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+  uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(p)), remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  (void)rank;
+  return *p;
+#endif
 }
 // Kernel 1 (when C <= kQkvMaxC and a warp's one RoPE pair fits the grid): a warp per pair
 // (c, c + d/2) of a head's rows of w_qkv, its two rows held in registers (loaded before pdl_wait,
@@ -190,8 +219,10 @@ struct AttnOArgs {
 };
 
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
-// [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each).
-template <int D>
+// [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each). kCluster: the
+// head's splits are one cluster (rank r), sharing records in shared memory; else they publish them
+// to global memory and meet at group_barrier.
+template <int D, bool kCluster>
 // (At head dim 64, 64 registers: four blocks an SM, as kernel 2 of the next layer must start beside
 // kernels 3 and 4; the time stamps would otherwise take more.)
 __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
@@ -207,6 +238,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
   float* head_out = red + 32 + kAttnWarps * D;
   int& passed = *reinterpret_cast<int*>(head_out + D);  // (the barrier's outcome)
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
+  float* own = merged + kAttnMaxSplits * (D + 2);  // (as a cluster: this block's record)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
   const unsigned long long t0 = a.times != nullptr && tid == 0 ? arl::global_ns() : 0;
@@ -318,7 +350,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
   phase(kStampAttnKv);
   // (every block: its barrier's wait, as -start + end, so that no stamp is held)
   if (all) atomicAdd(a.times + kSpanAttnBarrierAll, 0ull - arl::global_ns());
-  float* rec = a.records + int64_t(blockIdx.x) * (D + 2);
+  float* rec = kCluster ? own : a.records + int64_t(blockIdx.x) * (D + 2);
   if (tid < D) {
     float mx = -INFINITY;
     for (int w = 0; w < kAttnWarps; w++) mx = fmaxf(mx, red[w]);
@@ -336,16 +368,28 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
       rec[D + 1] = l;
     }
   }
-  // Publish the record and wait for the head's other splits (split 0 leads their barrier).
-  if (!arl::group_barrier(a.barriers + h, a.splits, r == 0, kStallNs, &passed)) {
-    if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
-    return;
+  if constexpr (kCluster) {
+    // Wait for the cluster's records, copy them from its blocks' shared memory, then let the
+    // others go (each waits for that at its end, before it leaves).
+    cluster_arrive();
+    cluster_wait();
+    if (all) atomicAdd(a.times + kSpanAttnBarrierAll, arl::global_ns());
+    phase(kStampAttnBarrier);
+    for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads)
+      merged[i] = cluster_load(own + i % (D + 2), i / (D + 2));
+    cluster_arrive();
+  } else {
+    // Publish the record and wait for the head's other splits (split 0 leads their barrier).
+    if (!arl::group_barrier(a.barriers + h, a.splits, r == 0, kStallNs, &passed)) {
+      if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
+      return;
+    }
+    if (all) atomicAdd(a.times + kSpanAttnBarrierAll, arl::global_ns());
+    phase(kStampAttnBarrier);
+    // the head's records, all loaded at once (one round trip), then merged
+    const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
+    for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
   }
-  if (all) atomicAdd(a.times + kSpanAttnBarrierAll, arl::global_ns());
-  phase(kStampAttnBarrier);
-  // the head's records, all loaded at once (one round trip), then merged
-  const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
-  for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
   __syncthreads();
   if (tid < D) {
     float mx = -INFINITY;
@@ -378,6 +422,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     for (int o = kTpr / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (sub == 0 && row < row1) part[row] = v;
   }
+  if constexpr (kCluster) cluster_wait();  // (the cluster's blocks have copied this one's record)
   if (timing) {
     const unsigned long long t2 = arl::global_ns(), down_end = a.times[kStampDownEnd];
     atomicAdd(a.times + kSpanAttnEarly, t1 - t0);
@@ -415,6 +460,33 @@ void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, s
 #endif
 }
 
+// Launches kernel 2 as clusters of `cluster_x` blocks (and with programmatic dependent launch as
+// launch_pdl would).
+template <typename... P, typename... A>
+void launch_cluster(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                    int cluster_x, A... args) {
+#ifdef AGENTRL_CUDA_EMU
+  (void)ctx, (void)kernel, (void)grid, (void)block, (void)shared, (void)cluster_x;
+  ((void)args, ...);  // (attn_cluster is false in the emulator)
+#else
+  cudaLaunchAttribute attributes[2] = {};
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = unsigned(cluster_x);
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = ctx->stream;
+  config.attrs = attributes;
+  config.numAttrs = ctx->pdl && ctx->capturing ? 2 : 1;
+  cudaLaunchKernelEx(&config, kernel, args...);
+#endif
+}
+
 // Once per (device, what): an attribute of a kernel set, or its occupancy asked of the runtime
 // (-1 when that fails).
 std::mutex g_chain_lock;
@@ -433,7 +505,7 @@ int cached(int device, const std::string& key, F ask) {
 template <int D>
 int attn_blocks_per_sm() {
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attn_o_kernel<D>,
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attn_o_kernel<D, false>,
                                                     kAttnThreads, attn_smem_bytes(D)) !=
       cudaSuccess) {
     cudaGetLastError();
@@ -452,6 +524,28 @@ bool qkv_gemv() {
     return e != nullptr && std::strcmp(e, "gemv") == 0;
   }();
   return value;
+}
+
+// Whether kernel 2 runs a head's splits as a thread-block cluster: the device launches clusters
+// (Hopper and later; not the CUDA emulator) and AGENTRL_CUDA_DECODE_ATTN_CLUSTER is not 0.
+bool attn_cluster(arl_ctx* ctx) {
+#ifdef AGENTRL_CUDA_EMU
+  (void)ctx;
+  return false;
+#else
+  static const bool allowed = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_ATTN_CLUSTER");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return allowed && cached(ctx->device, "cluster launch", [ctx] {
+    int yes = 0;
+    if (cudaDeviceGetAttribute(&yes, cudaDevAttrClusterLaunch, ctx->device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return yes;
+  }) != 0;
+#endif
 }
 
 // AGENTRL_CUDA_DECODE_KV_PREFETCH=0: kernel 2 does not ask L2 for its keys and values before its
@@ -565,8 +659,12 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
       !aligned16(ln2) || (reinterpret_cast<uintptr_t>(act) & 7) != 0 ||  // (kernel 4: float2)
       int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
-  // Kernel 2: about one block per SM, no more o rows a split than its threads hold.
-  int splits = std::max(1, ctx->num_sms / hq);
+  // Kernel 2: a head's splits as one cluster of kAttnClusterSplits where the device has clusters
+  // and that many splits hold the o rows (no grid-wide residency needed: heads never wait for
+  // each other); else about one block per SM, no more o rows a split than its threads hold.
+  const bool cluster = attn_cluster(ctx) && (c + kAttnClusterSplits - 1) / kAttnClusterSplits <=
+                                                kMaxSplitRows;
+  int splits = cluster ? kAttnClusterSplits : std::max(1, ctx->num_sms / hq);
   while ((c + splits - 1) / splits > kMaxSplitRows) splits++;
   if (splits > kAttnMaxSplits) {
     if ((c + kAttnMaxSplits - 1) / kAttnMaxSplits > kMaxSplitRows)
@@ -574,12 +672,14 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     splits = kAttnMaxSplits;
   }
   const int64_t attn_blocks = int64_t(hq) * splits;
-  const int attn_per_sm =
-      d == 64 ? cached(ctx->device, "occupancy attn 64", attn_blocks_per_sm<64>)
-              : cached(ctx->device, "occupancy attn 128", attn_blocks_per_sm<128>);
-  if (attn_per_sm <= 0 || attn_blocks > int64_t(attn_per_sm) * ctx->num_sms ||
-      size_t(attn_blocks) * (d + 2) * sizeof(float) > decode_records_bytes(ctx))
-    return ARL_ERR_UNSUPPORTED;
+  if (!cluster) {
+    const int attn_per_sm =
+        d == 64 ? cached(ctx->device, "occupancy attn 64", attn_blocks_per_sm<64>)
+                : cached(ctx->device, "occupancy attn 128", attn_blocks_per_sm<128>);
+    if (attn_per_sm <= 0 || attn_blocks > int64_t(attn_per_sm) * ctx->num_sms ||
+        size_t(attn_blocks) * (d + 2) * sizeof(float) > decode_records_bytes(ctx))
+      return ARL_ERR_UNSUPPORTED;
+  }
   // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
   // in shared memory (nothing waits for another block: any grid runs).
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
@@ -621,10 +721,15 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     return prefer_shared(gemv_rows_kernel<1, uint16_t, true, kGemvNormRope>);
   });
   if (d == 64)
-    cached(ctx->device, "carveout attn 64", [] { return prefer_shared(decode_attn_o_kernel<64>); });
+    cached(ctx->device, "carveout attn 64", [] {
+      return prefer_shared(decode_attn_o_kernel<64, false>) +
+             prefer_shared(decode_attn_o_kernel<64, true>);
+    });
   else
-    cached(ctx->device, "carveout attn 128",
-           [] { return prefer_shared(decode_attn_o_kernel<128>); });
+    cached(ctx->device, "carveout attn 128", [] {
+      return prefer_shared(decode_attn_o_kernel<128, false>) +
+             prefer_shared(decode_attn_o_kernel<128, true>);
+    });
   const int64_t pairs = nq / 2;
   const int64_t qkv_blocks = std::min<int64_t>(ctx->num_sms, pairs);
   const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
@@ -672,12 +777,17 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.flag = ctx->flag;
   attn_args.flag_index = ctx->flag_index;
   attn_args.kv_prefetch = kv_prefetch() ? 1 : 0;
-  if (d == 64)
-    launch_waiting(ctx, decode_attn_o_kernel<64>, dim3(unsigned(attn_blocks)), dim3(kAttnThreads),
-                   attn_smem_bytes(64), attn_args);
-  else
-    launch_waiting(ctx, decode_attn_o_kernel<128>, dim3(unsigned(attn_blocks)),
+  if (cluster) {
+    launch_cluster(ctx, d == 64 ? decode_attn_o_kernel<64, true> : decode_attn_o_kernel<128, true>,
+                   dim3(unsigned(attn_blocks)), dim3(kAttnThreads), attn_smem_bytes(d), splits,
+                   attn_args);
+  } else if (d == 64) {
+    launch_waiting(ctx, decode_attn_o_kernel<64, false>, dim3(unsigned(attn_blocks)),
+                   dim3(kAttnThreads), attn_smem_bytes(64), attn_args);
+  } else {
+    launch_waiting(ctx, decode_attn_o_kernel<128, false>, dim3(unsigned(attn_blocks)),
                    dim3(kAttnThreads), attn_smem_bytes(128), attn_args);
+  }
   if (arl_status st = check_launch(ctx, fn)) return st;
   MlpArgs mlp_args{};
   mlp_args.x = x;
