@@ -11,12 +11,15 @@
 //      block b copies its slice of the gate and up rows to shared memory before it waits
 //   4  x = r + act . w_down^T: block b copies its rows of w_down before it waits (kernel 3 lets
 //      it start once kernel 3's own rows are in)
-// Kernel 2 also asks L2 for its split's keys and values before its wait.
-// Every sum has a fixed order, so x is the same from run to run. Kernel 2's blocks wait for
-// each other, so its grid (about one block per SM) must be resident at once: the launch checks
-// that it fits, and a wait of 5 s (the device ran part of the grid only, e.g. under an MPS
-// limit on SMs) raises a deferred error instead of hanging.
-// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where block 0 of kernels 2-4 spent its time.
+// Kernel 2 also asks L2 for its split's keys and values before its wait. Where the device
+// launches thread-block clusters (Hopper), a head's 8 splits are one cluster: the records stay in
+// shared memory and the splits meet at the cluster's barrier. Elsewhere (and with
+// AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0) the blocks publish their records to global memory and wait
+// for each other, so the grid (about one block per SM) must be resident at once: the launch checks
+// that it fits, and a wait of 5 s (the device ran part of the grid only, e.g. under an MPS limit
+// on SMs) raises a deferred error instead of hanging.
+// Every sum has a fixed order, so x is the same from run to run.
+// AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where the kernels' blocks spent their time.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
