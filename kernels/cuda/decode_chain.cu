@@ -371,15 +371,40 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
       rec[D + 1] = l;
     }
   }
+  // The merge: each of the first D threads weighs its element of every split's record by
+  // exp(max_q - max) (q in order), as num / den.
+  const auto merge = [&](float num, float den) {
+    head_out[tid] = num / den;
+    if (r == 0) a.attn[h * D + tid] = num / den;
+  };
   if constexpr (kCluster) {
-    // Wait for the cluster's records, copy them from its blocks' shared memory, then let the
-    // others go (each waits for that at its end, before it leaves).
+    // Wait for the cluster's records and read what this thread needs of each straight from its
+    // block's shared memory (one round trip), then let the others go (each waits for that at
+    // its end, before it leaves).
     cluster_arrive();
     cluster_wait();
     if (all) atomicAdd(a.times + kSpanAttnBarrierAll, arl::global_ns());
     phase(kStampAttnBarrier);
-    for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads)
-      merged[i] = cluster_load(own + i % (D + 2), i / (D + 2));
+    if (tid < D) {
+      float o[kAttnClusterSplits], m[kAttnClusterSplits], l[kAttnClusterSplits];
+#pragma unroll
+      for (int q = 0; q < kAttnClusterSplits; q++) {
+        o[q] = cluster_load(own + tid, q);
+        m[q] = cluster_load(own + D, q);
+        l[q] = cluster_load(own + D + 1, q);
+      }
+      float mx = -INFINITY;
+#pragma unroll
+      for (int q = 0; q < kAttnClusterSplits; q++) mx = fmaxf(mx, m[q]);
+      float num = 0.0f, den = 0.0f;
+#pragma unroll
+      for (int q = 0; q < kAttnClusterSplits; q++) {
+        const float wq = __expf(m[q] - mx);
+        den = fmaf(wq, l[q], den);
+        num = fmaf(wq, o[q], num);
+      }
+      merge(num, den);
+    }
     cluster_arrive();
   } else {
     // Publish the record and wait for the head's other splits (split 0 leads their barrier).
@@ -392,20 +417,19 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     // the head's records, all loaded at once (one round trip), then merged
     const float* recs = a.records + int64_t(h) * a.splits * (D + 2);
     for (int i = tid; i < a.splits * (D + 2); i += kAttnThreads) merged[i] = __ldcg(recs + i);
-  }
-  __syncthreads();
-  if (tid < D) {
-    float mx = -INFINITY;
-    for (int q = 0; q < a.splits; q++) mx = fmaxf(mx, merged[q * (D + 2) + D]);
-    float num = 0.0f, den = 0.0f;
-    for (int q = 0; q < a.splits; q++) {
-      const float* rq = merged + q * (D + 2);
-      const float wq = __expf(rq[D] - mx);
-      den = fmaf(wq, rq[D + 1], den);
-      num = fmaf(wq, rq[tid], num);
+    __syncthreads();
+    if (tid < D) {
+      float mx = -INFINITY;
+      for (int q = 0; q < a.splits; q++) mx = fmaxf(mx, merged[q * (D + 2) + D]);
+      float num = 0.0f, den = 0.0f;
+      for (int q = 0; q < a.splits; q++) {
+        const float* rq = merged + q * (D + 2);
+        const float wq = __expf(rq[D] - mx);
+        den = fmaf(wq, rq[D + 1], den);
+        num = fmaf(wq, rq[tid], num);
+      }
+      merge(num, den);
     }
-    head_out[tid] = num / den;
-    if (r == 0) a.attn[h * D + tid] = num / den;
   }
   __syncthreads();
   phase(kStampAttnMerge);
