@@ -224,10 +224,9 @@ struct AttnOArgs {
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
 // [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each). kCluster: the
 // head's splits are one cluster (rank r), sharing records in shared memory; else they publish them
-// to global memory and meet at group_barrier.
+// to global memory and meet at group_barrier. (At head dim 64, 64 registers: four blocks an SM,
+// as kernel 2 of the next layer must start beside kernels 3 and 4; the stamps would take more.)
 template <int D, bool kCluster>
-// (At head dim 64, 64 registers: four blocks an SM, as kernel 2 of the next layer must start beside
-// kernels 3 and 4; the time stamps would otherwise take more.)
 __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     decode_attn_o_kernel(AttnOArgs a) {
   constexpr int kDpl = D / 32, kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
@@ -371,8 +370,8 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
       rec[D + 1] = l;
     }
   }
-  // The merge: each of the first D threads weighs its element of every split's record by
-  // exp(max_q - max) (q in order), as num / den.
+  // Both merges below: each of the first D threads weighs its element of every split's record
+  // by exp(max_q - max), q in order, and stores num / den here.
   const auto merge = [&](float num, float den) {
     head_out[tid] = num / den;
     if (r == 0) a.attn[h * D + tid] = num / den;
