@@ -58,19 +58,26 @@ constexpr int kAttnClusterSplits = 8;  // a head's splits as one thread-block cl
 // Thread-block clusters (Hopper): the head's splits share their records through distributed
 // shared memory and meet at the cluster's hardware barrier. arrive and wait are split so that a
 // block can work between them; no block may leave while another may still read its records.
+// (The CUDA emulator has both, for cluster launches; older GPUs never take this path.)
 __device__ inline void cluster_arrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+#ifdef AGENTRL_CUDA_EMU
+  emu::cluster_arrive();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 #endif
 }
 __device__ inline void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+#ifdef AGENTRL_CUDA_EMU
+  emu::cluster_wait();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 // The float at the same shared-memory address in the cluster's block `rank`.
 __device__ inline float cluster_load(const float* p, int rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(AGENTRL_CUDA_EMU)
+#ifdef AGENTRL_CUDA_EMU
+  return *static_cast<const float*>(emu::cluster_map(p, unsigned(rank)));
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(p)), remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
   float v;
@@ -491,10 +498,6 @@ void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, s
 template <typename... P, typename... A>
 void launch_cluster(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                     int cluster_x, A... args) {
-#ifdef AGENTRL_CUDA_EMU
-  (void)ctx, (void)kernel, (void)grid, (void)block, (void)shared, (void)cluster_x;
-  ((void)args, ...);  // (attn_cluster is false in the emulator)
-#else
   cudaLaunchAttribute attributes[2] = {};
   attributes[0].id = cudaLaunchAttributeClusterDimension;
   attributes[0].val.clusterDim.x = unsigned(cluster_x);
@@ -510,7 +513,6 @@ void launch_cluster(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, s
   config.attrs = attributes;
   config.numAttrs = ctx->pdl && ctx->capturing ? 2 : 1;
   cudaLaunchKernelEx(&config, kernel, args...);
-#endif
 }
 
 // Once per (device, what): an attribute of a kernel set, or its occupancy asked of the runtime
@@ -553,12 +555,8 @@ bool qkv_gemv() {
 }
 
 // Whether kernel 2 runs a head's splits as a thread-block cluster: the device launches clusters
-// (Hopper and later; not the CUDA emulator) and AGENTRL_CUDA_DECODE_ATTN_CLUSTER is not 0.
+// (Hopper and later, and the CUDA emulator) and AGENTRL_CUDA_DECODE_ATTN_CLUSTER is not 0.
 bool attn_cluster(arl_ctx* ctx) {
-#ifdef AGENTRL_CUDA_EMU
-  (void)ctx;
-  return false;
-#else
   static const bool allowed = [] {
     const char* e = std::getenv("AGENTRL_CUDA_DECODE_ATTN_CLUSTER");
     return e == nullptr || std::strcmp(e, "0") != 0;
@@ -571,7 +569,6 @@ bool attn_cluster(arl_ctx* ctx) {
     }
     return yes;
   }) != 0;
-#endif
 }
 
 // AGENTRL_CUDA_DECODE_KV_PREFETCH=0: kernel 2 does not ask L2 for its keys and values before its

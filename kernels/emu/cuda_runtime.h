@@ -72,6 +72,13 @@ void sync_warp();
 // others run. Only a cooperative launch runs its blocks together; in an ordinary one a spin on
 // another block's write never ends and is reported as a deadlock.
 void spin();
+// Thread-block clusters (a launch with a cluster dimension runs its blocks together, as a
+// cooperative one): the cluster barrier's two halves (every thread of the cluster arrives, then
+// waits for the others' arrivals), and the address of the same shared-memory byte in the
+// cluster's block `rank`.
+void cluster_arrive();
+void cluster_wait();
+void* cluster_map(const void* shared, unsigned rank);
 // The calling lane (0..31) and a pointer to its warp's exchange slots (double-buffered by
 // the warp's barrier count, so one barrier per exchange suffices).
 uint64_t* warp_slots(int* lane);
@@ -286,6 +293,7 @@ enum cudaDeviceAttr {
   cudaDevAttrL2CacheSize = 38,
   cudaDevAttrComputeCapabilityMajor = 75,
   cudaDevAttrCooperativeLaunch = 95,
+  cudaDevAttrClusterLaunch = 120,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
 };
 struct cudaFuncAttributes {
@@ -370,6 +378,7 @@ struct Config {
   size_t shared;
   cudaStream_t stream;
   bool cooperative = false;  // all blocks run together (a block may wait for another's write)
+  unsigned cluster = 1;      // blocks a cluster (consecutive x); more than 1 runs them together
   Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr)
       : grid(g), block(b), shared(s), stream(st) {}
 };
@@ -401,17 +410,21 @@ void launch(void (*kernel)(P...), const char* name, const Config& config, A&&...
 
 }  // namespace emu
 
-// cudaLaunchKernelEx with the two attributes the library uses: programmatic dependent launch
-// (kernels run one after the other here, so it changes nothing) and cooperative launch (the
+// cudaLaunchKernelEx with the three attributes the library uses: programmatic dependent launch
+// (kernels run one after the other here, so it changes nothing), cooperative launch (the
 // grid's blocks run together, as fibers of one scheduler, so that one can spin on another's
-// write).
+// write) and a cluster dimension (along x only; the blocks run together too).
 enum cudaLaunchAttributeID {
   cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeClusterDimension = 4,
   cudaLaunchAttributeProgrammaticStreamSerialization = 5,
 };
 union cudaLaunchAttributeValue {
   int cooperative;
   int programmaticStreamSerializationAllowed;
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
 };
 struct cudaLaunchAttribute {
   cudaLaunchAttributeID id;
@@ -435,10 +448,17 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(
                                A&&... args) {
   ::emu::Config c(config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream);
   for (unsigned i = 0; i < config->numAttrs; i++) {
-    if (config->attrs[i].id == cudaLaunchAttributeCooperative)
-      c.cooperative = config->attrs[i].val.cooperative != 0;
-    else if (config->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization)
+    const cudaLaunchAttribute& a = config->attrs[i];
+    if (a.id == cudaLaunchAttributeCooperative) {
+      c.cooperative = a.val.cooperative != 0;
+    } else if (a.id == cudaLaunchAttributeClusterDimension) {
+      if (a.val.clusterDim.y != 1 || a.val.clusterDim.z != 1 || a.val.clusterDim.x == 0 ||
+          a.val.clusterDim.x > 8 || config->gridDim.x % a.val.clusterDim.x != 0)
+        return ::emu::refuse_launch_attribute();
+      c.cluster = a.val.clusterDim.x;
+    } else if (a.id != cudaLaunchAttributeProgrammaticStreamSerialization) {
       return ::emu::refuse_launch_attribute();
+    }
   }
   ::emu::launch(kernel, "(a kernel launched by cudaLaunchKernelEx)", c, std::forward<A>(args)...);
   return cudaPeekAtLastError();

@@ -102,6 +102,7 @@ struct Fiber {
   State state;
   unsigned warp_barriers;  // warp barriers this thread has passed
   uint3 index;             // its threadIdx
+  unsigned cluster_phase;  // its cluster barrier's phase when it last arrived
 };
 
 enum class Order { kForward, kReverse, kShuffle };
@@ -254,7 +255,7 @@ void start_block(Block& b, const dim3& index, Stack stack) {
   b.fibers.resize(size_t(b.threads));
   for (int t = 0; t < b.threads; t++) {
     const unsigned bx = blockDim.x, by = blockDim.y, u = unsigned(t);
-    b.fibers[size_t(t)] = Fiber{stack(t), kReady, 0, {u % bx, u / bx % by, u / (bx * by)}};
+    b.fibers[size_t(t)] = Fiber{stack(t), kReady, 0, {u % bx, u / bx % by, u / (bx * by)}, 0};
     b.warp_live[size_t(t / 32)]++;
   }
 }
@@ -335,6 +336,20 @@ bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
   return true;
 }
 
+// A cluster launch's state (under g_launch_mutex): its blocks by linear index, and each
+// cluster's barrier (threads arrived in this phase, and the phase).
+struct Clusters {
+  unsigned size = 1;
+  size_t shared = 0;
+  int threads = 0;  // a cluster's: size times a block's
+  std::vector<Block*> by_index;
+  std::vector<int> arrived;
+  std::vector<unsigned> phase;
+};
+Clusters g_clusters;
+
+unsigned linear_block() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+
 std::map<const void*, int> g_max_dynamic_shared;
 
 // The dynamic shared memory a launch of `kernel` may ask for (48 KiB unless
@@ -357,7 +372,7 @@ cudaError_t check_config(const void* kernel, const Config& c) {
       c.grid.y > 65535 || c.grid.z > 65535)
     return cudaErrorInvalidConfiguration;
   if (c.shared > shared_limit(kernel)) return cudaErrorInvalidValue;
-  if (c.cooperative) {  // every block resident at once, and within the emulator's fibers
+  if (c.cooperative || c.cluster > 1) {  // every block at once, within the emulator's fibers
     const uint64_t blocks = uint64_t(c.grid.x) * c.grid.y * c.grid.z;
     const uint64_t per_sm = blocks_per_sm(threads, c.shared);
     const uint64_t sms = uint64_t(std::max(1, int_from_env("AGENTRL_CUDA_EMU_SMS", 132)));
@@ -439,10 +454,22 @@ void execute(const char* name, const Config& c, Body* body) {
       for (unsigned x = 0; x < c.grid.x; x++) blocks.push_back(dim3(x, y, z));
   if (g_order == Order::kReverse) std::reverse(blocks.begin(), blocks.end());
   if (g_order == Order::kShuffle) std::shuffle(blocks.begin(), blocks.end(), g_rng);
-  if (c.cooperative) {
+  if (c.cooperative || c.cluster > 1) {
     std::vector<Block> grid(blocks.size(), b);  // each with its own fibers and shared memory
     for (Block& gb : grid) gb.dynamic_shared = aligned_shared(gb.shared_store);
+    if (c.cluster > 1) {
+      g_clusters.size = c.cluster;
+      g_clusters.shared = c.shared;
+      g_clusters.threads = int(c.cluster) * b.threads;
+      g_clusters.by_index.assign(grid.size(), nullptr);
+      for (size_t i = 0; i < grid.size(); i++)
+        g_clusters.by_index[blocks[i].x + c.grid.x * (blocks[i].y + c.grid.y * blocks[i].z)] =
+            &grid[i];
+      g_clusters.arrived.assign(grid.size() / c.cluster, 0);
+      g_clusters.phase.assign(grid.size() / c.cluster, 0);
+    }
     if (!run_grid(grid, blocks)) t_last_error = cudaErrorLaunchFailure;
+    g_clusters = Clusters{};
     g_cur = &b;
   } else {
     for (const dim3& index : blocks) {
@@ -473,6 +500,44 @@ void sync_block() {
 void spin() {
   g_spins++;
   yield();  // still ready: it runs again in the next pass
+}
+
+void cluster_arrive() {
+  if (g_clusters.size <= 1) {
+    std::fprintf(stderr, "CUDA emulator: kernel %s: a cluster barrier outside a cluster launch\n",
+                 g_cur->kernel);
+    std::abort();
+  }
+  const unsigned cluster = linear_block() / g_clusters.size;
+  Block& b = *g_cur;
+  b.fibers[size_t(b.current)].cluster_phase = g_clusters.phase[cluster];
+  if (++g_clusters.arrived[cluster] == g_clusters.threads) {
+    g_clusters.arrived[cluster] = 0;
+    g_clusters.phase[cluster]++;
+  }
+}
+
+void cluster_wait() {
+  const unsigned cluster = linear_block() / g_clusters.size;
+  const Block& b = *g_cur;
+  while (g_clusters.size > 1 &&
+         g_clusters.phase[cluster] == b.fibers[size_t(b.current)].cluster_phase)
+    spin();  // (until the cluster's last thread arrives)
+}
+
+void* cluster_map(const void* shared, unsigned rank) {
+  const auto* p = static_cast<const unsigned char*>(shared);
+  const Block& b = *g_cur;
+  if (g_clusters.size <= 1 || rank >= g_clusters.size || p < b.dynamic_shared ||
+      p >= b.dynamic_shared + g_clusters.shared) {
+    std::fprintf(stderr,
+                 "CUDA emulator: kernel %s: cluster_map of %p to rank %u (cluster size %u): not "
+                 "this block's dynamic shared memory, or no such rank\n",
+                 b.kernel, shared, rank, g_clusters.size);
+    std::abort();
+  }
+  const unsigned target = linear_block() / g_clusters.size * g_clusters.size + rank;
+  return g_clusters.by_index[target]->dynamic_shared + (p - b.dynamic_shared);
 }
 
 void sync_warp() {
@@ -668,6 +733,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       *value = std::max(1, emu::int_from_env("AGENTRL_CUDA_EMU_SMS", 132));
       return cudaSuccess;
     case cudaDevAttrCooperativeLaunch:
+    case cudaDevAttrClusterLaunch:
       *value = 1;
       return cudaSuccess;
     case cudaDevAttrL2CacheSize:  // an H100's

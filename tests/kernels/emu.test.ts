@@ -195,8 +195,9 @@ Deno.test({
   ignore,
   async fn() {
     // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
-    // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1), the
-    // shuffled one where a block gets two column groups or more (=2).
+    // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1) and the
+    // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0), the
+    // shuffled one the GEMV where a block gets two column groups or more (=2).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
@@ -205,7 +206,9 @@ Deno.test({
           AGENTRL_CUDA_EMU_ORDER: order,
           ...(order === "forward"
             ? {}
-            : { AGENTRL_CUDA_GEMV_STREAM: order === "reverse" ? "1" : "2" }),
+            : order === "reverse"
+            ? { AGENTRL_CUDA_GEMV_STREAM: "1", AGENTRL_CUDA_DECODE_ATTN_CLUSTER: "0" }
+            : { AGENTRL_CUDA_GEMV_STREAM: "2" }),
           NO_COLOR: "1",
         })
       ),
@@ -214,7 +217,9 @@ Deno.test({
       const what = `ops_compare on the emulated CUDA library, ${orders[i]} order${
         orders[i] === "forward"
           ? ""
-          : `, AGENTRL_CUDA_GEMV_STREAM=${orders[i] === "reverse" ? 1 : 2}`
+          : orders[i] === "reverse"
+          ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0"
+          : ", AGENTRL_CUDA_GEMV_STREAM=2"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
