@@ -37,11 +37,15 @@ async function run(
   return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
 }
 
-/** Runs `script` (deno eval) on the emulated CUDA library; asserts it exits 0 and returns its lines. */
-async function evalOnEmulator(script: string): Promise<string[]> {
+/**
+ * Runs `script` (deno eval) on the emulated CUDA library with `env` added; asserts it exits 0 and
+ * returns its output's lines.
+ */
+async function evalOnEmulator(script: string, env: Record<string, string> = {}): Promise<string[]> {
   const { code, text } = await run(Deno.execPath(), ["eval", script], {
     AGENTRL_KERNELS_CUDA: EMU_LIB,
     NO_COLOR: "1",
+    ...env,
   });
   assert.equal(code, 0, text);
   return text.trim().split("\n");
@@ -237,11 +241,7 @@ Deno.test({
     const script = `import { Kernels } from ${JSON.stringify(path("../../ffi/mod.ts"))};
       try { Kernels.open({ device: "cuda" }); console.log("opened"); }
       catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      AGENTRL_CUDA_EMU_DEVICES: "0",
-    });
-    assert.equal(code, 0, text);
+    const text = (await evalOnEmulator(script, { AGENTRL_CUDA_EMU_DEVICES: "0" })).join("\n");
     assert.match(text, /KernelError: .*no CUDA device/);
   },
 });
@@ -345,12 +345,8 @@ Deno.test({
             act: Tensor.viewOf(f32(f + 1, 0), 4 * ${shift}, [f]) });
         x.read();
         k.close();`;
-      const { code, text } = await run(Deno.execPath(), ["eval", script], {
-        AGENTRL_KERNELS_CUDA: EMU_LIB,
-        AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
-        NO_COLOR: "1",
-      });
-      assert.equal(code, 0, text);
+      const text = (await evalOnEmulator(script, { AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" }))
+        .join("\n");
       if (shift) assert.doesNotMatch(text, /decode chain/, "the chain ran with act misaligned");
       else assert.match(text, /decode chain, mean of 1 layers/, `c=${c} d=${d}: no chain`);
     }
@@ -379,12 +375,7 @@ Deno.test({
       console.log(read[0] === 0 && read[19999] === 19999 ? "big ok" : "big wrong");
       try { KernelGraph.record(k, () => small[0].writeAsync(data)); console.log("recorded"); }
       catch (e) { console.log(e.message); }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
+    const lines = await evalOnEmulator(script);
     assert.deepEqual(
       JSON.parse(lines[0]!),
       [1, 2, 3, 4, 5, 6].map((v) => new Array(5).fill(v)),
@@ -413,13 +404,8 @@ Deno.test({
       console.log("launched");
       try { out.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
       console.log(JSON.stringify(Array.from(out.read())));`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
-    assert.equal(lines.length, 3, text);
+    const lines = await evalOnEmulator(script);
+    assert.equal(lines.length, 3, lines.join("\n"));
     assert.equal(lines[0], "launched", "no error (or synchronize) at the call itself");
     assert.match(
       lines[1]!,
@@ -449,12 +435,8 @@ Deno.test({
           try { console.log("ok " + run()); } catch (e) { console.log(e.message); }
         }
       }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
+    const lines = await evalOnEmulator(script);
+    const text = lines.join("\n");
     assert.deepEqual(lines.slice(0, 2), ["ok 3", "ok 0.5"], text);
     assert.equal(lines.length, 8, text);
     for (const [i, line] of lines.slice(2).entries()) {
@@ -497,13 +479,8 @@ Deno.test({
       console.log("forward " + (same(a.out, b.out) ? "same" : "differs"));
       console.log("backward " + (same(a.dq, b.dq) && same(a.dk, b.dk) ? "same" : "differs"));`;
     for (const [smem, backward] of [["102400", "same"], ["232448", "differs"]] as const) {
-      const { code, text } = await run(Deno.execPath(), ["eval", script], {
-        AGENTRL_KERNELS_CUDA: EMU_LIB,
-        AGENTRL_CUDA_EMU_SMEM: smem,
-        NO_COLOR: "1",
-      });
-      assert.equal(code, 0, text);
-      assert.equal(text.trim(), `forward differs\nbackward ${backward}`, `${smem} bytes: ${text}`);
+      const text = (await evalOnEmulator(script, { AGENTRL_CUDA_EMU_SMEM: smem })).join("\n");
+      assert.equal(text, `forward differs\nbackward ${backward}`, `${smem} bytes: ${text}`);
     }
   },
 });
@@ -536,13 +513,8 @@ Deno.test({
           hq, eps: 1e-6, theta: 1e4, scale: 0.125 }, rows);
         try { x.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
       }`;
-    const { code, text } = await run(Deno.execPath(), ["eval", script], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
-      NO_COLOR: "1",
-    });
-    assert.equal(code, 0, text);
-    const lines = text.trim().split("\n");
-    assert.equal(lines.length, 5, text);
+    const lines = await evalOnEmulator(script);
+    assert.equal(lines.length, 5, lines.join("\n"));
     assert.match(lines[0]!, /arl_decode_layer_bf16\): slot 2 of token 0 is outside \[0, S\)/);
     assert.match(lines[1]!, /arl_decode_layer_bf16\): position 4 of token 0 is outside \[0, L\)/);
     assert.match(lines[2]!, /arl_decode_layer_bf16\) call was given a negative position at row 0/);
@@ -595,14 +567,11 @@ Deno.test({
         ["forward", "steps"],
       ]
     ) {
-      const { code, text } = await run(Deno.execPath(), ["eval", script], {
-        AGENTRL_KERNELS_CUDA: EMU_LIB,
+      const lines = await evalOnEmulator(script, {
         AGENTRL_CUDA_EMU_ORDER: order!,
         AGENTRL_CUDA_DECODE_LAYER: layerPath!,
-        NO_COLOR: "1",
       });
-      assert.equal(code, 0, text);
-      outputs.push(JSON.parse(text.trim().split("\n").at(-1)!));
+      outputs.push(JSON.parse(lines.at(-1)!));
     }
     const [chain, ...others] = outputs;
     assert.deepEqual(others[0], chain, "reverse block order: other bits");
