@@ -58,6 +58,11 @@ namespace arl {
 // Threads per block for the simple elementwise kernels.
 constexpr int kBlock = 256;
 
+// This block's share [begin, end) of n items, the grid's blocks splitting them as evenly as they
+// can.
+__device__ inline int32_t share_begin(int64_t n) { return int32_t(n * blockIdx.x / gridDim.x); }
+__device__ inline int32_t share_end(int64_t n) { return int32_t(n * (blockIdx.x + 1) / gridDim.x); }
+
 // Blocks for n elements at kBlock threads each, capped (grid-stride loops cover the rest).
 inline unsigned grid_for(int64_t n) {
   int64_t blocks = (n + kBlock - 1) / kBlock;

@@ -134,8 +134,8 @@ __device__ void qkv_spans(unsigned long long* times, unsigned long long t0, unsi
 
 __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t pair = a.pairs * blockIdx.x / gridDim.x + warp;
-  const bool active = pair < a.pairs * (blockIdx.x + 1) / gridDim.x;
+  const int64_t pair = arl::share_begin(a.pairs) + warp;
+  const bool active = pair < arl::share_end(a.pairs);
   const bool all = a.times != nullptr && threadIdx.x == 0;  // (warp 0 always has a pair)
   __shared__ unsigned long long stamps[3];  // (thread 0's start, wait and dot stamps: no registers)
   if (all) stamps[0] = arl::global_ns();

@@ -154,12 +154,8 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   const bool all = a.times != nullptr && tid == 0;
   const bool timing = all && blockIdx.x == 0;
   const unsigned long long t0 = all ? global_ns() : 0;
-  const int64_t units = a.f / 2;
-  const int32_t u0 = int32_t(int64_t(blockIdx.x) * units / gridDim.x);
-  const int32_t u1 = int32_t(int64_t(blockIdx.x + 1) * units / gridDim.x);
-  const int32_t j0 = 2 * u0, w = 2 * (u1 - u0);
-  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
-  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
+  const int32_t j0 = 2 * share_begin(a.f / 2), w = 2 * share_end(a.f / 2) - j0;
+  const int32_t r0 = share_begin(a.c), r1 = share_end(a.c);
   uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
   float* xn = reinterpret_cast<float*>(gu + int64_t(2) * a.wmax * a.c);
   float* dots = xn + a.c;
@@ -263,9 +259,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   const bool all = a.times != nullptr && tid == 0;
   const bool timing = all && blockIdx.x == 0;
   const unsigned long long t0 = all ? global_ns() : 0;
-  const int32_t r0 = int32_t(int64_t(blockIdx.x) * a.c / gridDim.x);
-  const int32_t r1 = int32_t(int64_t(blockIdx.x + 1) * a.c / gridDim.x);
-  const int32_t rows = r1 - r0;
+  const int32_t r0 = share_begin(a.c), rows = share_end(a.c) - r0;
   uint16_t* down = reinterpret_cast<uint16_t*>(mlp_smem);
   float* sums = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
   uint64_t* bar = reinterpret_cast<uint64_t*>(sums + kDownWarps * kDownRows);

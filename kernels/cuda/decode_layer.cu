@@ -79,14 +79,6 @@ struct LayerArgs {
 
 using arl::global_ns;
 
-// This block's share [begin, end) of n rows.
-__device__ inline int32_t rows_begin(int32_t n) {
-  return int32_t(int64_t(n) * blockIdx.x / gridDim.x);
-}
-__device__ inline int32_t rows_end(int32_t n) {
-  return int32_t(int64_t(n) * (blockIdx.x + 1) / gridDim.x);
-}
-
 // v (n floats, shared) = x * rstd * g, rstd = 1 / sqrt(mean(x^2) + eps) summed in double as
 // the CPU library does; x is read past L1 (other blocks of this kernel wrote it).
 __device__ void norm_to_shared(float* v, const float* x, const float* __restrict__ g, int32_t n,
@@ -325,8 +317,9 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
   float* trig = reinterpret_cast<float*>(layer_shared + kTrigAt);
   float* vec = reinterpret_cast<float*>(layer_shared + kSharedHeader);
   const int32_t d = 32 * D, half = d / 2, nq = (a.hq + 2 * a.hkv) * d, qd = a.hq * d;
-  const int32_t q0 = rows_begin(nq), q1 = rows_end(nq), c0 = rows_begin(a.c), c1 = rows_end(a.c),
-                f0 = rows_begin(a.f), f1 = rows_end(a.f);
+  const int32_t q0 = arl::share_begin(nq), q1 = arl::share_end(nq);
+  const int32_t c0 = arl::share_begin(a.c), c1 = arl::share_end(a.c);
+  const int32_t f0 = arl::share_begin(a.f), f1 = arl::share_end(a.f);
   // This block's weight rows to L2, in the order the phases read them.
   auto prefetch_gate_up = [&] {
     arl::prefetch_l2(a.w_gu + int64_t(f0) * a.c, int64_t(f1 - f0) * a.c * 2);
@@ -409,7 +402,8 @@ __global__ void __launch_bounds__(kLayerThreads, 1) decode_layer_kernel(const La
                 [&](int32_t r, const float (&sum)[1]) { a.x[r] = __ldcg(a.x + r) + sum[0]; });
   if (roped) {
     const int32_t pairs = (a.hq + a.hkv) * half;
-    for (int32_t i = rows_begin(pairs) + threadIdx.x; i < rows_end(pairs); i += blockDim.x) {
+    const int32_t end = arl::share_end(pairs);
+    for (int32_t i = arl::share_begin(pairs) + threadIdx.x; i < end; i += blockDim.x) {
       const int32_t head = i / half, j = i % half;
       float* row = a.qkv + int64_t(head) * d;
       float x0 = __ldcg(row + j), x1 = __ldcg(row + j + half);
