@@ -6,7 +6,7 @@
  */
 
 /** `ARL_ABI_VERSION` of the header these symbols follow; a library must report the same. */
-export const ABI_VERSION = 8;
+export const ABI_VERSION = 9;
 
 const ptr = "pointer" as const;
 const i32 = "i32" as const;
@@ -292,6 +292,31 @@ export const SYMBOLS = {
       ptr, /* const uint16_t* w_down (C, F) */
       ptr, /* float* k_cache (S, HKV, L, D) */
       ptr, /* float* v_cache */
+      ptr, /* const int32_t* slot (1) */
+      ptr, /* const int32_t* position (1) */
+      ptr, /* const int32_t* len (1) */
+      i32, /* int32_t c */
+      i32, /* int32_t f */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t d */
+      i32, /* int32_t s */
+      i32, /* int32_t l */
+      f32, /* float eps */
+      f32, /* float theta */
+      f32, /* float scale */
+    ],
+    result: i32,
+  },
+  arl_decode_layers_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* x (C), updated */
+      ptr, /* float* qkv ((HQ + 2 HKV) D) */
+      ptr, /* float* attn (HQ D) */
+      ptr, /* float* act (F) */
+      "buffer", /* const arl_decode_layer_ptrs* layers (host: 9 pointers a layer) */
+      i32, /* int32_t n_layers */
       ptr, /* const int32_t* slot (1) */
       ptr, /* const int32_t* position (1) */
       ptr, /* const int32_t* len (1) */

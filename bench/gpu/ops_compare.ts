@@ -24,6 +24,7 @@ import {
   attentionForward,
   type AttentionPrecision,
   decodeLayer,
+  decodeLayers,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -481,6 +482,73 @@ function matmulCases(seed: number): Case[] {
           kCache: kCache.read(),
           vCache: vCache.read(),
         };
+      },
+    });
+  }
+  // Several layers for one token in one call: with AGENTRL_CUDA_DECODE_TOKEN=1 one persistent
+  // kernel on the GPU (its ring of weight slots runs across the layers; small shapes leave most
+  // blocks without units), else the decode layer once a layer.
+  for (
+    const [c, f, hq, hkv, hd, pos, layers] of [
+      [96, 160, 4, 2, 64, 37, 3],
+      [64, 96, 2, 1, 128, 0, 2],
+      // Qwen2.5-0.5B's attention and a narrow MLP at a long context: every block has units
+      [896, 608, 14, 2, 64, 1000, 1],
+    ] as const
+  ) {
+    const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 2];
+    const nq = (hq + 2 * hkv) * hd;
+    const q = new Rand(`decode layers ${c} ${hd} ${pos}`, seed);
+    const x0 = q.randn(c, 1);
+    const per = Array.from({ length: layers }, () => ({
+      ln1: q.uniforms(c, 0.5, 1.5),
+      ln2: q.uniforms(c, 0.5, 1.5),
+      wqkv: bf16Bits(q.randn(nq * c, 0.1)),
+      bqkv: q.randn(nq, 0.1),
+      wo: bf16Bits(q.randn(c * hq * hd, 0.1)),
+      wgu: bf16Bits(q.randn(2 * f * c, 0.1)),
+      wd: bf16Bits(q.randn(c * f, 0.1)),
+      kc0: q.randn(S * hkv * L * hd),
+      vc0: q.randn(S * hkv * L * hd),
+    }));
+    cases.push({
+      op: `decodeLayers ${layers} layers c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}`,
+      tol: TOL_FP32,
+      run: (s) => {
+        const x = s.f32(x0);
+        const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
+        const cache = [S, hkv, L, hd];
+        const entries = per.map((p, i) => ({
+          ln1: s.f32(p.ln1),
+          qkv: s.bf16(p.wqkv, [nq, c]),
+          bqkv: i === 1 ? null : s.f32(p.bqkv),
+          o: s.bf16(p.wo, [c, hq * hd]),
+          ln2: s.f32(p.ln2),
+          gateUp: s.bf16(p.wgu, [2 * f, c]),
+          down: s.bf16(p.wd, [c, f]),
+          kCache: s.f32(p.kc0, cache),
+          vCache: s.f32(p.vc0, cache),
+        }));
+        decodeLayers(s.k, x, entries, {
+          slot: s.i32(Int32Array.of(slot)),
+          position: s.i32(Int32Array.of(pos)),
+          len: s.i32(Int32Array.of(pos + 1)),
+          hq,
+          eps: 1e-6,
+          theta: 10000,
+          scale: 1 / Math.sqrt(hd),
+        }, rows);
+        const out: Record<string, Float32Array> = {
+          x: x.read(),
+          qkv: rows.qkv.read(),
+          attn: rows.attn.read(),
+          act: rows.act.read(),
+        };
+        entries.forEach((e, i) => {
+          out[`kCache ${i}`] = e.kCache.read();
+          out[`vCache ${i}`] = e.vCache.read();
+        });
+        return out;
       },
     });
   }

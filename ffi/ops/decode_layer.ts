@@ -27,11 +27,11 @@ export interface DecodeLayerWeights {
   down: Tensor;
 }
 
-/** The token's cache place and the layer's constants, for {@linkcode decodeLayer}. */
-export interface DecodeLayerStep {
-  /** This layer's caches (S, HKV, L, D). */
-  kCache: Tensor;
-  vCache: Tensor;
+/**
+ * The token's cache place and the model's constants, shared by every layer of
+ * {@linkcode decodeLayers}.
+ */
+export interface DecodeStepConstants {
   /** One int32 each: the cache slot, the token's position, and the keys it attends to. */
   slot: Tensor;
   position: Tensor;
@@ -42,6 +42,19 @@ export interface DecodeLayerStep {
   theta: number;
   /** Attention's score scale (usually 1 / sqrt(D)). */
   scale: number;
+}
+
+/** The token's cache place and the layer's constants, for {@linkcode decodeLayer}. */
+export interface DecodeLayerStep extends DecodeStepConstants {
+  /** This layer's caches (S, HKV, L, D). */
+  kCache: Tensor;
+  vCache: Tensor;
+}
+
+/** One layer of {@linkcode decodeLayers}: its weights and its caches (S, HKV, L, D). */
+export interface DecodeLayersEntry extends DecodeLayerWeights {
+  kCache: Tensor;
+  vCache: Tensor;
 }
 
 /**
@@ -55,6 +68,50 @@ export interface DecodeLayerRows {
   attn: Tensor;
   /** SwiGLU's output (F). */
   act: Tensor;
+}
+
+/** The shapes a decode layer's tensors agree on, checked (`at` names the layer in errors). */
+function checkLayer(
+  x: Tensor,
+  w: DecodeLayerWeights,
+  kCache: Tensor,
+  vCache: Tensor,
+  step: DecodeStepConstants,
+  rows: DecodeLayerRows,
+  at: string,
+): { c: number; f: number; hkv: number; d: number; s: number; l: number } {
+  const c = rowLength(x, "x");
+  expectTensor(kCache, `${at}kCache`, "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
+  expectTensor(vCache, `${at}vCache`, "f32", [s, hkv, l, d]);
+  expectInt(step.hq, "hq");
+  if (step.hq % hkv !== 0) {
+    throw new RangeError(`hq (${step.hq}) must be a multiple of the cache's ${hkv} kv heads`);
+  }
+  const nq = (step.hq + 2 * hkv) * d;
+  expectTensor(w.ln1, `${at}ln1`, "f32", [c]);
+  expectTensor(w.qkv, `${at}qkv weight`, "bf16", [nq, c]);
+  if (w.bqkv) expectTensor(w.bqkv, `${at}qkv bias`, "f32", [nq]);
+  expectTensor(w.o, `${at}o weight`, "bf16", [c, step.hq * d]);
+  expectTensor(w.ln2, `${at}ln2`, "f32", [c]);
+  expectTensor(w.gateUp, `${at}gateUp weight`, "bf16", [-1, c]);
+  const f = dim(w.gateUp, 0) / 2;
+  if (!Number.isInteger(f)) {
+    throw new RangeError(
+      `${at}gateUp must have an even number of rows, got ${dim(w.gateUp, 0)}`,
+    );
+  }
+  expectTensor(w.down, `${at}down weight`, "bf16", [c, f]);
+  expectTensor(step.slot, "slot", "i32", [1]);
+  expectTensor(step.position, "position", "i32", [1]);
+  expectTensor(step.len, "len", "i32", [1]);
+  rowLength(rows.qkv, "qkv rows", nq);
+  rowLength(rows.attn, "attn rows", step.hq * d);
+  rowLength(rows.act, "act rows", f);
+  expectNumber(step.eps, "eps");
+  expectNumber(step.theta, "theta", true);
+  expectNumber(step.scale, "scale");
+  return { c, f, hkv, d, s, l };
 }
 
 /**
@@ -72,35 +129,7 @@ export function decodeLayer(
   step: DecodeLayerStep,
   rows: DecodeLayerRows,
 ): void {
-  const c = rowLength(x, "x");
-  expectTensor(step.kCache, "kCache", "f32", [-1, -1, -1, -1]);
-  const [s, hkv, l, d] = step.kCache.shape as [number, number, number, number];
-  expectTensor(step.vCache, "vCache", "f32", [s, hkv, l, d]);
-  expectInt(step.hq, "hq");
-  if (step.hq % hkv !== 0) {
-    throw new RangeError(`hq (${step.hq}) must be a multiple of the cache's ${hkv} kv heads`);
-  }
-  const nq = (step.hq + 2 * hkv) * d;
-  expectTensor(w.ln1, "ln1", "f32", [c]);
-  expectTensor(w.qkv, "qkv weight", "bf16", [nq, c]);
-  if (w.bqkv) expectTensor(w.bqkv, "qkv bias", "f32", [nq]);
-  expectTensor(w.o, "o weight", "bf16", [c, step.hq * d]);
-  expectTensor(w.ln2, "ln2", "f32", [c]);
-  expectTensor(w.gateUp, "gateUp weight", "bf16", [-1, c]);
-  const f = dim(w.gateUp, 0) / 2;
-  if (!Number.isInteger(f)) {
-    throw new RangeError(`gateUp must have an even number of rows, got ${dim(w.gateUp, 0)}`);
-  }
-  expectTensor(w.down, "down weight", "bf16", [c, f]);
-  expectTensor(step.slot, "slot", "i32", [1]);
-  expectTensor(step.position, "position", "i32", [1]);
-  expectTensor(step.len, "len", "i32", [1]);
-  rowLength(rows.qkv, "qkv rows", nq);
-  rowLength(rows.attn, "attn rows", step.hq * d);
-  rowLength(rows.act, "act rows", f);
-  expectNumber(step.eps, "eps");
-  expectNumber(step.theta, "theta", true);
-  expectNumber(step.scale, "scale");
+  const { c, f, hkv, d, s, l } = checkLayer(x, w, step.kCache, step.vCache, step, rows, "");
   k.check(
     "arl_decode_layer_bf16",
     k.sym.arl_decode_layer_bf16(
@@ -118,6 +147,64 @@ export function decodeLayer(
       w.down.ptrIn(k),
       step.kCache.ptrIn(k),
       step.vCache.ptrIn(k),
+      step.slot.ptrIn(k),
+      step.position.ptrIn(k),
+      step.len.ptrIn(k),
+      c,
+      f,
+      step.hq,
+      hkv,
+      d,
+      s,
+      l,
+      step.eps,
+      step.theta,
+      step.scale,
+    ),
+  );
+}
+
+/**
+ * One token through several decoder layers in one call (arl_decode_layers_bf16): the same as
+ * {@linkcode decodeLayer} once a layer, in order, every layer with the same shapes. The CUDA
+ * library runs them all in one persistent kernel that streams the weights through shared
+ * memory across the layers' steps; the last layer's rows are left in `rows`.
+ */
+export function decodeLayers(
+  k: Kernels,
+  x: Tensor,
+  layers: readonly DecodeLayersEntry[],
+  step: DecodeStepConstants,
+  rows: DecodeLayerRows,
+): void {
+  if (layers.length === 0) throw new RangeError("decodeLayers needs at least one layer");
+  let shape = null as ReturnType<typeof checkLayer> | null;
+  const table = new BigUint64Array(9 * layers.length);
+  layers.forEach((w, i) => {
+    const got = checkLayer(x, w, w.kCache, w.vCache, step, rows, `layers[${i}].`);
+    if (shape && (got.f !== shape.f || got.s !== shape.s || got.l !== shape.l)) {
+      throw new RangeError(
+        `layers[${i}] has F ${got.f} and caches (${got.s}, ${got.hkv}, ${got.l}, ${got.d}); ` +
+          `layers[0] has F ${shape.f} and (${shape.s}, ${shape.hkv}, ${shape.l}, ${shape.d})`,
+      );
+    }
+    shape ??= got;
+    const ptrs = [w.ln1, w.qkv, w.bqkv, w.o, w.ln2, w.gateUp, w.down, w.kCache, w.vCache];
+    ptrs.forEach((t, j) => {
+      table[9 * i + j] = t ? BigInt(Deno.UnsafePointer.value(t.ptrIn(k))) : 0n;
+    });
+  });
+  const { c, f, hkv, d, s, l } = shape!;
+  k.check(
+    "arl_decode_layers_bf16",
+    k.sym.arl_decode_layers_bf16(
+      k.ctx,
+      x.ptrIn(k),
+      rows.qkv.ptrIn(k),
+      rows.attn.ptrIn(k),
+      rows.act.ptrIn(k),
+      table,
+      layers.length,
       step.slot.ptrIn(k),
       step.position.ptrIn(k),
       step.len.ptrIn(k),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <utility>
 
 #include "checks.h"
 
@@ -78,6 +79,44 @@ inline arl_status decode_layer_steps(arl_ctx* ctx, float* x, float* qkv, float* 
           arl_rmsnorm_linear_swiglu_forward_bf16(ctx, act, x, ln2, w_gu, nullptr, 1, f, c, eps))
     return st;
   return arl_linear_forward_bf16(ctx, x, act, w_down, nullptr, 1, c, f, 1);
+}
+
+// arl_decode_layers_bf16's table: n_layers >= 1 entries, each with its tensors (b_qkv may be
+// null). The shared arguments are checked by ARL_DECODE_LAYER_ARGS under the caller's name.
+inline arl_status check_decode_layers(arl_ctx* ctx, const char* fn,
+                                      const arl_decode_layer_ptrs* layers, int32_t n_layers) {
+  if (layers == nullptr) return fail(ctx, ARL_ERR_NULL, "%s: layers must not be null", fn);
+  if (n_layers < 1)
+    return fail(ctx, ARL_ERR_SIZE, "%s: n_layers must be positive, got %d", fn, int(n_layers));
+  for (int32_t i = 0; i < n_layers; i++) {
+    const arl_decode_layer_ptrs& p = layers[i];
+    const std::pair<const void*, const char*> named[] = {
+        {p.ln1, "ln1"},       {p.w_qkv, "w_qkv"},   {p.w_o, "w_o"},
+        {p.ln2, "ln2"},       {p.w_gu, "w_gu"},     {p.w_down, "w_down"},
+        {p.k_cache, "k_cache"}, {p.v_cache, "v_cache"}};
+    for (const auto& [ptr, name] : named)
+      if (ptr == nullptr)
+        return fail(ctx, ARL_ERR_NULL, "%s: layers[%d].%s must not be null", fn, int(i), name);
+  }
+  return ARL_OK;
+}
+
+// arl_decode_layers_bf16 as arl_decode_layer_bf16 (the library's own) once a layer.
+inline arl_status decode_layers_each(arl_ctx* ctx, float* x, float* qkv, float* attn,
+                                     float* act, const arl_decode_layer_ptrs* layers,
+                                     int32_t n_layers, const int32_t* slot,
+                                     const int32_t* position, const int32_t* len, int32_t c,
+                                     int32_t f, int32_t hq, int32_t hkv, int32_t d, int32_t s,
+                                     int32_t l, float eps, float theta, float scale) {
+  for (int32_t i = 0; i < n_layers; i++) {
+    const arl_decode_layer_ptrs& p = layers[i];
+    if (arl_status st = arl_decode_layer_bf16(ctx, x, qkv, attn, act, p.ln1, p.w_qkv, p.b_qkv,
+                                              p.w_o, p.ln2, p.w_gu, p.w_down, p.k_cache,
+                                              p.v_cache, slot, position, len, c, f, hq, hkv, d,
+                                              s, l, eps, theta, scale))
+      return st;
+  }
+  return ARL_OK;
 }
 
 }  // namespace arl

@@ -30,6 +30,7 @@ struct arl_ctx {
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
   void* decode_partial;   // split decode attention's records (fixed size, allocated once)
+  void* decode_sync;      // arl_decode_layers_bf16's counters (decode_token.cu; allocated once)
   void* half_scratch[2];  // bf16 copies of fp32 GEMM operands (two at a time), grown on demand
   size_t half_scratch_bytes[2];
   bool half_scratch_recorded;  // a graph recorded a half_scratch pointer

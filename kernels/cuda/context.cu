@@ -396,6 +396,7 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   if (ctx->cublas_workspace != nullptr) cudaFree(ctx->cublas_workspace);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);
   if (ctx->decode_partial != nullptr) cudaFree(ctx->decode_partial);
+  if (ctx->decode_sync != nullptr) cudaFree(ctx->decode_sync);
   for (void* p : ctx->half_scratch)
     if (p != nullptr) cudaFree(p);
   for (int i = 0; i < ctx->num_retired; i++) cudaFree(ctx->retired[i]);

@@ -121,21 +121,6 @@ __device__ inline void add_spans(unsigned long long* times, const KernelSpans& s
   times[s.blocks] = gridDim.x;
 }
 
-__device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-// acc + the dot of 8 bf16 weights (w, the first in the low half of w.x) with x0 and x1, in order.
-__device__ inline float dot8(uint4 w, float4 x0, float4 x1, float acc) {
-  acc = fmaf(bf16_lo(w.x), x0.x, acc);
-  acc = fmaf(bf16_hi(w.x), x0.y, acc);
-  acc = fmaf(bf16_lo(w.y), x0.z, acc);
-  acc = fmaf(bf16_hi(w.y), x0.w, acc);
-  acc = fmaf(bf16_lo(w.z), x1.x, acc);
-  acc = fmaf(bf16_hi(w.z), x1.y, acc);
-  acc = fmaf(bf16_lo(w.w), x1.z, acc);
-  return fmaf(bf16_hi(w.w), x1.w, acc);
-}
-
 // Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), x * ln2 (c), the
 // dots (2 wmax), 16 doubles and an mbarrier.
 inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {

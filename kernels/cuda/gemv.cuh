@@ -83,6 +83,22 @@ __device__ inline void rows_rstd(float (&rstd)[M], const float* __restrict__ x, 
 // silu(g_j) * u_j).
 enum GemvMode { kGemvPlain, kGemvNorm, kGemvNormSwiglu, kGemvNormRope };
 
+// bf16 weights unpacked from a 32-bit pair (the low half first).
+__device__ inline float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ inline float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// acc + the dot of 8 bf16 weights (w, the first in the low half of w.x) with x0 and x1, in order.
+__device__ inline float dot8(uint4 w, float4 x0, float4 x1, float acc) {
+  acc = fmaf(bf16_lo(w.x), x0.x, acc);
+  acc = fmaf(bf16_hi(w.x), x0.y, acc);
+  acc = fmaf(bf16_lo(w.y), x0.z, acc);
+  acc = fmaf(bf16_hi(w.y), x0.w, acc);
+  acc = fmaf(bf16_lo(w.z), x1.x, acc);
+  acc = fmaf(bf16_hi(w.z), x1.y, acc);
+  acc = fmaf(bf16_lo(w.w), x1.z, acc);
+  return fmaf(bf16_hi(w.w), x1.w, acc);
+}
+
 // kGemvNormRope: w is a stacked q|k|v weight, N = (hq + 2 hkv) d rows. A block's columns are
 // whole RoPE pairs (c, c + d/2) of a head; each row's q and k outputs are rotated at its
 // position, and its rotated k and its v go to the KV cache at (slot, position), with

@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 8
+#define ARL_ABI_VERSION 9
 
 typedef int32_t arl_status;
 enum {
@@ -344,6 +344,35 @@ ARL_API arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, flo
                                          const int32_t* len, int32_t c, int32_t f, int32_t hq,
                                          int32_t hkv, int32_t d, int32_t s, int32_t l, float eps,
                                          float theta, float scale);
+/*
+ * Decode layers (ABI version 9): one token through n_layers decoder layers, the same as
+ * arl_decode_layer_bf16 once a layer, in order. layers (host memory, read during the call
+ * only) holds each layer's tensors as arl_decode_layer_bf16 takes them (b_qkv may be null);
+ * the layers share x, qkv, attn, act, slot, position, len and the shapes, and the last
+ * layer's rows are left in qkv, attn and act. The CUDA library runs every layer in one
+ * persistent cooperative kernel (a block an SM, its weights streamed through shared memory
+ * across the layers' steps, the steps ordered by counters, not kernel boundaries) where the
+ * shapes allow it (D 64 or 128, C and F multiples of 8, the weights 16-byte aligned, at most
+ * 48 layers a launch), and arl_decode_layer_bf16 once a layer otherwise.
+ */
+typedef struct arl_decode_layer_ptrs {
+  const float* ln1;
+  const uint16_t* w_qkv;
+  const float* b_qkv;
+  const uint16_t* w_o;
+  const float* ln2;
+  const uint16_t* w_gu;
+  const uint16_t* w_down;
+  float* k_cache;
+  float* v_cache;
+} arl_decode_layer_ptrs;
+ARL_API arl_status arl_decode_layers_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn,
+                                          float* act, const arl_decode_layer_ptrs* layers,
+                                          int32_t n_layers, const int32_t* slot,
+                                          const int32_t* position, const int32_t* len, int32_t c,
+                                          int32_t f, int32_t hq, int32_t hkv, int32_t d,
+                                          int32_t s, int32_t l, float eps, float theta,
+                                          float scale);
 /*
  * Attention of N new query tokens against the cache: query i attends to
  * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a

@@ -53,6 +53,7 @@ import {
   attentionForward,
   DECODE_FUSION_MAX_ROWS,
   decodeLayer,
+  decodeLayers,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -348,6 +349,7 @@ export class Qwen2Model implements Disposable {
   readonly #graphs: DecodeGraphs;
   readonly #noDecodeFusion = envSwitchOff("AGENTRL_DECODE_FUSION");
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
+  readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
@@ -933,6 +935,7 @@ export class Qwen2Model implements Disposable {
       fuse
         ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps)
         : linearForward(k, y, d.h, w, bias);
+    if (wholeLayer && this.#decodeLayersCall(cache, d)) return;
     for (let l = 0; l < cfg.num_hidden_layers; l++) {
       const w = this.#wc.layers[l]!;
       const [kc, vc] = [cache.k[l]!, cache.v[l]!];
@@ -982,6 +985,43 @@ export class Qwen2Model implements Disposable {
       }
       linearForward(k, d.x, d.s, w.wd, null, true); // the residual added by the GEMM
     }
+  }
+
+  /**
+   * Every decode layer as one {@linkcode decodeLayers} call, if all their weights are bf16
+   * (on the GPU one persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer}
+   * once a layer instead).
+   */
+  #decodeLayersCall(cache: Qwen2KvCache, d: DecodeActs): boolean {
+    if (!this.#decodeLayers || !d.qkv) return false;
+    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
+    const entries = [];
+    for (let l = 0; l < this.config.num_hidden_layers; l++) {
+      const w = this.#wc.layers[l]!;
+      if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd)) return false;
+      entries.push({
+        ln1: w.ln1,
+        qkv: w.qkv,
+        bqkv: w.bqkv ?? null,
+        o: w.wo,
+        ln2: w.ln2,
+        gateUp: w.gu,
+        down: w.wd,
+        kCache: cache.k[l]!,
+        vCache: cache.v[l]!,
+      });
+    }
+    const cfg = this.config;
+    decodeLayers(this.kernels, d.x, entries, {
+      slot: d.slots,
+      position: d.positions,
+      len: d.lens,
+      hq: cfg.num_attention_heads,
+      eps: cfg.rms_norm_eps,
+      theta: cfg.rope_theta,
+      scale: this.#scale,
+    }, { qkv: d.qkv, attn: d.a, act: d.s });
+    return true;
   }
 
   /** One decode layer as one {@linkcode decodeLayer} call, if its weights are bf16. */

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import {
   attentionDecode,
   decodeLayer,
+  decodeLayers,
   type DecodeLayerWeights,
   KernelError,
   linearForward,
@@ -190,4 +191,82 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
   fails(call(-1, x.ptr), /arl_decode_layer_bf16: eps must be >= 0, got -1/);
   fails(call(1e-6, x.ptr, 3), /arl_decode_layer_bf16: hq \(4\) must be a multiple of hkv \(3\)/);
   for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();
+});
+
+Deno.test("decodeLayers equals decodeLayer once a layer, bit for bit; its table's errors name the layer", () => {
+  using k = openKernels();
+  const rng = new Rng("decode layers");
+  const x0 = rng.randn(C, 1);
+  const cache = [S, HKV, L, D];
+  const caches = [0, 1, 2].map(() => [rng.randn(S * HKV * L * D), rng.randn(S * HKV * L * D)]);
+  const ws = [true, false, true].map((bias) => layerWeights(k, rng, bias));
+  using ts = i32(k, Int32Array.of(1));
+  using tp = i32(k, Int32Array.of(5));
+  using tl = i32(k, Int32Array.of(6));
+  const constants = { slot: ts, position: tp, len: tl, hq: HQ, eps: 1e-6, theta: 1e4, scale: 0.3 };
+  // layer by layer
+  using x1 = f32(k, x0, [C]);
+  const kv1 = caches.map(([kc, vc]) => [f32(k, kc!, cache), f32(k, vc!, cache)]);
+  const rows1 = { qkv: nans(k, [NQ]), attn: nans(k, [HQ * D]), act: nans(k, [F]) };
+  ws.forEach((w, i) => {
+    decodeLayer(k, x1, w, { ...constants, kCache: kv1[i]![0]!, vCache: kv1[i]![1]! }, rows1);
+  });
+  // in one call
+  using x2 = f32(k, x0, [C]);
+  const kv2 = caches.map(([kc, vc]) => [f32(k, kc!, cache), f32(k, vc!, cache)]);
+  const rows2 = { qkv: nans(k, [NQ]), attn: nans(k, [HQ * D]), act: nans(k, [F]) };
+  const entries = ws.map((w, i) => ({ ...w, kCache: kv2[i]![0]!, vCache: kv2[i]![1]! }));
+  decodeLayers(k, x2, entries, constants, rows2);
+  const same = (a: Tensor, b: Tensor, name: string) =>
+    assert.deepEqual(Array.from(a.view()), Array.from(b.view()), name);
+  same(x2, x1, "x");
+  same(rows2.qkv, rows1.qkv, "the last layer's qkv");
+  same(rows2.attn, rows1.attn, "attn");
+  same(rows2.act, rows1.act, "act");
+  kv2.forEach(([kc, vc], i) => {
+    same(kc!, kv1[i]![0]!, `kCache ${i}`);
+    same(vc!, kv1[i]![1]!, `vCache ${i}`);
+  });
+  assert.notDeepEqual(Array.from(x2.view()), Array.from(x0), "x changed");
+  // errors: an empty list, a layer whose shapes differ, a null in the table
+  assert.throws(() => decodeLayers(k, x2, [], constants, rows2), /at least one layer/);
+  assert.throws(
+    () =>
+      decodeLayers(k, x2, [entries[0]!, { ...entries[1]!, down: entries[1]!.o }], constants, rows2),
+    /layers\[1\]\.down weight must have shape \[24, 40\], got \[24, 32\]/,
+  );
+  const table = new BigUint64Array(9 * 2);
+  const err = k.sym.arl_decode_layers_bf16(
+    k.ctx,
+    x2.ptr,
+    rows2.qkv.ptr,
+    rows2.attn.ptr,
+    rows2.act.ptr,
+    table,
+    2,
+    ts.ptr,
+    tp.ptr,
+    tl.ptr,
+    C,
+    F,
+    HQ,
+    HKV,
+    D,
+    S,
+    L,
+    1e-6,
+    1e4,
+    0.3,
+  );
+  assert.throws(() => k.check("arl_decode_layers_bf16", err), (e: unknown) => {
+    assert.ok(e instanceof KernelError, String(e));
+    assert.match(e.message, /arl_decode_layers_bf16: layers\[0\]\.ln1 must not be null/);
+    return true;
+  });
+  for (
+    const t of [...Object.values(rows1), ...Object.values(rows2), ...kv1.flat(), ...kv2.flat()]
+  ) {
+    t.free();
+  }
+  for (const w of ws) for (const t of Object.values(w)) t?.free();
 });

@@ -201,7 +201,8 @@ Deno.test({
     // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
     // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1) and the
     // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0), the
-    // shuffled one the GEMV where a block gets two column groups or more (=2).
+    // shuffled one the GEMV where a block gets two column groups or more (=2). The forward and
+    // shuffled ones run decodeLayers as the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
@@ -209,10 +210,10 @@ Deno.test({
           AGENTRL_KERNELS_CUDA: EMU_LIB,
           AGENTRL_CUDA_EMU_ORDER: order,
           ...(order === "forward"
-            ? {}
+            ? { AGENTRL_CUDA_DECODE_TOKEN: "1" }
             : order === "reverse"
             ? { AGENTRL_CUDA_GEMV_STREAM: "1", AGENTRL_CUDA_DECODE_ATTN_CLUSTER: "0" }
-            : { AGENTRL_CUDA_GEMV_STREAM: "2" }),
+            : { AGENTRL_CUDA_GEMV_STREAM: "2", AGENTRL_CUDA_DECODE_TOKEN: "1" }),
           NO_COLOR: "1",
         })
       ),
@@ -220,10 +221,10 @@ Deno.test({
     results.forEach(({ code, text }, i) => {
       const what = `ops_compare on the emulated CUDA library, ${orders[i]} order${
         orders[i] === "forward"
-          ? ""
+          ? ", AGENTRL_CUDA_DECODE_TOKEN=1"
           : orders[i] === "reverse"
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0"
-          : ", AGENTRL_CUDA_GEMV_STREAM=2"
+          : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
@@ -350,6 +351,47 @@ Deno.test({
       if (shift) assert.doesNotMatch(text, /decode chain/, "the chain ran with act misaligned");
       else assert.match(text, /decode chain, mean of 1 layers/, `c=${c} d=${d}: no chain`);
     }
+  },
+});
+
+Deno.test({
+  name:
+    `the CUDA library, emulated: decodeLayers runs the persistent kernel where asked, and the layers one by one otherwise${why}`,
+  ignore,
+  async fn() {
+    // its time sums (AGENTRL_CUDA_DECODE_TOKEN_TIMES) count the launches and layers it ran;
+    // without AGENTRL_CUDA_DECODE_TOKEN=1 the chain runs each layer (its own time sums)
+    const script = `import { decodeLayers, Kernels, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const [c, f, hq, hkv, d, l] = [128, 96, 4, 2, 64, 16];
+      const f32 = (n, v, shape = [n]) => Tensor.from(k, new Float32Array(n).fill(v), shape);
+      const bf16 = (r, cols) => { const t = new Tensor(k, [r, cols], "bf16");
+        t.write(new Uint16Array(r * cols).fill(0x3c00)); return t; };
+      const nq = (hq + 2 * hkv) * d;
+      const layer = () => ({ ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: null, o: bf16(c, hq * d),
+        ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f),
+        kCache: f32(hkv * l * d, 0.5, [1, hkv, l, d]), vCache: f32(hkv * l * d, 0.5, [1, hkv, l, d]) });
+      const one = (v) => Tensor.from(k, Int32Array.of(v));
+      const x = f32(c, 0.01);
+      const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
+      const step = { slot: one(0), position: one(3), len: one(4), hq, eps: 1e-6, theta: 1e6, scale: 0.125 };
+      decodeLayers(k, x, [layer(), layer(), layer()], step, rows);
+      decodeLayers(k, x, [layer(), layer()], step, rows);
+      console.log(x.read().every(Number.isFinite) ? "finite" : "not finite");
+      k.close();`;
+    const env = { AGENTRL_CUDA_DECODE_TOKEN_TIMES: "1", AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" };
+    const on = (await evalOnEmulator(script, { ...env, AGENTRL_CUDA_DECODE_TOKEN: "1" })).join(
+      "\n",
+    );
+    assert.match(on, /finite/);
+    assert.match(on, /decode token kernel: 2 launches, 5 layers/);
+    assert.doesNotMatch(on, /decode chain/);
+    const off = (await evalOnEmulator(script, env)).join("\n");
+    assert.match(off, /finite/);
+    assert.doesNotMatch(off, /decode token kernel/);
+    assert.match(off, /decode chain, mean of 5 layers/);
   },
 });
 
