@@ -35,6 +35,9 @@ namespace {
 
 constexpr int kTokThreads = 256;
 constexpr int kTokWarps = kTokThreads / 32;
+// Thread 0 issues the ring's bulk copies; the block's waits, signals and atomics are another
+// warp's (a fence in the thread that issued copies may wait for them).
+constexpr int kTokLeader = 32;
 constexpr int kTokMaxLayers = 48;  // layers a launch (their pointers are kernel parameters)
 constexpr int kTokMaxHeads = 128;
 constexpr int kTokMaxSplits = 16;  // key splits a head (its merge holds their records in registers)
@@ -81,12 +84,12 @@ static_assert(kTmWords <= arl::kTimeSumsMaxWords, "the token kernel's time sums 
 
 // Thread 0's clock where the sums are on (else 0).
 __device__ inline unsigned long long tick(const unsigned long long* times) {
-  return times != nullptr && threadIdx.x == 0 ? arl::global_ns() : 0ull;
+  return times != nullptr && threadIdx.x == kTokLeader ? arl::global_ns() : 0ull;
 }
 // Adds `since`'s span to word w (block 0) and to word w_all (every block; -1: none).
 __device__ inline void tock(unsigned long long* times, unsigned long long since, int w,
                             int w_all) {
-  if (times == nullptr || threadIdx.x != 0) return;
+  if (times == nullptr || threadIdx.x != kTokLeader) return;
   const unsigned long long span = arl::global_ns() - since;
   if (blockIdx.x == 0 && w >= 0) atomicAdd(times + w, span);
   if (w_all >= 0) atomicAdd(times + w_all, span);
@@ -108,6 +111,8 @@ struct TokenArgs {
   unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_TOKEN_TIMES's sums
   int proxy_fence;  // a proxy fence before each slot's copy (AGENTRL_CUDA_DECODE_TOKEN_FENCE=1)
   int poll_ns;      // a waiting thread's sleep between polls (AGENTRL_CUDA_DECODE_TOKEN_POLL_NS)
+  int no_wait;  // AGENTRL_CUDA_DECODE_TOKEN_NO_WAIT=1: no wait waits (wrong results; a measurement
+                // of the blocks' own work without the dependencies between them)
   int32_t n_layers, c, f, hq, hkv, s, l, splits, slots, vec_floats;
   float eps, theta, scale;
 };
@@ -184,6 +189,20 @@ __device__ inline const uint16_t* slot_rows(const Ring& ring, int32_t k) {
   return reinterpret_cast<const uint16_t*>(ring.base + (k % ring.slots) * kTokSlotBytes);
 }
 
+// The bytes that a slot's copies will bring on its barrier (thread 0 on Hopper): a relaxed
+// arrive, as a release one would wait for this thread's earlier copies.
+__device__ inline void ring_arm(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.relaxed.cta.shared::cta.b64 _, [%0], %1;" ::"r"(b),
+               "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+#endif
+}
+
 // Copies chunk k (counted over all layers) into its slot: thread 0 on Hopper (bulk copies),
 // every thread elsewhere (each calls it). Past the last chunk nothing is copied.
 template <int D>
@@ -204,7 +223,7 @@ __device__ void ring_issue(const TokenArgs& a, const Ring& ring, int32_t k) {
   // before the block barrier that precedes this call, so no proxy fence is needed)
   if (a.proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
-  arl::block_copy_arm(bar, (sh.two_rows ? 2 : 1) * ch.n * row_bytes);
+  ring_arm(bar, uint32_t((sh.two_rows ? 2 : 1) * ch.n * row_bytes));
   if (ch.step == kStepQkv) {  // a pair's rows are d / 2 apart: a copy a row
     for (int32_t i = 0; i < ch.n; i++) {
       int32_t r0, r1;
@@ -244,10 +263,10 @@ __device__ inline void chunk_wait(const Ring& ring, int32_t k) {
 __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned target,
                            int which) {
   const unsigned long long t0 = tick(a.times);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == kTokLeader) {
     const volatile unsigned* c = counter;
     volatile unsigned* abort_word = a.counters + int64_t(a.n_layers) * (kCntHeads + a.hq) + 1;
-    if (*c < target) {
+    if (*c < target && !a.no_wait) {
       const unsigned long long start = arl::global_ns();
       for (unsigned spins = 1; *c < target && *abort_word == 0; spins++) {
         __nanosleep(unsigned(a.poll_ns));
@@ -266,7 +285,7 @@ __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned
 // After the block's writes: counter += 1, released to the other blocks.
 __device__ inline void signal(unsigned* counter) {
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == kTokLeader) {
     __threadfence();
     atomicAdd(counter, 1u);
   }
@@ -580,7 +599,7 @@ __device__ void attend(const TokenArgs& a, int layer, float* smem) {
     }
   }
   __syncthreads();
-  if (tid == 0) {
+  if (tid == kTokLeader) {
     __threadfence();
     *last = atomicAdd(counters + kCntHeads + h, 1u) == unsigned(a.splits - 1) ? 1 : 0;
     __threadfence();
@@ -686,14 +705,14 @@ __global__ void __launch_bounds__(kTokThreads, 1)
     signal(counters + kCntX);
   }
   tock(a.times, t_kernel, kTmKernel, -1);
-  if (a.times != nullptr && threadIdx.x == 0 && blockIdx.x == 0) {
+  if (a.times != nullptr && threadIdx.x == kTokLeader && blockIdx.x == 0) {
     atomicAdd(a.times + kTmLayers, (unsigned long long)a.n_layers);
     atomicAdd(a.times + kTmLaunches, 1ull);
     a.times[kTmBlocks] = blocks;
   }
   // The last block out zeroes the counters (every other block has passed its last wait).
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == kTokLeader) {
     const int64_t words = int64_t(a.n_layers) * (kCntHeads + a.hq);
     __threadfence();
     if (atomicAdd(a.counters + words, 1u) == blocks - 1) {
@@ -719,7 +738,7 @@ void print_token_times(const unsigned long long* h) {
                  h[kTmWait + w] / n, h[kTmWaitAll + w] / all);
   for (int st = 0; st < kWeightSteps; st++)
     std::fprintf(stderr,
-                 "  step %-8s %6.2f us (block 0): slot waits %.2f (mean %.2f), thread 0's dots "
+                 "  step %-8s %6.2f us (block 0): slot waits %.2f (mean %.2f), warp 1's dots "
                  "done %.2f, barrier and refills %.2f\n",
                  steps[st], h[kTmStep + st] / n, h[kTmRing + st] / n, h[kTmRingAll + st] / all,
                  h[kTmDots + st] / n, h[kTmIssue + st] / n);
@@ -845,6 +864,8 @@ arl_status decode_token(arl_ctx* ctx, const char* fn, float* x, float* qkv, floa
   a.flag = ctx->flag;
   a.flag_index = ctx->flag_index;
   a.times = arl::time_sums(ctx, g_token_times);
+  const char* no_wait = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_NO_WAIT");
+  a.no_wait = no_wait != nullptr && std::strcmp(no_wait, "1") == 0;
   const char* poll = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_POLL_NS");
   a.poll_ns = poll != nullptr ? std::max(0, std::min(100000, std::atoi(poll))) : 20;
   a.proxy_fence = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_FENCE") != nullptr &&
