@@ -16,7 +16,9 @@
 // counters for the next launch. A wait of 5 s (the grid was not resident) raises a deferred
 // error and lets every wait go, instead of hanging.
 // Hopper issues the ring's copies as bulk copies on a barrier a slot; other GPUs (and the CUDA
-// emulator) copy with cp.async and wait for all of them at each slot (correct, not overlapped).
+// emulator) copy with cp.async and wait for all of them at each wave (correct, not overlapped).
+// Opt-in (AGENTRL_CUDA_DECODE_TOKEN=1): on an H100 it is 0.55-0.62x the chain a layer
+// (bench/results/gpu/DECODE_NOTES.md, session 15).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

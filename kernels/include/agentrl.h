@@ -349,11 +349,12 @@ ARL_API arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, flo
  * arl_decode_layer_bf16 once a layer, in order. layers (host memory, read during the call
  * only) holds each layer's tensors as arl_decode_layer_bf16 takes them (b_qkv may be null);
  * the layers share x, qkv, attn, act, slot, position, len and the shapes, and the last
- * layer's rows are left in qkv, attn and act. The CUDA library runs every layer in one
- * persistent cooperative kernel (a block an SM, its weights streamed through shared memory
- * across the layers' steps, the steps ordered by counters, not kernel boundaries) where the
- * shapes allow it (D 64 or 128, C and F multiples of 8, the weights 16-byte aligned, at most
- * 48 layers a launch), and arl_decode_layer_bf16 once a layer otherwise.
+ * layer's rows are left in qkv, attn and act. The CUDA library runs arl_decode_layer_bf16
+ * once a layer; with AGENTRL_CUDA_DECODE_TOKEN=1 it runs every layer in one persistent
+ * cooperative kernel instead (a block an SM, its weights streamed through shared memory across
+ * the layers' steps, the steps ordered by counters, not kernel boundaries) where the shapes
+ * allow it (D 64 or 128, C and F multiples of 8, the weights 16-byte aligned, at most 48
+ * layers a launch). That kernel is slower than the layer calls on an H100 (session 15).
  */
 typedef struct arl_decode_layer_ptrs {
   const float* ln1;
