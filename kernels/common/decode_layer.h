@@ -54,6 +54,17 @@
                        double(scale));                                                        \
   } while (0)
 
+// The arguments of arl_decode_layers_bf16: its table (arl::check_decode_layers), then the shared
+// arguments with layer 0's tensors as ARL_DECODE_LAYER_ARGS checks them (it binds their names).
+#define ARL_DECODE_LAYERS_ARGS(ctx)                                                     \
+  if (arl_status table_status = arl::check_decode_layers(ctx, __func__, layers, n_layers)) \
+    return table_status;                                                                \
+  const float *ln1 = layers[0].ln1, *ln2 = layers[0].ln2;                               \
+  const uint16_t *w_qkv = layers[0].w_qkv, *w_o = layers[0].w_o;                        \
+  const uint16_t *w_gu = layers[0].w_gu, *w_down = layers[0].w_down;                    \
+  const float *k_cache = layers[0].k_cache, *v_cache = layers[0].v_cache;               \
+  ARL_DECODE_LAYER_ARGS(ctx)
+
 namespace arl {
 
 // The layer as the five calls agentrl.h lists.

@@ -35,12 +35,7 @@ arl_status arl_decode_layers_bf16(arl_ctx* ctx, float* x, float* qkv, float* att
                                   int32_t hkv, int32_t d, int32_t s, int32_t l, float eps,
                                   float theta, float scale) {
   ARL_CTX(ctx);
-  if (arl_status st = arl::check_decode_layers(ctx, __func__, layers, n_layers)) return st;
-  const arl_decode_layer_ptrs& p = layers[0];
-  const float *ln1 = p.ln1, *ln2 = p.ln2;
-  const uint16_t *w_qkv = p.w_qkv, *w_o = p.w_o, *w_gu = p.w_gu, *w_down = p.w_down;
-  float *k_cache = p.k_cache, *v_cache = p.v_cache;
-  ARL_DECODE_LAYER_ARGS(ctx);
+  ARL_DECODE_LAYERS_ARGS(ctx);
   return arl::decode_layers_each(ctx, x, qkv, attn, act, layers, n_layers, slot, position, len,
                                  c, f, hq, hkv, d, s, l, eps, theta, scale);
 }

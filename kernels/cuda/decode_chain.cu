@@ -33,6 +33,7 @@
 #include "block_copy.cuh"
 #include "decode_chain.cuh"
 #include "decode_chain_mlp.cuh"
+#include "decode_split.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
 #include "time_sums.cuh"
@@ -236,7 +237,7 @@ struct AttnOArgs {
 template <int D, bool kCluster>
 __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     decode_attn_o_kernel(AttnOArgs a) {
-  constexpr int kDpl = D / 32, kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
+  constexpr int kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
   constexpr int kMaxPasses = kMaxSplitRows / kRowsPerPass;  // rows a thread (a 16-byte load each)
   // (dynamic shared memory: the CUDA emulator runs a cooperative launch's blocks at once, and
   // its static __shared__ arrays would be one for all of them)
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
   int& passed = *reinterpret_cast<int*>(head_out + D);  // (the barrier's outcome)
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
   float* own = merged + kAttnMaxSplits * (D + 2);  // (as a cluster: this block's record)
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
   const unsigned long long t0 = a.times != nullptr && tid == 0 ? arl::global_ns() : 0;
   const int h = int(blockIdx.x) / a.splits, r = int(blockIdx.x) % a.splits;
@@ -306,77 +307,16 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     if (timing) a.times[stamp] = arl::global_ns();
   };
   phase(kStampAttnQ);
-  // Each warp runs an online softmax over its keys of the split (kKeysPerStep at a time, keys
-  // and values loaded together: one round trip a step), its lanes the head dims; the warps'
-  // (max, sum, output) are merged below.
+  // The warps' online softmax over the split's keys (kernel 1 wrote the new row: read through
+  // L2), then the split's record.
   const int32_t share = (len + a.splits - 1) / a.splits;
   const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
-  float acc[kDpl];
-#pragma unroll
-  for (int t = 0; t < kDpl; t++) acc[t] = 0.0f;
-  float m = -INFINITY, lsum = 0.0f;
-  for (int32_t j = j_begin + warp * kKeysPerStep; j < j_end; j += kAttnWarps * kKeysPerStep) {
-    float kreg[kKeysPerStep][kDpl], vreg[kKeysPerStep][kDpl];
-#pragma unroll
-    for (int u = 0; u < kKeysPerStep; u++) {
-      const int64_t at = int64_t(min(j + u, j_end - 1)) * D + lane;
-#pragma unroll
-      for (int t = 0; t < kDpl; t++) {
-        kreg[u][t] = __ldcg(kb + at + 32 * t);  // (kernel 1 wrote the new row: not __ldg)
-        vreg[u][t] = __ldcg(vb + at + 32 * t);
-      }
-    }
-    float score[kKeysPerStep], mt = -INFINITY;
-#pragma unroll
-    for (int u = 0; u < kKeysPerStep; u++) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int t = 0; t < kDpl; t++) dot = fmaf(qs[lane + 32 * t], kreg[u][t], dot);
-      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      score[u] = j + u < j_end ? dot : -INFINITY;
-      mt = fmaxf(mt, score[u]);
-    }
-    const float m_new = fmaxf(m, mt), corr = __expf(m - m_new);  // (key j is real: m_new too)
-    lsum *= corr;
-#pragma unroll
-    for (int t = 0; t < kDpl; t++) acc[t] *= corr;
-#pragma unroll
-    for (int u = 0; u < kKeysPerStep; u++) {
-      const float p = __expf(score[u] - m_new);
-      lsum += p;
-#pragma unroll
-      for (int t = 0; t < kDpl; t++) acc[t] = fmaf(p, vreg[u][t], acc[t]);
-    }
-    m = m_new;
-  }
-#pragma unroll
-  for (int t = 0; t < kDpl; t++) partial[warp][lane + 32 * t] = acc[t];
-  if (lane == 0) {
-    red[warp] = m;
-    red[kAttnWarps + warp] = lsum;
-  }
-  __syncthreads();
+  arl::split_softmax<D, kAttnWarps, kKeysPerStep>(qs, kb, vb, j_begin, j_end, partial, red);
   phase(kStampAttnKv);
   // (every block: its barrier's wait, as -start + end, so that no stamp is held)
   if (all) atomicAdd(a.times + kSpanAttnBarrierAll, 0ull - arl::global_ns());
   float* rec = kCluster ? own : a.records + int64_t(blockIdx.x) * (D + 2);
-  if (tid < D) {
-    float mx = -INFINITY;
-    for (int w = 0; w < kAttnWarps; w++) mx = fmaxf(mx, red[w]);
-    float o = 0.0f, l = 0.0f;
-    if (mx != -INFINITY) {  // (else no keys: the record is -inf, 0, 0)
-      for (int w = 0; w < kAttnWarps; w++) {
-        const float scale = __expf(red[w] - mx);
-        o = fmaf(scale, partial[w][tid], o);
-        l = fmaf(scale, red[kAttnWarps + w], l);
-      }
-    }
-    rec[tid] = o;
-    if (tid == 0) {
-      rec[D] = mx;
-      rec[D + 1] = l;
-    }
-  }
+  arl::split_record<D, kAttnWarps>(partial, red, rec);
   // Both merges below: each of the first D threads weighs its element of every split's record
   // by exp(max_q - max), q in order, and stores num / den here.
   const auto merge = [&](float num, float den) {

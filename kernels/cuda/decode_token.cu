@@ -29,6 +29,7 @@
 #include "block_copy.cuh"
 #include "common.cuh"
 #include "decode_chain.cuh"
+#include "decode_split.cuh"
 #include "gemv.cuh"
 #include "time_sums.cuh"
 #include "../common/decode_layer.h"
@@ -509,9 +510,8 @@ __device__ void run_step(const TokenArgs& a, const Ring& ring, int32_t* k, const
 // Block (h, r)'s split of head h's keys, its record, and (the head's last split) the merge.
 template <int D>
 __device__ void attend(const TokenArgs& a, int layer, float* smem) {
-  constexpr int kDpl = D / 32, kSteps = 4;
   const int h = int(blockIdx.x) / a.splits, r = int(blockIdx.x) % a.splits;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   float* qs = smem;
   float* wred = qs + D;                                                // maxima, sums
   float(*partial)[D] = reinterpret_cast<float(*)[D]>(wred + 2 * kTokWarps);
@@ -530,76 +530,16 @@ __device__ void attend(const TokenArgs& a, int layer, float* smem) {
   }
   if (tid < D) qs[tid] = __ldcg(a.qkv + h * D + tid) * a.scale;
   __syncthreads();
-  float acc[kDpl];
-#pragma unroll
-  for (int t = 0; t < kDpl; t++) acc[t] = 0.0f;
-  float m = -INFINITY, lsum = 0.0f;
-  if (!bad) {
-    const int32_t kvh = h / (a.hq / a.hkv);
-    const float* kb = p.k_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
-    const float* vb = p.v_cache + (int64_t(slot) * a.hkv + kvh) * a.l * D;
-    const int32_t share = (len + a.splits - 1) / a.splits;
-    const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
-    for (int32_t j = j_begin + warp * kSteps; j < j_end; j += kTokWarps * kSteps) {
-      float kreg[kSteps][kDpl], vreg[kSteps][kDpl];
-#pragma unroll
-      for (int u = 0; u < kSteps; u++) {
-        const int64_t at = int64_t(min(j + u, j_end - 1)) * D + lane;
-#pragma unroll
-        for (int t = 0; t < kDpl; t++) {
-          kreg[u][t] = __ldcg(kb + at + 32 * t);  // (this launch wrote the new row)
-          vreg[u][t] = __ldcg(vb + at + 32 * t);
-        }
-      }
-      float score[kSteps], mt = -INFINITY;
-#pragma unroll
-      for (int u = 0; u < kSteps; u++) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int t = 0; t < kDpl; t++) dot = fmaf(qs[lane + 32 * t], kreg[u][t], dot);
-        for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        score[u] = j + u < j_end ? dot : -INFINITY;
-        mt = fmaxf(mt, score[u]);
-      }
-      const float m_new = fmaxf(m, mt), corr = __expf(m - m_new);
-      lsum *= corr;
-#pragma unroll
-      for (int t = 0; t < kDpl; t++) acc[t] *= corr;
-#pragma unroll
-      for (int u = 0; u < kSteps; u++) {
-        const float e = __expf(score[u] - m_new);
-        lsum += e;
-#pragma unroll
-        for (int t = 0; t < kDpl; t++) acc[t] = fmaf(e, vreg[u][t], acc[t]);
-      }
-      m = m_new;
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < kDpl; t++) partial[warp][lane + 32 * t] = acc[t];
-  if (lane == 0) {
-    wred[warp] = m;
-    wred[kTokWarps + warp] = lsum;
-  }
-  __syncthreads();
+  // (a bad slot or length: no keys, so an empty record)
+  const int32_t kvh = h / (a.hq / a.hkv), kv_slot = bad ? 0 : slot;
+  const float* kb = p.k_cache + (int64_t(kv_slot) * a.hkv + kvh) * a.l * D;
+  const float* vb = p.v_cache + (int64_t(kv_slot) * a.hkv + kvh) * a.l * D;
+  const int32_t share = bad ? 0 : (len + a.splits - 1) / a.splits;
+  const int32_t j_begin = bad ? 0 : min(len, r * share);
+  const int32_t j_end = bad ? 0 : min(len, j_begin + share);
+  arl::split_softmax<D, kTokWarps, 4>(qs, kb, vb, j_begin, j_end, partial, wred);
   float* rec = a.records + (int64_t(h) * a.splits + r) * (D + 2);
-  if (tid < D) {
-    float mx = -INFINITY;
-    for (int w = 0; w < kTokWarps; w++) mx = fmaxf(mx, wred[w]);
-    float o = 0.0f, l = 0.0f;
-    if (mx != -INFINITY) {  // (else no keys: the record is -inf, 0, 0)
-      for (int w = 0; w < kTokWarps; w++) {
-        const float e = __expf(wred[w] - mx);
-        o = fmaf(e, partial[w][tid], o);
-        l = fmaf(e, wred[kTokWarps + w], l);
-      }
-    }
-    rec[tid] = o;
-    if (tid == 0) {
-      rec[D] = mx;
-      rec[D + 1] = l;
-    }
-  }
+  arl::split_record<D, kTokWarps>(partial, wred, rec);
   __syncthreads();
   if (tid == kTokLeader) {
     __threadfence();
@@ -908,12 +848,7 @@ arl_status arl_decode_layers_bf16(arl_ctx* ctx, float* x, float* qkv, float* att
                                   int32_t hkv, int32_t d, int32_t s, int32_t l, float eps,
                                   float theta, float scale) {
   ARL_CTX(ctx);
-  if (arl_status st = arl::check_decode_layers(ctx, __func__, layers, n_layers)) return st;
-  const arl_decode_layer_ptrs& p = layers[0];
-  const float *ln1 = p.ln1, *ln2 = p.ln2;
-  const uint16_t *w_qkv = p.w_qkv, *w_o = p.w_o, *w_gu = p.w_gu, *w_down = p.w_down;
-  float *k_cache = p.k_cache, *v_cache = p.v_cache;
-  ARL_DECODE_LAYER_ARGS(ctx);
+  ARL_DECODE_LAYERS_ARGS(ctx);
   // (more layers than a launch takes: a launch each kTokMaxLayers)
   for (int32_t first = 0; first < n_layers; first += kTokMaxLayers) {
     const int32_t n = std::min(kTokMaxLayers, n_layers - first);

@@ -54,6 +54,7 @@ import {
   DECODE_FUSION_MAX_ROWS,
   decodeLayer,
   decodeLayers,
+  type DecodeLayerWeights,
   embeddingBackward,
   embeddingForward,
   fill,
@@ -994,25 +995,39 @@ export class Qwen2Model implements Disposable {
    */
   #decodeLayersCall(cache: Qwen2KvCache, d: DecodeActs): boolean {
     if (!this.#decodeLayers || !d.qkv) return false;
-    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
     const entries = [];
     for (let l = 0; l < this.config.num_hidden_layers; l++) {
-      const w = this.#wc.layers[l]!;
-      if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd)) return false;
-      entries.push({
-        ln1: w.ln1,
-        qkv: w.qkv,
-        bqkv: w.bqkv ?? null,
-        o: w.wo,
-        ln2: w.ln2,
-        gateUp: w.gu,
-        down: w.wd,
-        kCache: cache.k[l]!,
-        vCache: cache.v[l]!,
-      });
+      const w = this.#bf16Layer(this.#wc.layers[l]!);
+      if (w === null) return false;
+      entries.push({ ...w, kCache: cache.k[l]!, vCache: cache.v[l]! });
     }
+    decodeLayers(this.kernels, d.x, entries, this.#decodeStep(d), {
+      qkv: d.qkv,
+      attn: d.a,
+      act: d.s,
+    });
+    return true;
+  }
+
+  /** A layer's weights as {@linkcode decodeLayer} takes them, or null unless they are bf16. */
+  #bf16Layer(w: LayerWeights): DecodeLayerWeights | null {
+    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
+    if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd)) return null;
+    return {
+      ln1: w.ln1,
+      qkv: w.qkv,
+      bqkv: w.bqkv ?? null,
+      o: w.wo,
+      ln2: w.ln2,
+      gateUp: w.gu,
+      down: w.wd,
+    };
+  }
+
+  /** The token's cache place and the model's constants, for the decode layer calls. */
+  #decodeStep(d: DecodeActs) {
     const cfg = this.config;
-    decodeLayers(this.kernels, d.x, entries, {
+    return {
       slot: d.slots,
       position: d.positions,
       len: d.lens,
@@ -1020,40 +1035,18 @@ export class Qwen2Model implements Disposable {
       eps: cfg.rms_norm_eps,
       theta: cfg.rope_theta,
       scale: this.#scale,
-    }, { qkv: d.qkv, attn: d.a, act: d.s });
-    return true;
+    };
   }
 
   /** One decode layer as one {@linkcode decodeLayer} call, if its weights are bf16. */
   #decodeLayerCall(w: LayerWeights, kCache: Tensor, vCache: Tensor, d: DecodeActs): boolean {
-    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
-    if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd) || !d.qkv) return false;
-    const cfg = this.config;
-    decodeLayer(
-      this.kernels,
-      d.x,
-      {
-        ln1: w.ln1,
-        qkv: w.qkv,
-        bqkv: w.bqkv ?? null,
-        o: w.wo,
-        ln2: w.ln2,
-        gateUp: w.gu,
-        down: w.wd,
-      },
-      {
-        kCache,
-        vCache,
-        slot: d.slots,
-        position: d.positions,
-        len: d.lens,
-        hq: cfg.num_attention_heads,
-        eps: cfg.rms_norm_eps,
-        theta: cfg.rope_theta,
-        scale: this.#scale,
-      },
-      { qkv: d.qkv, attn: d.a, act: d.s },
-    );
+    const weights = this.#bf16Layer(w);
+    if (weights === null || !d.qkv) return false;
+    decodeLayer(this.kernels, d.x, weights, { ...this.#decodeStep(d), kCache, vCache }, {
+      qkv: d.qkv,
+      attn: d.a,
+      act: d.s,
+    });
     return true;
   }
 
