@@ -166,9 +166,16 @@ export function decodeLayer(
 
 /**
  * One token through several decoder layers in one call (arl_decode_layers_bf16): the same as
- * {@linkcode decodeLayer} once a layer, in order, every layer with the same shapes. The CUDA
- * library runs them all in one persistent kernel that streams the weights through shared
- * memory across the layers' steps; the last layer's rows are left in `rows`.
+ * {@linkcode decodeLayer} once a layer, in order, every layer with the same shapes; the last
+ * layer's rows are left in `rows`. With `AGENTRL_CUDA_DECODE_TOKEN=1` the CUDA library runs
+ * them all in one persistent kernel that streams the weights through shared memory across the
+ * layers' steps (opt-in: slower than a call a layer on an H100 so far).
+ *
+ * @example
+ * ```ts ignore
+ * const layers = weights.map((w, l) => ({ ...w, kCache: kc[l], vCache: vc[l] }));
+ * decodeLayers(k, x, layers, { slot, position, len, hq: 14, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
+ * ```
  */
 export function decodeLayers(
   k: Kernels,

@@ -255,6 +255,13 @@ arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
                   "outside [0, V) (its kernel wrote zeros for that row; CUDA kernels report bad "
                   "values at the next call that synchronizes)",
                   fn, int32_t(uint32_t(index & 0xffffffff)), int32_t(index >> 32));
+    case kDeferredDecodeTokenStall:
+      return fail(ctx, ARL_ERR_DEVICE,
+                  "%s: an earlier arl_decode_layers_bf16 call failed: its persistent kernel's "
+                  "blocks waited 5 s for each other, so the device did not run the grid at once "
+                  "(e.g. an MPS limit on SMs); unset AGENTRL_CUDA_DECODE_TOKEN to run the layers "
+                  "one call each",
+                  fn);
     case kDeferredDecodeStall:
       return fail(ctx, ARL_ERR_DEVICE,
                   "%s: an earlier arl_decode_layer_bf16 call failed: the attention blocks of a "

@@ -24,7 +24,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "block_copy.cuh"
 #include "common.cuh"
@@ -275,7 +277,7 @@ __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned
         __nanosleep(unsigned(a.poll_ns));
         if ((spins & 255u) == 0 && arl::global_ns() - start > kTokStallNs) {
           *abort_word = 1;
-          arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, -1);
+          arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeTokenStall, -1);
         }
       }
     }
@@ -715,23 +717,25 @@ unsigned* sync_words(arl_ctx* ctx) {
   return static_cast<unsigned*>(ctx->decode_sync);
 }
 
-// Whether one block of the kernel (with `shared` bytes) fits an SM, the attribute set once.
+// Whether one block of the kernel (with `shared` bytes) fits an SM of the context's device, the
+// attribute set and the occupancy asked once a (device, size).
 template <int D>
 bool token_fits(arl_ctx* ctx, size_t shared) {
   static std::mutex lock;
+  static std::map<std::pair<int, size_t>, bool> known;
   std::lock_guard<std::mutex> guard(lock);
-  if (cudaFuncSetAttribute(decode_token_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(shared)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
+  const auto key = std::make_pair(ctx->device, shared);
+  if (auto it = known.find(key); it != known.end()) return it->second;
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_token_kernel<D>, kTokThreads,
-                                                    shared) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return per_sm >= 1;
+  bool fits = cudaFuncSetAttribute(decode_token_kernel<D>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   int(shared)) == cudaSuccess &&
+              cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_token_kernel<D>,
+                                                            kTokThreads, shared) == cudaSuccess;
+  if (!fits) cudaGetLastError();
+  fits = fits && per_sm >= 1;
+  known.emplace(key, fits);
+  return fits;
 }
 
 // The one-kernel path, or ARL_ERR_UNSUPPORTED (nothing run) where its shapes, the device or the

@@ -990,8 +990,8 @@ export class Qwen2Model implements Disposable {
 
   /**
    * Every decode layer as one {@linkcode decodeLayers} call, if all their weights are bf16
-   * (on the GPU one persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer}
-   * once a layer instead).
+   * (a layer call each unless AGENTRL_CUDA_DECODE_TOKEN=1 asks the CUDA library for its
+   * persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer} here instead).
    */
   #decodeLayersCall(cache: Qwen2KvCache, d: DecodeActs): boolean {
     if (!this.#decodeLayers || !d.qkv) return false;

@@ -235,7 +235,41 @@ Deno.test("decodeLayers equals decodeLayer once a layer, bit for bit; its table'
       decodeLayers(k, x2, [entries[0]!, { ...entries[1]!, down: entries[1]!.o }], constants, rows2),
     /layers\[1\]\.down weight must have shape \[24, 40\], got \[24, 32\]/,
   );
+  const shortCache = f32(k, new Float32Array(S * HKV * (L - 1) * D), [S, HKV, L - 1, D]);
+  assert.throws(
+    () =>
+      decodeLayers(k, x2, [entries[0]!, { ...entries[1]!, kCache: shortCache }], constants, rows2),
+    /layers\[1\]\.vCache must have shape \[2, 2, 11, 8\], got \[2, 2, 12, 8\]/,
+  );
+  assert.throws(
+    () =>
+      decodeLayers(
+        k,
+        x2,
+        [entries[0]!, { ...entries[1]!, kCache: shortCache, vCache: shortCache }],
+        constants,
+        rows2,
+      ),
+    /layers\[1\] has F 40 and caches \(2, 2, 11, 8\); layers\[0\] has F 40 and \(2, 2, 12, 8\)/,
+  );
+  shortCache.free();
+  // a null in layer 1's entry of the table (layer 0's complete)
   const table = new BigUint64Array(9 * 2);
+  const ptrs = [
+    entries[0]!.ln1,
+    entries[0]!.qkv,
+    null,
+    entries[0]!.o,
+    entries[0]!.ln2,
+    entries[0]!.gateUp,
+    entries[0]!.down,
+    entries[0]!.kCache,
+    entries[0]!.vCache,
+  ];
+  ptrs.forEach((t, j) => {
+    table[j] = t ? BigInt(Deno.UnsafePointer.value(t.ptr)) : 0n;
+    table[9 + j] = j === 6 ? 0n : table[j]!;
+  });
   const err = k.sym.arl_decode_layers_bf16(
     k.ctx,
     x2.ptr,
@@ -260,7 +294,7 @@ Deno.test("decodeLayers equals decodeLayer once a layer, bit for bit; its table'
   );
   assert.throws(() => k.check("arl_decode_layers_bf16", err), (e: unknown) => {
     assert.ok(e instanceof KernelError, String(e));
-    assert.match(e.message, /arl_decode_layers_bf16: layers\[0\]\.ln1 must not be null/);
+    assert.match(e.message, /arl_decode_layers_bf16: layers\[1\]\.w_down must not be null/);
     return true;
   });
   for (

@@ -209,6 +209,7 @@ Deno.test({
         run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
           AGENTRL_KERNELS_CUDA: EMU_LIB,
           AGENTRL_CUDA_EMU_ORDER: order,
+          AGENTRL_OPS_SKIP: "(many units)",
           ...(order === "forward"
             ? {}
             : order === "reverse"
@@ -392,6 +393,27 @@ Deno.test({
     assert.match(off, /finite/);
     assert.doesNotMatch(off, /decode token kernel/);
     assert.match(off, /decode chain, mean of 5 layers/);
+  },
+});
+
+Deno.test({
+  name:
+    `the CUDA library, emulated on 8 SMs: the persistent decode kernel matches the CPU library with many units a block, several waves a step and more layers than a launch${why}`,
+  ignore,
+  async fn() {
+    const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      AGENTRL_CUDA_EMU_SMS: "8",
+      AGENTRL_CUDA_DECODE_TOKEN: "1",
+      AGENTRL_OPS_ONLY: "decodeLayers",
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
+    assert.ok(m, `no summary line in:\n${text}`);
+    assert.equal(m[1], m[2], text);
+    assert.match(text, /decodeLayers 50 layers .*\(many units\)/);
+    assert.match(text, /decodeLayers 2 layers c=1152 .*\(many units\)/);
   },
 });
 
