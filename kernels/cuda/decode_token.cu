@@ -30,7 +30,6 @@
 
 #include "block_copy.cuh"
 #include "common.cuh"
-#include "decode_chain.cuh"
 #include "decode_split.cuh"
 #include "gemv.cuh"
 #include "time_sums.cuh"
@@ -69,7 +68,8 @@ enum : int { kCntQkv, kCntAttn, kCntR, kCntAct, kCntX, kCntHeads };
 enum : int { kStepQkv, kStepO, kStepGu, kStepDown, kWeightSteps };
 // The waits for other blocks, in a layer's order.
 enum : int { kWaitX, kWaitQkv, kWaitAttn, kWaitR, kWaitAct, kWaits };
-// AGENTRL_CUDA_DECODE_TOKEN_TIMES=1's sums (ns; thread 0 of block 0, or of every block: All).
+// AGENTRL_CUDA_DECODE_TOKEN_TIMES=1's sums (ns; the leader thread of block 0, or of every
+// block: All).
 enum : int {
   kTmLayers,
   kTmLaunches,
@@ -81,13 +81,13 @@ enum : int {
   kTmRing = kTmWaitAll + kWaits,      // kWeightSteps words: waits for a slot's bytes
   kTmRingAll = kTmRing + kWeightSteps,
   kTmStep = kTmRingAll + kWeightSteps,  // kWeightSteps words: a step's whole time
-  kTmDots = kTmStep + kWeightSteps,     // kWeightSteps words: to thread 0's last dot
+  kTmDots = kTmStep + kWeightSteps,     // kWeightSteps words: to the leader's last dot
   kTmIssue = kTmDots + kWeightSteps,    // kWeightSteps words: the barrier and the refills
   kTmWords = kTmIssue + kWeightSteps
 };
 static_assert(kTmWords <= arl::kTimeSumsMaxWords, "the token kernel's time sums need more words");
 
-// Thread 0's clock where the sums are on (else 0).
+// The leader's clock where the sums are on (else 0).
 __device__ inline unsigned long long tick(const unsigned long long* times) {
   return times != nullptr && threadIdx.x == kTokLeader ? arl::global_ns() : 0ull;
 }
@@ -114,7 +114,6 @@ struct TokenArgs {
   int* flag;
   int64_t* flag_index;
   unsigned long long* times;  // null, or AGENTRL_CUDA_DECODE_TOKEN_TIMES's sums
-  int proxy_fence;  // a proxy fence before each slot's copy (AGENTRL_CUDA_DECODE_TOKEN_FENCE=1)
   int poll_ns;      // a waiting thread's sleep between polls (AGENTRL_CUDA_DECODE_TOKEN_POLL_NS)
   int no_wait;  // AGENTRL_CUDA_DECODE_TOKEN_NO_WAIT=1: no wait waits (wrong results; a measurement
                 // of the blocks' own work without the dependencies between them)
@@ -144,12 +143,21 @@ __device__ StepShape step_shape(const TokenArgs& a, int step) {
   }
 }
 
+// Units a chunk of a step takes (rows of `cols` columns, two a unit or one): as many as fit a
+// slot, at most kTokChunkUnits, a multiple of kTokWarps where that is at least one (every warp
+// busy in a full chunk).
+__host__ __device__ inline int32_t chunk_units(int64_t cols, bool two_rows) {
+  int64_t most = kTokSlotBytes / ((two_rows ? 4 : 2) * cols);
+  most = most < kTokChunkUnits ? most : kTokChunkUnits;
+  if (most >= kTokWarps) most -= most % kTokWarps;
+  return int32_t(most);
+}
+
 __device__ Share share_of(const StepShape& sh) {
   Share p;
   p.u0 = arl::share_begin(sh.units);
   p.u1 = arl::share_end(sh.units);
-  int32_t most = min(kTokChunkUnits, kTokSlotBytes / ((sh.two_rows ? 4 : 2) * sh.cols));
-  if (most >= kTokWarps) most -= most % kTokWarps;  // (every warp busy in a full chunk)
+  const int32_t most = chunk_units(sh.cols, sh.two_rows);
   p.per_chunk = most;
   p.chunks = (p.u1 - p.u0 + most - 1) / most;
   return p;
@@ -223,11 +231,8 @@ __device__ void ring_issue(const TokenArgs& a, const Ring& ring, int32_t k) {
   const int64_t row_bytes = int64_t(sh.cols) * 2;
   char* dst = ring.base + (k % ring.slots) * kTokSlotBytes;
   uint64_t* bar = ring.bars + k % ring.slots;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // (the slot's last reads were generic loads that have returned: their values were used
-  // before the block barrier that precedes this call, so no proxy fence is needed)
-  if (a.proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
+  // (no proxy fence: the slot's last reads were generic loads whose values were used before the
+  // block barrier that precedes this call)
   ring_arm(bar, uint32_t((sh.two_rows ? 2 : 1) * ch.n * row_bytes));
   if (ch.step == kStepQkv) {  // a pair's rows are d / 2 apart: a copy a row
     for (int32_t i = 0; i < ch.n; i++) {
@@ -263,7 +268,7 @@ __device__ inline void chunk_wait(const Ring& ring, int32_t k) {
 #endif
 }
 
-// Thread 0 waits until *counter >= target (the others at the barrier after it); a wait of
+// The leader waits until *counter >= target (the others at the barrier after it); a wait of
 // kTokStallNs sets the abort word and the deferred error, and every later wait passes.
 __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned target,
                            int which) {
@@ -332,45 +337,27 @@ __device__ inline void load_slice(Slice& s, const float* vec, int32_t q0, int32_
   }
 }
 
-// The dots of up to kTokBatch units over the slice's columns (n of them; independent chains, so
-// that a warp's loads and FMAs overlap): out[b] for rows r0[b] and r1[b] (r1 null: one-row
-// units).
-constexpr int kTokBatch = 1;  // (4 was slower on an H200: session 15, call 7)
-__device__ inline void dot_batch(const Slice& s, const uint16_t* const (&r0)[kTokBatch],
-                                 const uint16_t* const (&r1)[kTokBatch], bool two, int n,
-                                 int32_t q0, int32_t q1, float2 (&out)[kTokBatch]) {
+// A unit's dots over the slice's columns (rows r0 and r1; r1 null: a one-row unit), summed
+// over the warp. (Four units a warp at once, as independent chains, was slower on an H200:
+// session 15, call 7.)
+__device__ inline float2 dot_unit(const Slice& s, const uint16_t* r0, const uint16_t* r1,
+                                  int32_t q0, int32_t q1) {
   const int lane = threadIdx.x & 31;
-  float d0[kTokBatch], d1[kTokBatch];
-#pragma unroll
-  for (int b = 0; b < kTokBatch; b++) d0[b] = d1[b] = 0.0f;
+  float d0 = 0.0f, d1 = 0.0f;
 #pragma unroll
   for (int g = 0; g < kTokLaneGroups; g++) {
     const int32_t q = q0 + lane + 32 * g;
     if (q < q1) {
-      uint4 w0[kTokBatch], w1[kTokBatch];
-#pragma unroll
-      for (int b = 0; b < kTokBatch; b++) {
-        const bool on = b < n;
-        w0[b] = on ? reinterpret_cast<const uint4*>(r0[b])[q] : make_uint4(0, 0, 0, 0);
-        w1[b] = on && two ? reinterpret_cast<const uint4*>(r1[b])[q] : make_uint4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int b = 0; b < kTokBatch; b++) {
-        d0[b] = arl::dot8(w0[b], s.x[g][0], s.x[g][1], d0[b]);
-        if (two) d1[b] = arl::dot8(w1[b], s.x[g][0], s.x[g][1], d1[b]);
-      }
+      d0 = arl::dot8(reinterpret_cast<const uint4*>(r0)[q], s.x[g][0], s.x[g][1], d0);
+      if (r1 != nullptr)
+        d1 = arl::dot8(reinterpret_cast<const uint4*>(r1)[q], s.x[g][0], s.x[g][1], d1);
     }
   }
-#pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-    for (int b = 0; b < kTokBatch; b++) {
-      d0[b] += __shfl_xor_sync(0xffffffffu, d0[b], o);
-      d1[b] += __shfl_xor_sync(0xffffffffu, d1[b], o);
-    }
+    d0 += __shfl_xor_sync(0xffffffffu, d0, o);
+    d1 += __shfl_xor_sync(0xffffffffu, d1, o);
   }
-#pragma unroll
-  for (int b = 0; b < kTokBatch; b++) out[b] = make_float2(d0[b], d1[b]);
+  return make_float2(d0, d1);
 }
 
 // Column parts a row of `groups` 8-wide groups takes (a power of 2, at most kTokWarps) so that
@@ -432,22 +419,16 @@ __device__ void finish_unit(const TokenArgs& a, const Finish& fin, int32_t u, fl
   }
 }
 
-// One weight step's chunks, from the ring (k: the next chunk to consume; advanced), in waves of
-// at most a ring's worth: each warp takes its share of the wave's (unit, column part) items,
-// waiting for each item's chunk alone; after one block barrier thread 0 refills the wave's
-// slots while the first threads finish a unit each.
+// One weight step's chunks (the block's share p of its units), from the ring (k: the next chunk
+// to consume; advanced), in waves of at most a ring's worth: each warp takes its share of the
+// wave's (unit, column part) items, waiting for each item's chunk alone; after one block barrier
+// thread 0 refills the wave's slots while the first threads finish a unit each.
 template <int D>
-__device__ void run_step(const TokenArgs& a, const Ring& ring, int32_t* k, const float* vec,
-                         float2* dots, const Finish& fin) {
-  const Chunk* table = ring.table;
-  int32_t w = 0;  // the step's first chunk in the table
-  while (w < ring.per_layer && table[w].step != fin.step) w++;
-  int32_t chunks = 0, units = 0;
-  while (w + chunks < ring.per_layer && table[w + chunks].step == fin.step)
-    units += table[w + chunks++].n;
-  if (chunks == 0) return;
+__device__ void run_step(const TokenArgs& a, const Ring& ring, const Share& p, int32_t* k,
+                         const float* vec, float2* dots, const Finish& fin) {
+  if (p.chunks == 0) return;
   const StepShape sh = step_shape<D>(a, fin.step);
-  const int32_t per_chunk = table[w].n, u0 = table[w].first;
+  const int32_t per_chunk = p.per_chunk, units = p.u1 - p.u0;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, groups = sh.cols / 8;
   const unsigned long long t_step = tick(a.times);
   // Warp w takes column part w % parts of the rows (that part of the vector in its registers)
@@ -457,38 +438,23 @@ __device__ void run_step(const TokenArgs& a, const Ring& ring, int32_t* k, const
   const int32_t q1 = int32_t(int64_t(groups) * (part + 1) / parts);
   Slice slice;
   load_slice(slice, vec, q0, q1);
-  for (int32_t c0 = 0; c0 < chunks; c0 += ring.slots) {
-    const int32_t nc = min(ring.slots, chunks - c0);
+  for (int32_t c0 = 0; c0 < p.chunks; c0 += ring.slots) {
+    const int32_t nc = min(ring.slots, p.chunks - c0);
     const int32_t wu = min(units - c0 * per_chunk, nc * per_chunk);  // the wave's units
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
     arl::async_wait<0>();  // (each thread's own copies: then the block's barrier)
     __syncthreads();
 #endif
-    for (int32_t i = warp / parts; i < wu;) {  // kTokBatch of the warp's units at a time
-      const uint16_t* r0[kTokBatch];
-      const uint16_t* r1[kTokBatch];
-      int32_t first = i, n = 0;
-#pragma unroll
-      for (int b = 0; b < kTokBatch; b++) {
-        r0[b] = r1[b] = nullptr;
-        if (i < wu) {
-          const int32_t c = i / per_chunk, j = i % per_chunk;
-          const int32_t m = min(per_chunk, wu - c * per_chunk);
-          const unsigned long long t_wait = tick(a.times);
-          chunk_wait(ring, *k + c);
-          tock(a.times, t_wait, kTmRing + fin.step, kTmRingAll + fin.step);
-          const uint16_t* rows = slot_rows(ring, *k + c);
-          r0[b] = rows + int64_t(j) * sh.cols;
-          r1[b] = sh.two_rows ? rows + int64_t(m + j) * sh.cols : nullptr;
-          n++;
-          i += streams;
-        }
-      }
-      float2 d[kTokBatch];
-      dot_batch(slice, r0, r1, sh.two_rows, n, q0, q1, d);
-#pragma unroll
-      for (int b = 0; b < kTokBatch; b++)
-        if (lane == 0 && b < n) dots[(first + b * streams) * parts + part] = d[b];
+    for (int32_t i = warp / parts; i < wu; i += streams) {
+      const int32_t c = i / per_chunk, j = i % per_chunk;
+      const int32_t n = min(per_chunk, wu - c * per_chunk);  // (chunk c's units)
+      const unsigned long long t_wait = tick(a.times);
+      chunk_wait(ring, *k + c);
+      tock(a.times, t_wait, kTmRing + fin.step, kTmRingAll + fin.step);
+      const uint16_t* rows = slot_rows(ring, *k + c);
+      const float2 d = dot_unit(slice, rows + int64_t(j) * sh.cols,
+                                sh.two_rows ? rows + int64_t(n + j) * sh.cols : nullptr, q0, q1);
+      if (lane == 0) dots[i * parts + part] = d;
     }
     tock(a.times, t_step, kTmDots + fin.step, -1);
     const unsigned long long t_issue = tick(a.times);
@@ -501,10 +467,10 @@ __device__ void run_step(const TokenArgs& a, const Ring& ring, int32_t* k, const
         d0 += dots[t * parts + q].x;
         d1 += dots[t * parts + q].y;
       }
-      finish_unit<D>(a, fin, u0 + c0 * per_chunk + t, d0, d1);
+      finish_unit<D>(a, fin, p.u0 + c0 * per_chunk + t, d0, d1);
     }
     *k += nc;
-    if (c0 + nc < chunks) __syncthreads();  // (dots is the next wave's)
+    if (c0 + nc < p.chunks) __syncthreads();  // (dots is the next wave's)
   }
   tock(a.times, t_step, kTmStep + fin.step, -1);
 }
@@ -632,20 +598,20 @@ __global__ void __launch_bounds__(kTokThreads, 1)
     unsigned* counters = a.counters + int64_t(layer) * (kCntHeads + a.hq);
     if (layer > 0) wait_count(a, counters - (kCntHeads + a.hq) + kCntX, blocks, kWaitX);
     float rstd = load_vec(vec, a.x, p.ln1, a.c, a.eps, red);
-    run_step<D>(a, ring, &k, vec, dots, step_of(kStepQkv, rstd));
+    run_step<D>(a, ring, share[kStepQkv], &k, vec, dots, step_of(kStepQkv, rstd));
     signal(counters + kCntQkv);
     if (int(blockIdx.x) < a.hq * a.splits) attend<D>(a, layer, vec);
     wait_count(a, counters + kCntAttn, unsigned(a.hq), kWaitAttn);
     load_vec(vec, a.attn, nullptr, a.hq * D, 0.0f, red);
-    run_step<D>(a, ring, &k, vec, dots, step_of(kStepO, 1.0f));
+    run_step<D>(a, ring, share[kStepO], &k, vec, dots, step_of(kStepO, 1.0f));
     signal(counters + kCntR);
     wait_count(a, counters + kCntR, blocks, kWaitR);
     rstd = load_vec(vec, a.x, p.ln2, a.c, a.eps, red);
-    run_step<D>(a, ring, &k, vec, dots, step_of(kStepGu, rstd));
+    run_step<D>(a, ring, share[kStepGu], &k, vec, dots, step_of(kStepGu, rstd));
     signal(counters + kCntAct);
     wait_count(a, counters + kCntAct, blocks, kWaitAct);
     load_vec(vec, a.act, nullptr, a.f, 0.0f, red);
-    run_step<D>(a, ring, &k, vec, dots, step_of(kStepDown, 1.0f));
+    run_step<D>(a, ring, share[kStepDown], &k, vec, dots, step_of(kStepDown, 1.0f));
     signal(counters + kCntX);
   }
   tock(a.times, t_kernel, kTmKernel, -1);
@@ -768,8 +734,7 @@ arl_status decode_token(arl_ctx* ctx, const char* fn, float* x, float* qkv, floa
                                                {f, c, 1},
                                                {c, f, 0}};
   for (const auto& [units, cols, two] : step_units) {
-    int64_t most = std::min<int64_t>(kTokChunkUnits, kTokSlotBytes / ((two ? 4 : 2) * cols));
-    if (most >= kTokWarps) most -= most % kTokWarps;
+    const int64_t most = chunk_units(cols, two != 0);
     const int64_t widest = (units + blocks - 1) / blocks;
     chunks += (widest + most - 1) / most;
   }
@@ -814,8 +779,6 @@ arl_status decode_token(arl_ctx* ctx, const char* fn, float* x, float* qkv, floa
   a.no_wait = no_wait != nullptr && std::strcmp(no_wait, "1") == 0;
   const char* poll = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_POLL_NS");
   a.poll_ns = poll != nullptr ? std::max(0, std::min(100000, std::atoi(poll))) : 20;
-  a.proxy_fence = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_FENCE") != nullptr &&
-                  std::strcmp(std::getenv("AGENTRL_CUDA_DECODE_TOKEN_FENCE"), "1") == 0;
   a.n_layers = n_layers;
   a.c = c;
   a.f = f;
