@@ -89,6 +89,11 @@ export class Kernels implements Disposable {
     return this.#ctx;
   }
 
+  /** Whether {@linkcode Kernels.close} was called. */
+  get closed(): boolean {
+    return this.#ctx === null;
+  }
+
   /** The code path the library chose: `cpu-avx2`, `cpu-portable` or `cuda`. */
   get backend(): string {
     return Deno.UnsafePointerView.getCString(this.sym.arl_backend_name()!);

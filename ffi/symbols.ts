@@ -6,7 +6,7 @@
  */
 
 /** `ARL_ABI_VERSION` of the header these symbols follow; a library must report the same. */
-export const ABI_VERSION = 9;
+export const ABI_VERSION = 10;
 
 const ptr = "pointer" as const;
 const i32 = "i32" as const;
@@ -703,6 +703,32 @@ export const SYMBOLS = {
       ptr, /* const uint64_t* counters (N) */
       i32, /* int32_t n */
       i32, /* int32_t v */
+    ],
+    result: status,
+  },
+  arl_sample_start: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* int64_t* ticket [host] */
+      ptr, /* int32_t* ids (N) or NULL */
+      ptr, /* const float* logits (N, V) */
+      ptr, /* const float* temperature (N) */
+      ptr, /* const int32_t* top_k (N) */
+      ptr, /* const float* top_p (N) */
+      ptr, /* const uint64_t* seeds (N) */
+      ptr, /* const uint64_t* counters (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t v */
+    ],
+    result: status,
+  },
+  arl_sample_finish: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* int32_t* tokens (N) [host] or NULL */
+      ptr, /* float* logprobs (N) [host] or NULL */
+      i64, /* int64_t ticket */
+      i32, /* int32_t n */
     ],
     result: status,
   },

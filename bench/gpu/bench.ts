@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { Kernels, sample, Tensor } from "../../ffi/mod.ts";
+import { Kernels, type PendingSample, sample, sampleStart, Tensor } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "../../lib/model/config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { resolvePrecision } from "../../lib/model/_mixed_precision.ts";
@@ -141,8 +141,20 @@ export function paramsReadPerToken(model: Qwen2Model): number {
   return n;
 }
 
-/** Greedy decode of `b` sequences: tokens/s over the decode steps (the prefill not timed). */
-function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number, reps: number) {
+/**
+ * Greedy decode of `b` sequences: tokens/s over the decode steps (the prefill not timed).
+ * Pipelined (the default), each step reads its token ids from the device, where the last
+ * step's sampling wrote them (`sampleStart`), so that step t + 1 is queued before the host
+ * reads step t's tokens; otherwise each step waits for its tokens and uploads them.
+ */
+function decodeRate(
+  model: Qwen2Model,
+  b: number,
+  prompt: number,
+  steps: number,
+  reps: number,
+  pipelined = true,
+) {
   const vocab = model.config.vocab_size;
   const k = model.kernels;
   const run = (): number => {
@@ -152,16 +164,28 @@ function decodeRate(model: Qwen2Model, b: number, prompt: number, steps: number,
     const slots = Int32Array.from({ length: b * prompt }, (_, i) => Math.floor(i / prompt));
     const lastRows = Int32Array.from({ length: b }, (_, s) => s * prompt + prompt - 1);
     const greedy = Array.from({ length: b }, (_, s) => ({ temperature: 0, seed: s, counter: 0 }));
-    let next = sample(k, model.forwardCached(cache, tokens, positions, slots, lastRows)!, greedy)
-      .tokens;
+    using idsA = new Tensor(k, [b], "i32");
+    using idsB = new Tensor(k, [b], "i32");
+    const ids = [idsA, idsB] as const;
+    const prefill = model.forwardCached(cache, tokens, positions, slots, lastRows)!;
+    let next = sampleStart(k, prefill, greedy, ids[0]).wait().tokens;
     const slotIds = Int32Array.from({ length: b }, (_, s) => s);
     const rows = Int32Array.from({ length: b }, (_, s) => s);
     const t0 = performance.now();
+    let pending: PendingSample | null = null;
     for (let step = 0; step < steps; step++) {
       const pos = new Int32Array(b).fill(prompt + step);
-      const logits = model.forwardCached(cache, next, pos, slotIds, rows)!;
-      next = sample(k, logits, greedy).tokens; // reads the tokens back: a synchronize
+      if (!pipelined) {
+        const logits = model.forwardCached(cache, next, pos, slotIds, rows)!;
+        next = sample(k, logits, greedy).tokens; // reads the tokens back: a wait
+        continue;
+      }
+      const logits = model.forwardCached(cache, ids[step % 2]!, pos, slotIds, rows)!;
+      const queued = sampleStart(k, logits, greedy, ids[(step + 1) % 2]!);
+      if (pending !== null) next = pending.wait().tokens; // step - 1's, while this step runs
+      pending = queued;
     }
+    if (pending !== null) next = pending.wait().tokens;
     return (performance.now() - t0) / 1000 / steps;
   };
   run(); // warm-up
@@ -206,6 +230,12 @@ export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64
       (Deno.env.get("AGENTRL_DECODE_LAYER") === "0" ? " (separate calls a layer)" : ""),
   );
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
+  // the same with a wait for each step's tokens before the next is queued (the baseline)
+  const waiting = decodeRate(model, 1, shape.decode[1], steps, 1, false);
+  console.log(
+    `decode tokens/s, batch 1, each step waiting for its tokens: ${waiting.toFixed(1)} ` +
+      `(pipelined: ${(rate / waiting).toFixed(3)}x)`,
+  );
 }
 
 /** Measures our rates on `device`; `torchBwGbs`: PyTorch's copy bandwidth for the bound. */

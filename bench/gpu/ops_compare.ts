@@ -51,6 +51,7 @@ import {
   ropeKvCacheWrite,
   sample,
   type SampleRow,
+  sampleStart,
   scale,
   sgemm,
   sumSquares,
@@ -1212,6 +1213,24 @@ function sampleCases(seed: number): Case[] {
     op: `sample (greedy only, ${gn} rows of ${gv})`,
     tol: { tokens: EXACT, logprobs: TOL_FP32 },
     run: (s) => sample(s.k, s.f32(big, [gn, gv]), greedyRows),
+  }, {
+    // Both kinds queued before either is read, read in the other order; the tokens also on the
+    // device.
+    op: "sampleStart (two pending, finished out of order, ids on the device)",
+    tol: { tokens: EXACT, logprobs: TOL_FP32, ids: EXACT, greedy: EXACT, greedyIds: EXACT },
+    run: (s) => {
+      const ids = s.i32(new Int32Array(n).fill(-1));
+      const greedyIds = s.i32(new Int32Array(gn).fill(-1));
+      const first = sampleStart(s.k, s.f32(big, [gn, gv]), greedyRows, greedyIds);
+      const second = sampleStart(s.k, s.f32(logits, [n, v]), rows, ids);
+      const mixed = second.wait();
+      return {
+        ...mixed,
+        ids: ids.read(),
+        greedy: first.wait().tokens,
+        greedyIds: greedyIds.read(),
+      };
+    },
   }];
 }
 
@@ -1341,6 +1360,40 @@ function graphCases(seed: number): Case[] {
         out.push(...l.read());
       }
       return { logits: Float32Array.from(out) };
+    },
+  }, {
+    // Token ids from the device: each step's id is sampled (greedy, from one-hot logits) into
+    // one of two id tensors, which the next forwardCached reads (a graph for each).
+    op: "decode with graphs, bf16 weights, batch 1, token ids sampled on the device",
+    tol: { logits: TOL_GEMM, tokens: EXACT },
+    run: (s) => {
+      using model = graphModel(s.k, "bf16", 64);
+      using cache = model.createKvCache(1, 16);
+      const ids = [s.i32(new Int32Array(1)), s.i32(new Int32Array(1))];
+      const greedy = [{ temperature: 0, seed: 0, counter: 0 }];
+      const out: number[] = [];
+      const sampled: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      out.push(
+        ...model.forwardCached(
+          cache,
+          prompt,
+          Int32Array.of(0, 1, 2, 3),
+          new Int32Array(4),
+          Int32Array.of(3),
+        )!
+          .read(),
+      );
+      for (let step = 0; step < 8; step++) {
+        const oneHot = new Float32Array(96);
+        oneHot[tokens[4 + step]!] = 10;
+        const pending = sampleStart(s.k, s.f32(oneHot, [1, 96]), greedy, ids[step % 2]!);
+        const zero = new Int32Array(1);
+        const l = model.forwardCached(cache, ids[step % 2]!, Int32Array.of(4 + step), zero, zero)!;
+        sampled.push(...pending.wait().tokens);
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
     },
   }, {
     // AGENTRL_DECODE_LAYER=0 (head dim 64): each layer the separate fused calls, not one

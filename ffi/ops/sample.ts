@@ -16,14 +16,15 @@ export interface SampleRow {
   counter: bigint | number;
 }
 
-/** Samples one token per row of logits (N, V); returns tokens and their log-probs. */
-export function sample(
-  k: Kernels,
-  logits: Tensor,
-  rows: readonly SampleRow[],
-): { tokens: Int32Array; logprobs: Float32Array } {
-  expectTensor(logits, "logits", "f32", [rows.length, -1]);
-  const [n, v] = [dim(logits, 0), dim(logits, 1)];
+/** Tokens and their log-probs, one a row (a type alias: usable where records are expected). */
+export type Sampled = {
+  tokens: Int32Array;
+  logprobs: Float32Array;
+};
+
+/** The rows' settings as arl_sample takes them, checked. */
+function packRows(rows: readonly SampleRow[]) {
+  const n = rows.length;
   const temperature = new Float32Array(n);
   const topK = new Int32Array(n);
   const topP = new Float32Array(n);
@@ -45,24 +46,115 @@ export function sample(
     seeds[i] = BigInt.asUintN(64, BigInt(r.seed));
     counters[i] = BigInt.asUintN(64, BigInt(r.counter));
   });
+  const p = Deno.UnsafePointer.of;
+  return [p(temperature), p(topK), p(topP), p(seeds), p(counters)] as const;
+}
+
+/** Samples one token per row of logits (N, V); returns tokens and their log-probs. */
+export function sample(k: Kernels, logits: Tensor, rows: readonly SampleRow[]): Sampled {
+  expectTensor(logits, "logits", "f32", [rows.length, -1]);
+  const [n, v] = [dim(logits, 0), dim(logits, 1)];
+  const settings = packRows(rows);
   const tokens = new Int32Array(n);
   const logprobs = new Float32Array(n);
   const p = Deno.UnsafePointer.of;
   k.check(
     "arl_sample",
-    k.sym.arl_sample(
+    k.sym.arl_sample(k.ctx, p(tokens), p(logprobs), logits.ptrIn(k), ...settings, n, v),
+  );
+  return { tokens, logprobs };
+}
+
+/**
+ * A sampling queued by {@linkcode sampleStart}: {@linkcode PendingSample.wait} reads its
+ * results (once), {@linkcode PendingSample.discard} drops them.
+ */
+export class PendingSample implements Disposable {
+  readonly #k: Kernels;
+  readonly #ticket: bigint;
+  readonly #n: number;
+  #done = false;
+
+  constructor(k: Kernels, ticket: bigint, n: number) {
+    this.#k = k;
+    this.#ticket = ticket;
+    this.#n = n;
+  }
+
+  /** Waits for this sampling (not for calls queued after it) and returns its results. */
+  wait(): Sampled {
+    if (this.#done) throw new Error("This sampling's results were read or dropped already");
+    this.#done = true;
+    const tokens = new Int32Array(this.#n);
+    const logprobs = new Float32Array(this.#n);
+    const p = Deno.UnsafePointer.of;
+    const k = this.#k;
+    k.check(
+      "arl_sample_finish",
+      k.sym.arl_sample_finish(k.ctx, p(tokens), p(logprobs), this.#ticket, this.#n),
+    );
+    return { tokens, logprobs };
+  }
+
+  /** Drops the results (waiting for the sampling, whose errors it reports); a no-op once done. */
+  discard(): void {
+    if (this.#done) return;
+    this.#done = true;
+    const k = this.#k;
+    k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, this.#ticket, this.#n));
+  }
+
+  /** Whether the results are still to be read. */
+  get pending(): boolean {
+    return !this.#done;
+  }
+
+  /** Drops unread results (a closed context has nothing pending). */
+  [Symbol.dispose](): void {
+    if (this.#k.closed) this.#done = true;
+    this.discard();
+  }
+}
+
+/**
+ * Queues the sampling of one token per row of logits (N, V) without waiting for it, as
+ * {@linkcode sample} draws them; the tokens also go to `ids` (an int32 tensor of N, e.g. the
+ * next decode step's token ids), so that the host can queue that step before it reads these.
+ * At most 4 samplings may be pending on a context.
+ *
+ * @example
+ * ```ts
+ * import { Kernels, sampleStart, Tensor } from "../mod.ts";
+ * using k = Kernels.open({ threads: 1 });
+ * using logits = Tensor.from(k, Float32Array.of(0.1, 2, 0.3), [1, 3]);
+ * using ids = new Tensor(k, [1], "i32");
+ * const pending = sampleStart(k, logits, [{ temperature: 0, seed: 1, counter: 0 }], ids);
+ * // ... queue the next step, reading its token ids from `ids`, before waiting here ...
+ * console.log(pending.wait().tokens, ids.read()); // Int32Array(1) [ 1 ] Int32Array(1) [ 1 ]
+ * ```
+ */
+export function sampleStart(
+  k: Kernels,
+  logits: Tensor,
+  rows: readonly SampleRow[],
+  ids: Tensor<"i32"> | null = null,
+): PendingSample {
+  expectTensor(logits, "logits", "f32", [rows.length, -1]);
+  const [n, v] = [dim(logits, 0), dim(logits, 1)];
+  if (ids !== null) expectTensor(ids, "ids", "i32", [n]);
+  const settings = packRows(rows);
+  const ticket = new BigInt64Array(1);
+  k.check(
+    "arl_sample_start",
+    k.sym.arl_sample_start(
       k.ctx,
-      p(tokens),
-      p(logprobs),
+      Deno.UnsafePointer.of(ticket),
+      ids === null ? null : ids.ptrIn(k),
       logits.ptrIn(k),
-      p(temperature),
-      p(topK),
-      p(topP),
-      p(seeds),
-      p(counters),
+      ...settings,
       n,
       v,
     ),
   );
-  return { tokens, logprobs };
+  return new PendingSample(k, ticket[0]!, n);
 }

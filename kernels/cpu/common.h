@@ -6,12 +6,25 @@
 #include <cstdint>
 #include <cstdio>
 #include <new>
+#include <vector>
 
 #include "../include/agentrl.h"
+
+namespace arl {
+// A sampling of arl_sample_start whose results wait for arl_sample_finish (ticket 0: free).
+struct SampleSlot {
+  int64_t ticket = 0;
+  int32_t n = 0;
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+};
+}  // namespace arl
 
 struct arl_ctx {
   int32_t num_threads;
   char last_error[512];
+  arl::SampleSlot samples[ARL_SAMPLE_PENDING];
+  int64_t sample_tickets;  // tickets handed out so far
 };
 
 #include "../common/checks.h"

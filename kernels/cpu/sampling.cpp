@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../common/sample_slots.h"
 #include "common.h"
 
 namespace {
@@ -24,33 +25,12 @@ double uniform(uint64_t seed, uint64_t counter) {
   return double(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
-}  // namespace
-
-extern "C" {
-
-arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const float* logits,
-                      const float* temperature, const int32_t* top_k, const float* top_p,
-                      const uint64_t* seeds, const uint64_t* counters, int32_t n, int32_t v) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, tokens);
-  ARL_NOT_NULL(ctx, logits);
-  ARL_NOT_NULL(ctx, temperature);
-  ARL_NOT_NULL(ctx, top_k);
-  ARL_NOT_NULL(ctx, top_p);
-  ARL_NOT_NULL(ctx, seeds);
-  ARL_NOT_NULL(ctx, counters);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, v);
-  ARL_PRODUCT(ctx, n, v);
-  for (int32_t i = 0; i < n; i++) {
-    if (!(temperature[i] >= 0.0f) || !std::isfinite(temperature[i]))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: temperature of row %d must be >= 0, got %g",
-                       __func__, i, double(temperature[i]));
-    if (!(top_p[i] > 0.0f))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: top_p of row %d must be > 0, got %g", __func__, i,
-                       double(top_p[i]));
-  }
-  return arl::guarded(ctx, __func__, [&] {
+// Samples rows 0..n-1 (arguments checked by the caller).
+arl_status sample_rows(arl_ctx* ctx, const char* fn, int32_t* tokens, float* logprobs,
+                       const float* logits, const float* temperature, const int32_t* top_k,
+                       const float* top_p, const uint64_t* seeds, const uint64_t* counters,
+                       int32_t n, int32_t v) {
+  return arl::guarded(ctx, fn, [&] {
     // Per-thread scratch, allocated before the parallel region (see attention.cpp).
     const size_t nth = size_t(ctx->num_threads);
     std::vector<double> z_all(size_t(v) * nth);
@@ -125,6 +105,59 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
       }
     }
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const float* logits,
+                      const float* temperature, const int32_t* top_k, const float* top_p,
+                      const uint64_t* seeds, const uint64_t* counters, int32_t n, int32_t v) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, tokens);
+  ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
+  return sample_rows(ctx, __func__, tokens, logprobs, logits, temperature, top_k, top_p, seeds,
+                     counters, n, v);
+}
+
+// The CPU library samples at once: the slot keeps the results until arl_sample_finish.
+arl_status arl_sample_start(arl_ctx* ctx, int64_t* ticket, int32_t* ids, const float* logits,
+                            const float* temperature, const int32_t* top_k, const float* top_p,
+                            const uint64_t* seeds, const uint64_t* counters, int32_t n,
+                            int32_t v) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, ticket);
+  ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
+  int at = 0;
+  if (arl_status s = arl::claim_sample_slot(ctx, __func__, ctx->samples, &at)) return s;
+  arl::SampleSlot& slot = ctx->samples[at];
+  arl_status s = arl::guarded(ctx, __func__, [&] {
+    slot.tokens.resize(size_t(n));
+    slot.logprobs.resize(size_t(n));
+  });
+  if (s == ARL_OK)
+    s = sample_rows(ctx, __func__, slot.tokens.data(), slot.logprobs.data(), logits, temperature,
+                    top_k, top_p, seeds, counters, n, v);
+  if (s != ARL_OK) return s;
+  if (ids != nullptr) std::copy(slot.tokens.begin(), slot.tokens.end(), ids);
+  slot.n = n;
+  slot.ticket = ++ctx->sample_tickets;
+  *ticket = slot.ticket;
+  return ARL_OK;
+}
+
+arl_status arl_sample_finish(arl_ctx* ctx, int32_t* tokens, float* logprobs, int64_t ticket,
+                             int32_t n) {
+  ARL_CTX(ctx);
+  int at = 0;
+  if (arl_status s = arl::find_sample_slot(ctx, __func__, ctx->samples, ticket, n, &at)) return s;
+  arl::SampleSlot& slot = ctx->samples[at];
+  slot.ticket = 0;
+  if (tokens != nullptr) std::copy(slot.tokens.begin(), slot.tokens.end(), tokens);
+  if (tokens != nullptr && logprobs != nullptr)
+    std::copy(slot.logprobs.begin(), slot.logprobs.end(), logprobs);
+  return ARL_OK;
 }
 
 }  // extern "C"

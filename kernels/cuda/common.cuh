@@ -16,6 +16,20 @@
 // arl_sample's greedy rows split across blocks: at most this many rows a call (counters a row).
 constexpr int kArlGreedyMaxRows = 128;
 
+namespace arl {
+// A sampling of arl_sample_start until arl_sample_finish (ticket 0: free). Its pinned memory
+// holds the results (tokens, logprobs), the flag's copy and the settings; `done` is recorded
+// after the sampling's last copy.
+struct SampleSlot {
+  int64_t ticket;
+  int32_t n;
+  bool greedy;     // ran greedy_split_kernel (which uses the context's greedy_done)
+  char* host;      // pinned, grown on demand while the slot is free
+  size_t host_bytes;
+  cudaEvent_t done;  // created with the slot's first use
+};
+}  // namespace arl
+
 struct arl_ctx {
   int device;
   cudaStream_t stream;
@@ -27,6 +41,10 @@ struct arl_ctx {
   int* greedy_done;       // device: arl_sample's greedy row counters (after the flag; each
                           // reset by the block that finishes its row)
   bool greedy_dirty;      // a greedy launch may have left counters set: zero them first
+  int greedy_pending;     // greedy samplings queued and not finished (they reset the counters)
+  arl::SampleSlot samples[ARL_SAMPLE_PENDING];
+  int64_t sample_tickets;         // tickets handed out so far
+  int64_t sample_flag_reported;   // samplings up to this ticket copied a flag already reported
   void* scratch;          // device scratch memory, grown on demand
   size_t scratch_bytes;
   void* decode_partial;   // split decode attention's records (fixed size, allocated once)
@@ -206,6 +224,8 @@ enum DeferredCode : int {
 cudaError_t queue_flag_read(arl_ctx* ctx);
 // After that synchronize: ARL_OK, or the deferred (or other) error the flag holds (then cleared).
 arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what);
+// The same for another pinned copy of the flag (code, index), e.g. a sampling's.
+arl_status report_flag_copy(arl_ctx* ctx, const char* fn, const char* what, int64_t* copy);
 
 // Row-major GEMM with arl_sgemm's meaning: C (M, N; ldc) = alpha op(A) op(B) + beta C.
 // Through cuBLAS (tensor cores, TF32 inputs, fp32 accumulation) when it loaded,

@@ -216,11 +216,17 @@ cudaError_t queue_flag_read(arl_ctx* ctx) {
 }
 
 arl_status report_flag(arl_ctx* ctx, const char* fn, const char* what) {
-  const int code = int(ctx->flag_host[0] & 0xffffffff);
-  const long long index = (long long)ctx->flag_host[1];
+  return report_flag_copy(ctx, fn, what, ctx->flag_host);
+}
+
+arl_status report_flag_copy(arl_ctx* ctx, const char* fn, const char* what, int64_t* copy) {
+  const int code = int(copy[0] & 0xffffffff);
+  const long long index = (long long)copy[1];
   if (code == 0) return ARL_OK;
-  ctx->flag_host[0] = 0;
+  copy[0] = 0;
   cudaMemsetAsync(ctx->flag, 0, 16, ctx->stream);
+  // Samplings queued before this clear copied the same flag: they do not report it again.
+  ctx->sample_flag_reported = ctx->sample_tickets;
   switch (code) {
     case kDeferredNegativePosition:
       return fail(ctx, ARL_ERR_VALUE,
@@ -411,6 +417,10 @@ void arl_ctx_destroy(arl_ctx* ctx) {
   if (ctx->upload_host != nullptr) {
     for (cudaEvent_t e : ctx->upload_done) cudaEventDestroy(e);
     cudaFreeHost(ctx->upload_host);
+  }
+  for (arl::SampleSlot& slot : ctx->samples) {
+    if (slot.done != nullptr) cudaEventDestroy(slot.done);
+    if (slot.host != nullptr) cudaFreeHost(slot.host);
   }
   cudaFree(ctx->flag);
   cudaFreeHost(ctx->flag_host);

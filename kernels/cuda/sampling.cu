@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "../common/sample_slots.h"
 #include "common.cuh"
 
 namespace {
@@ -309,7 +310,7 @@ __device__ inline void warp_argmax(float& mx, uint32_t& arg) {
 }
 
 __global__ void __launch_bounds__(kThreads)
-    sample_kernel(int32_t* tokens, float* logprobs, const float* logits,
+    sample_kernel(int32_t* tokens, float* logprobs, int32_t* ids, const float* logits,
                   const float* temperature, const int32_t* top_k, const float* top_p,
                   const uint64_t* seeds, const uint64_t* counters, int32_t v, double scale) {
   __shared__ Shared sh;
@@ -413,6 +414,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (threadIdx.x == 0) {
     tokens[r] = int32_t(chosen);
+    if (ids != nullptr) ids[r] = int32_t(chosen);
     logprobs[r] = float(__dsub_rn(__dmul_rn(double(row.x[chosen]), row.inv_t), lse));
   }
 }
@@ -422,7 +424,7 @@ __global__ void __launch_bounds__(kThreads)
 // exp, double sum, as sample_kernel's greedy pass); the row's last block to finish resets the
 // row's counter, merges the records and writes the token and its log-prob, and row 0's also
 // copies the deferred-error flag. tokens, logprobs and flag_out are pinned host memory (written
-// through the mapping: no copy after the kernel).
+// through the mapping: no copy after the kernel); ids (device memory) may be null.
 struct GreedyPart {
   double sum;
   float max;
@@ -432,7 +434,8 @@ struct GreedyPart {
 constexpr int kGreedyThreads = 256;
 
 __global__ void __launch_bounds__(kGreedyThreads)
-    greedy_split_kernel(int32_t* tokens, float* logprobs, const float* logits, int32_t v,
+    greedy_split_kernel(int32_t* tokens, float* logprobs, int32_t* ids, const float* logits,
+                        int32_t v,
                         GreedyPart* parts, int* done, const int64_t* flag, int64_t* flag_out) {
   __shared__ float wmax[kGreedyThreads / 32];
   __shared__ uint32_t warg[kGreedyThreads / 32];
@@ -493,11 +496,163 @@ __global__ void __launch_bounds__(kGreedyThreads)
   const uint32_t chosen = best < uint32_t(v) ? best : 0;  // all -inf or NaN: 0, as on the CPU
   const double lse = __dadd_rn(double(m), log(sum));
   tokens[r] = int32_t(chosen);
+  if (ids != nullptr) ids[r] = int32_t(chosen);
   logprobs[r] = float(__dsub_rn(double(x[chosen]), lse));
   if (r == 0) {  // (the kernels before this one on the stream have finished)
     flag_out[0] = __ldcg(flag);
     flag_out[1] = __ldcg(flag + 1);
   }
+}
+
+// The host memory of a sampling, in its slot's pinned buffer: results first (written by the
+// kernels or copied back), then the flag's copy, then the settings (copied to the device).
+struct SampleLayout {
+  size_t tok, lp, flag, seed, counter, temp, k, p, bytes;
+  explicit SampleLayout(size_t rows) {
+    size_t off = 0;
+    auto place = [&](size_t size) {
+      const size_t at = off;
+      off += (size + 15) & ~size_t(15);
+      return at;
+    };
+    tok = place(rows * 4);
+    lp = place(rows * 4);
+    flag = place(16);
+    seed = place(rows * 8);
+    counter = place(rows * 8);
+    temp = place(rows * 4);
+    k = place(rows * 4);
+    p = place(rows * 4);
+    bytes = off;
+  }
+};
+
+// The slot's pinned buffer with room for `bytes`, and its event (the slot is free).
+arl_status prepare_slot(arl_ctx* ctx, const char* fn, arl::SampleSlot& slot, size_t bytes) {
+  if (slot.done == nullptr) {
+    if (cudaError_t err = cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming)) {
+      slot.done = nullptr;
+      return arl::cuda_fail(ctx, fn, err);
+    }
+  }
+  if (bytes <= slot.host_bytes) return ARL_OK;
+  if (slot.host != nullptr) cudaFreeHost(slot.host);
+  slot.host = nullptr;
+  slot.host_bytes = 0;
+  const size_t size = bytes < 4096 ? 4096 : bytes + bytes / 4;
+  if (cudaMallocHost(&slot.host, size) != cudaSuccess) {
+    cudaGetLastError();
+    slot.host = nullptr;
+    return arl::fail(ctx, ARL_ERR_ALLOC, "%s: out of pinned host memory for %zu bytes", fn,
+                     bytes);
+  }
+  slot.host_bytes = size;
+  return ARL_OK;
+}
+
+// Queues the sampling (arguments checked) into a free slot; *ticket names it.
+arl_status start_sample(arl_ctx* ctx, const char* fn, int64_t* ticket, int32_t* ids,
+                        const float* logits, const float* temperature, const int32_t* top_k,
+                        const float* top_p, const uint64_t* seeds, const uint64_t* counters,
+                        int32_t n, int32_t v) {
+  if (ctx->capturing)
+    return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
+                     "%s: sampling returns host results, which a graph cannot record", fn);
+  int at = 0;
+  if (arl_status s = arl::claim_sample_slot(ctx, fn, ctx->samples, &at)) return s;
+  arl::SampleSlot& slot = ctx->samples[at];
+  const size_t rows = size_t(n);
+  const SampleLayout host(rows);
+  if (arl_status s = prepare_slot(ctx, fn, slot, host.bytes)) return s;
+  // Fixed-point scale 2^kq with V 2^kq <= 2^63, so that no sum of masses overflows.
+  int bits = 0;
+  while ((int64_t(1) << bits) < int64_t(v)) bits++;
+  const double scale = std::ldexp(1.0, 63 - bits);
+  // All rows greedy and too few to fill the GPU: each row split across blocks (their records in
+  // device scratch, the rows' counters in ctx->greedy_done).
+  bool all_greedy = true;
+  for (int32_t i = 0; i < n && all_greedy; i++) all_greedy = temperature[i] == 0.0f;
+  int64_t splits = 1;
+  if (all_greedy && int64_t(n) * 2 < ctx->num_sms && n <= kArlGreedyMaxRows) {
+    splits = (2 * int64_t(ctx->num_sms) + n - 1) / n;
+    splits = min(splits, int64_t((v + 1023) / 1024));  // at least 1024 logits a block
+  }
+  // Device scratch: the settings (as in host memory, from seed on), then the results, or the
+  // greedy records. Samplings queued one after another share it in stream order.
+  const size_t settings = host.bytes - host.seed, o_res = (settings + 255) & ~size_t(255);
+  const size_t dev_bytes =
+      o_res + (splits > 1 ? rows * size_t(splits) * sizeof(GreedyPart) : host.seed);
+  auto* dev = static_cast<char*>(arl::scratch(ctx, fn, dev_bytes));
+  if (dev == nullptr) return ARL_ERR_ALLOC;
+  char* h = slot.host;
+  cudaError_t err = cudaSuccess;
+  if (splits > 1) {
+    // Greedy rows need no settings on the device; the kernel writes its results and the flag
+    // into pinned host memory, so a step is the kernel and a wait.
+    if (ctx->greedy_dirty && ctx->greedy_pending == 0)
+      err = cudaMemsetAsync(ctx->greedy_done, 0, sizeof(int) * kArlGreedyMaxRows, ctx->stream);
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
+    ctx->greedy_dirty = true;  // (until a finished sampling shows the kernels ran through)
+    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
+        reinterpret_cast<int32_t*>(h + host.tok), reinterpret_cast<float*>(h + host.lp), ids,
+        logits, v, reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
+        reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag));
+    err = cudaGetLastError();
+  } else {
+    std::memcpy(h + host.seed, seeds, rows * 8);
+    std::memcpy(h + host.counter, counters, rows * 8);
+    std::memcpy(h + host.temp, temperature, rows * 4);
+    std::memcpy(h + host.k, top_k, rows * 4);
+    std::memcpy(h + host.p, top_p, rows * 4);
+    auto at_dev = [&](size_t host_offset) { return dev + (host_offset - host.seed); };
+    err = cudaMemcpyAsync(dev, h + host.seed, settings, cudaMemcpyHostToDevice, ctx->stream);
+    if (err == cudaSuccess) {
+      sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
+          reinterpret_cast<int32_t*>(dev + o_res + host.tok),
+          reinterpret_cast<float*>(dev + o_res + host.lp), ids, logits,
+          reinterpret_cast<const float*>(at_dev(host.temp)),
+          reinterpret_cast<const int32_t*>(at_dev(host.k)),
+          reinterpret_cast<const float*>(at_dev(host.p)),
+          reinterpret_cast<const uint64_t*>(at_dev(host.seed)),
+          reinterpret_cast<const uint64_t*>(at_dev(host.counter)), v, scale);
+      err = cudaGetLastError();
+    }
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(h, dev + o_res, host.flag, cudaMemcpyDeviceToHost, ctx->stream);
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(h + host.flag, ctx->flag, 16, cudaMemcpyDeviceToHost, ctx->stream);
+  }
+  if (err == cudaSuccess) err = cudaEventRecord(slot.done, ctx->stream);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
+  slot.greedy = splits > 1;
+  if (slot.greedy) ctx->greedy_pending++;
+  slot.n = n;
+  slot.ticket = ++ctx->sample_tickets;
+  *ticket = slot.ticket;
+  return ARL_OK;
+}
+
+// Waits for a sampling's event and reads its results (tokens null: dropped).
+arl_status finish_sample(arl_ctx* ctx, const char* fn, int32_t* tokens, float* logprobs,
+                         int64_t ticket, int32_t n) {
+  int at = 0;
+  if (arl_status s = arl::find_sample_slot(ctx, fn, ctx->samples, ticket, n, &at)) return s;
+  arl::SampleSlot& slot = ctx->samples[at];
+  const cudaError_t err = cudaEventSynchronize(slot.done);
+  slot.ticket = 0;
+  if (slot.greedy) ctx->greedy_pending--;
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
+  if (slot.greedy && ctx->greedy_pending == 0) ctx->greedy_dirty = false;
+  const SampleLayout host{size_t(n)};
+  auto* flag = reinterpret_cast<int64_t*>(slot.host + host.flag);
+  if (ticket > ctx->sample_flag_reported) {
+    if (arl_status s = arl::report_flag_copy(ctx, fn, "a kernel flagged a bad value", flag))
+      return s;
+  }
+  if (tokens == nullptr) return ARL_OK;
+  std::memcpy(tokens, slot.host + host.tok, size_t(n) * 4);
+  if (logprobs != nullptr) std::memcpy(logprobs, slot.host + host.lp, size_t(n) * 4);
+  return ARL_OK;
 }
 
 }  // namespace
@@ -509,97 +664,29 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
                       const uint64_t* seeds, const uint64_t* counters, int32_t n, int32_t v) {
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, tokens);
-  ARL_NOT_NULL(ctx, logits);
-  ARL_NOT_NULL(ctx, temperature);
-  ARL_NOT_NULL(ctx, top_k);
-  ARL_NOT_NULL(ctx, top_p);
-  ARL_NOT_NULL(ctx, seeds);
-  ARL_NOT_NULL(ctx, counters);
-  ARL_POSITIVE(ctx, n);
-  ARL_POSITIVE(ctx, v);
-  ARL_PRODUCT(ctx, n, v);
-  for (int32_t i = 0; i < n; i++) {
-    if (!(temperature[i] >= 0.0f) || !std::isfinite(temperature[i]))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: temperature of row %d must be >= 0, got %g",
-                       __func__, i, double(temperature[i]));
-    if (!(top_p[i] > 0.0f))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: top_p of row %d must be > 0, got %g", __func__, i,
-                       double(top_p[i]));
-  }
-  // Fixed-point scale 2^kq with V 2^kq <= 2^63, so that no sum of masses overflows.
-  int bits = 0;
-  while ((int64_t(1) << bits) < int64_t(v)) bits++;
-  const double scale = std::ldexp(1.0, 63 - bits);
-  // The host arguments travel in one pinned buffer: settings in, tokens and logprobs out.
-  const size_t rows = size_t(n);
-  size_t off = 0;
-  auto place = [&](size_t size) {
-    const size_t at = off;
-    off += (size + 15) & ~size_t(15);
-    return at;
-  };
-  const size_t o_seed = place(rows * 8), o_counter = place(rows * 8), o_temp = place(rows * 4),
-               o_k = place(rows * 4), o_p = place(rows * 4), o_tok = place(rows * 4),
-               o_lp = place(rows * 4);
-  const size_t host_bytes = off;
-  // All rows greedy and too few to fill the GPU: each row split across blocks (their records in
-  // device scratch after the arguments, the rows' counters in ctx->greedy_done).
-  bool all_greedy = true;
-  for (int32_t i = 0; i < n && all_greedy; i++) all_greedy = temperature[i] == 0.0f;
-  int64_t splits = 1;
-  if (all_greedy && int64_t(n) * 2 < ctx->num_sms && n <= kArlGreedyMaxRows) {
-    splits = (2 * int64_t(ctx->num_sms) + n - 1) / n;
-    splits = min(splits, int64_t((v + 1023) / 1024));  // at least 1024 logits a block
-  }
-  const size_t o_parts = place(rows * size_t(splits) * sizeof(GreedyPart));
-  auto* host = static_cast<char*>(arl::host_scratch(ctx, __func__, host_bytes));
-  if (host == nullptr) return ARL_ERR_ALLOC;
-  auto* dev = static_cast<char*>(arl::scratch(ctx, __func__, off));
-  if (dev == nullptr) return ARL_ERR_ALLOC;
-  if (splits > 1) {
-    // Greedy rows need no settings on the device; the kernel writes its results and the flag
-    // into pinned host memory, so a step is the kernel and a synchronize.
-    cudaError_t err = cudaSuccess;
-    if (ctx->greedy_dirty)
-      err = cudaMemsetAsync(ctx->greedy_done, 0, sizeof(int) * kArlGreedyMaxRows, ctx->stream);
-    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-    ctx->greedy_dirty = true;  // (until the kernel is known to have finished)
-    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
-        reinterpret_cast<int32_t*>(host + o_tok), reinterpret_cast<float*>(host + o_lp), logits, v,
-        reinterpret_cast<GreedyPart*>(dev + o_parts), ctx->greedy_done,
-        reinterpret_cast<const int64_t*>(ctx->flag), ctx->flag_host);
-    ARL_LAUNCHED(ctx);
-    err = cudaStreamSynchronize(ctx->stream);
-    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-    ctx->greedy_dirty = false;
-    if (arl_status s = arl::report_flag(ctx, __func__, "a kernel flagged a bad value")) return s;
-    std::memcpy(tokens, host + o_tok, rows * 4);
-    if (logprobs != nullptr) std::memcpy(logprobs, host + o_lp, rows * 4);
-    return ARL_OK;
-  }
-  std::memcpy(host + o_seed, seeds, rows * 8);
-  std::memcpy(host + o_counter, counters, rows * 8);
-  std::memcpy(host + o_temp, temperature, rows * 4);
-  std::memcpy(host + o_k, top_k, rows * 4);
-  std::memcpy(host + o_p, top_p, rows * 4);
-  cudaError_t err = cudaMemcpyAsync(dev, host, o_tok, cudaMemcpyHostToDevice, ctx->stream);
-  if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-  sample_kernel<<<unsigned(n), kThreads, 0, ctx->stream>>>(
-      reinterpret_cast<int32_t*>(dev + o_tok), reinterpret_cast<float*>(dev + o_lp), logits,
-      reinterpret_cast<const float*>(dev + o_temp), reinterpret_cast<const int32_t*>(dev + o_k),
-      reinterpret_cast<const float*>(dev + o_p), reinterpret_cast<const uint64_t*>(dev + o_seed),
-      reinterpret_cast<const uint64_t*>(dev + o_counter), v, scale);
-  ARL_LAUNCHED(ctx);
-  err = cudaMemcpyAsync(host + o_tok, dev + o_tok, host_bytes - o_tok, cudaMemcpyDeviceToHost,
-                        ctx->stream);
-  if (err == cudaSuccess) err = arl::queue_flag_read(ctx);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
-  if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
-  // Sampling synchronizes: bad values that earlier calls' kernels found are reported here.
-  if (arl_status s = arl::report_flag(ctx, __func__, "a kernel flagged a bad value")) return s;
-  std::memcpy(tokens, host + o_tok, rows * 4);
-  if (logprobs != nullptr) std::memcpy(logprobs, host + o_lp, rows * 4);
-  return ARL_OK;
+  ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
+  int64_t ticket = 0;
+  if (arl_status s = start_sample(ctx, __func__, &ticket, nullptr, logits, temperature, top_k,
+                                  top_p, seeds, counters, n, v))
+    return s;
+  return finish_sample(ctx, __func__, tokens, logprobs, ticket, n);
+}
+
+arl_status arl_sample_start(arl_ctx* ctx, int64_t* ticket, int32_t* ids, const float* logits,
+                            const float* temperature, const int32_t* top_k, const float* top_p,
+                            const uint64_t* seeds, const uint64_t* counters, int32_t n,
+                            int32_t v) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, ticket);
+  ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
+  return start_sample(ctx, __func__, ticket, ids, logits, temperature, top_k, top_p, seeds,
+                      counters, n, v);
+}
+
+arl_status arl_sample_finish(arl_ctx* ctx, int32_t* tokens, float* logprobs, int64_t ticket,
+                             int32_t n) {
+  ARL_CTX(ctx);
+  return finish_sample(ctx, __func__, tokens, logprobs, ticket, n);
 }
 
 }  // extern "C"

@@ -35,7 +35,7 @@ extern "C" {
 #define ARL_API __attribute__((visibility("default")))
 #endif
 
-#define ARL_ABI_VERSION 9
+#define ARL_ABI_VERSION 10
 
 typedef int32_t arl_status;
 enum {
@@ -542,6 +542,26 @@ ARL_API arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs,
                               const float* logits, const float* temperature,
                               const int32_t* top_k, const float* top_p, const uint64_t* seeds,
                               const uint64_t* counters, int32_t n, int32_t v);
+
+/*
+ * arl_sample in two halves (ABI version 10), so that the host can queue the next decode step
+ * before it reads this one's tokens. arl_sample_start reads its [host] settings before it
+ * returns, queues the sampling of logits (N, V), writes the chosen tokens to ids (N; a tensor,
+ * int32; NULL: not written), e.g. the next step's token ids, and sets *ticket [host] to a number
+ * that names the pending result. arl_sample_finish waits for that sampling alone (not for calls
+ * queued after it) and writes tokens and logprobs (N) [host] as arl_sample does (tokens NULL:
+ * the results are dropped); it reports the errors arl_sample would, deferred errors of earlier
+ * calls included. At most ARL_SAMPLE_PENDING samplings may be pending on a context, and each
+ * ticket is finished once. The CPU library samples in arl_sample_start.
+ */
+#define ARL_SAMPLE_PENDING 4
+ARL_API arl_status arl_sample_start(arl_ctx* ctx, int64_t* ticket, int32_t* ids,
+                                    const float* logits, const float* temperature,
+                                    const int32_t* top_k, const float* top_p,
+                                    const uint64_t* seeds, const uint64_t* counters, int32_t n,
+                                    int32_t v);
+ARL_API arl_status arl_sample_finish(arl_ctx* ctx, int32_t* tokens, float* logprobs,
+                                     int64_t ticket, int32_t n);
 
 #ifdef __cplusplus
 }

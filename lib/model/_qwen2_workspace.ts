@@ -248,6 +248,7 @@ export interface DecodeActs {
   n: number;
   ids: Tensor; // (4, idsStride) i32: the rows below, one upload
   idsStride: number;
+  placement: Tensor; // (3, idsStride) i32: ids without tokens (for ids already on the device)
   tokens: Tensor; // (N) i32
   positions: Tensor; // (N) i32
   slots: Tensor; // (N) i32
@@ -305,6 +306,7 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     n,
     ids,
     idsStride: stride,
+    placement: Tensor.viewOf(ids, 4 * stride, [3, stride]),
     tokens: Tensor.viewOf(ids, 0, [n]),
     positions: Tensor.viewOf(ids, 4 * stride, [n]),
     slots: Tensor.viewOf(ids, 8 * stride, [n]),

@@ -57,6 +57,7 @@ import {
   type DecodeLayerWeights,
   embeddingBackward,
   embeddingForward,
+  expectTensor,
   fill,
   type Kernels,
   kvCacheWrite,
@@ -842,10 +843,16 @@ export class Qwen2Model implements Disposable {
    * logits (R, V) of `logitRows` (indices into the N tokens; a workspace view
    * valid until the next forwardLogits / forwardCached call), or null when no
    * rows are asked for. No backward pass through this path.
+   *
+   * `tokens` may be an int32 tensor of the N ids on the model's device instead, such as the
+   * `ids` that `sampleStart` writes: the next decode step then needs no token from
+   * the host, and can be queued before the host reads the last step's tokens. Such ids are not
+   * checked on the host: the CPU library's embedding rejects an id outside the vocabulary, the
+   * CUDA library's flags it (reported by the next call that waits, such as a sampling's).
    */
   forwardCached(
     cache: Qwen2KvCache,
-    tokens: Int32Array,
+    tokens: Int32Array | Tensor<"i32">,
     positions: Int32Array,
     slots: Int32Array,
     logitRows: Int32Array,
@@ -861,9 +868,14 @@ export class Qwen2Model implements Disposable {
     ) {
       throw new RangeError("cache was made for a model of another shape");
     }
-    expectInt32Array(tokens, "tokens");
-    expectTokenIds(tokens, cfg.vocab_size);
-    const n = tokens.length;
+    const onDevice = tokens instanceof Tensor ? tokens : null;
+    if (onDevice !== null) {
+      expectTensor(onDevice, "tokens", "i32", [positions.length]);
+    } else {
+      expectInt32Array(tokens, "tokens");
+      expectTokenIds(tokens as Int32Array, cfg.vocab_size);
+    }
+    const n = onDevice?.size ?? (tokens as Int32Array).length;
     if (n < 1) throw new RangeError("tokens must hold at least one token");
     expectInt32Array(positions, "positions", n);
     expectInt32Array(slots, "slots", n);
@@ -888,19 +900,23 @@ export class Qwen2Model implements Disposable {
     const k = this.kernels;
     this.#syncLow(); // before the layers' graph is recorded or replayed
     const d = this.#decodeViews(n);
-    // tokens, positions, slots and lens (positions + 1) in one copy
+    // tokens (unless on the device), positions, slots and lens (positions + 1) in one copy
     const ids = new Int32Array(4 * d.idsStride);
-    ids.set(tokens, 0);
+    if (onDevice === null) ids.set(tokens as Int32Array, 0);
     ids.set(positions, d.idsStride);
     ids.set(slots, 2 * d.idsStride);
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
-    (d.ids as Tensor<"i32">).writeAsync(ids); // (no wait: the GPU may start on it at once)
+    // (no wait: the GPU may start on it at once)
+    if (onDevice === null) (d.ids as Tensor<"i32">).writeAsync(ids);
+    else (d.placement as Tensor<"i32">).writeAsync(ids.subarray(d.idsStride));
+    const tokenIds = onDevice ?? d.tokens;
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
     // graph on CUDA.
-    const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptr);
-    const key = `${n} ${at(d.x)} ${at(cache.k[0]!)} ${cache.numSlots} ${cache.maxLen}`;
+    const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptrIn(k));
+    const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(cache.k[0]!)} ${cache.numSlots} ` +
+      cache.maxLen;
     this.#graphs.run(key, () => {
-      embeddingForward(k, d.x, d.tokens, this.#wc.embed);
+      embeddingForward(k, d.x, tokenIds, this.#wc.embed);
       this.#cachedLayers(cache, d);
     });
     if (logitRows.length === 0) return null;

@@ -285,7 +285,7 @@ Deno.test({
     // themselves and whose results (and the flag) reach the host without a copy. Several calls
     // in a row must each find the argmax; a bad slot given to an earlier kernel is reported by
     // the sampler, and the call after that is clean.
-    const script = `import { Kernels, ropeKvCacheWrite, sample, Tensor } from ${
+    const script = `import { Kernels, ropeKvCacheWrite, sample, sampleStart, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
       const k = Kernels.open({ device: "cuda" });
@@ -306,13 +306,31 @@ Deno.test({
           const got = sample(k, logits, rows);
           console.log(Array.from(got.tokens).join(",") === want.join(",") ? "argmax ok" : "wrong " + got.tokens + " want " + want);
         } catch (e) { console.log(e.message); }
+      }
+      // Two samplings queued after a bad slot, greedy (split) and drawn: the first read reports
+      // it; the second, which copied the same flag, does not report it again.
+      const x = new Float32Array(n * v);
+      x[5] = x[v + 5] = 30;
+      const logits = Tensor.from(k, x, [n, v]);
+      for (const temperature of [0, 1]) {
+        const [slot, pos] = [Tensor.from(k, Int32Array.from([3])), Tensor.from(k, Int32Array.from([0]))];
+        ropeKvCacheWrite(k, q, kk, kc, vc, vv, slot, pos, 1e4);
+        const drawn = rows.map((r) => ({ ...r, temperature }));
+        const queued = [sampleStart(k, logits, drawn), sampleStart(k, logits, drawn)];
+        for (const p of queued) {
+          try { console.log("tokens " + Array.from(p.wait().tokens)); } catch (e) { console.log(e.message); }
+        }
       }`;
     const lines = await evalOnEmulator(script);
-    assert.equal(lines.length, 4, lines.join("\n"));
+    assert.equal(lines.length, 8, lines.join("\n"));
     assert.equal(lines[0], "argmax ok");
     assert.equal(lines[1], "argmax ok", "the second call finds its rows' argmax (counters reset)");
     assert.match(lines[2]!, /arl_sample: an earlier call failed: .*slot 3 of token 0/);
     assert.equal(lines[3], "argmax ok", "the flag is cleared once reported");
+    for (const at of [4, 6]) {
+      assert.match(lines[at]!, /arl_sample_finish: an earlier call failed: .*slot 3 of token 0/);
+      assert.equal(lines[at + 1], "tokens 5,5", "reported once, by the first sampling read");
+    }
   },
 });
 

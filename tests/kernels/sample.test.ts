@@ -3,9 +3,10 @@
 // (Pearson chi-square, fixed seeds so the test is deterministic, rejecting at
 // p < 1e-6), draws never leave the top-k set or the nucleus, log-probs are the
 // full-vocabulary log-softmax, and results depend only on (seed, counter, row):
-// not on the thread count nor on the rest of the batch.
+// not on the thread count nor on the rest of the batch. Samplings queued with sampleStart
+// give the same results, whatever order they are read in.
 import assert from "node:assert/strict";
-import { sample, type SampleRow } from "../../ffi/mod.ts";
+import { sample, type SampleRow, sampleStart, Tensor } from "../../ffi/mod.ts";
 import type { Kernels } from "../../ffi/mod.ts";
 import { assertClose, f32, openKernels, Rng } from "./_helpers.ts";
 import { argmaxRef, chiSquareTest, logSoftmaxRef, sampleDistRef } from "./_reference.ts";
@@ -276,4 +277,72 @@ Deno.test("sampling a row with infinite logits keeps its argmax (as the CUDA lib
       assert.equal(out.tokens[0], want); // it drew the last id before
     }
   }
+});
+
+Deno.test("sampleStart: pending samplings give sample's results in any order, tokens also in ids; misuse is a clear error", () => {
+  using k = openKernels();
+  const rng = new Rng("start");
+  const [n, v] = [6, 40];
+  using t = f32(k, rng.randn(n * v, 2), [n, v]);
+  const rows = Array.from({ length: n }, (_, i) => ({
+    temperature: i % 2 === 0 ? 0 : 1.1,
+    topK: i % 3 === 0 ? 7 : 0,
+    seed: 40 + i,
+    counter: i,
+  }));
+  const expected = sample(k, t, rows);
+  using ids = Tensor.from(k, new Int32Array(n).fill(-1), [n]);
+  const first = sampleStart(k, t, rows, ids);
+  const second = sampleStart(k, t, rows.map((r) => ({ ...r, counter: r.counter + 1 })));
+  const later = sample(k, t, rows.map((r) => ({ ...r, counter: r.counter + 1 })));
+  assert.deepEqual(second.wait(), later); // the second read first
+  assert.deepEqual(first.wait(), expected);
+  assert.deepEqual(ids.read(), expected.tokens);
+  assert.throws(() => first.wait(), /read or dropped already/);
+  assert.equal(first.pending, false);
+
+  // four at most pending; dropping one frees its place
+  const four = Array.from({ length: 4 }, () => sampleStart(k, t, rows));
+  assert.throws(
+    () => sampleStart(k, t, rows),
+    /arl_sample_start: 4 samplings are pending on this context, the most it holds/,
+  );
+  four[0]!.discard();
+  using again = sampleStart(k, t, rows);
+  assert.deepEqual(again.wait(), expected);
+  for (const p of four.slice(1)) p[Symbol.dispose]();
+
+  using wrongIds = new Tensor(k, [n + 1], "i32");
+  assert.throws(() => sampleStart(k, t, rows, wrongIds), /ids must have shape \[6\], got \[7\]/);
+  // the C entry points name a ticket that is not pending, and a row count that differs
+  const ticket = new BigInt64Array(1);
+  const p = Deno.UnsafePointer.of;
+  const [temperature, topK, topP] = [new Float32Array(n), new Int32Array(n), new Float32Array(n)];
+  const seeds = new BigUint64Array(n);
+  topP.fill(1);
+  k.check(
+    "arl_sample_start",
+    k.sym.arl_sample_start(
+      k.ctx,
+      p(ticket),
+      null,
+      t.ptr,
+      p(temperature),
+      p(topK),
+      p(topP),
+      p(seeds),
+      p(seeds),
+      n,
+      v,
+    ),
+  );
+  assert.throws(
+    () => k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, ticket[0]!, 2)),
+    new RegExp(`ticket ${ticket[0]} sampled 6 rows, not n = 2`),
+  );
+  k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, ticket[0]!, n));
+  assert.throws(
+    () => k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, ticket[0]!, n)),
+    /ticket \d+ is not pending \(finished already/,
+  );
 });

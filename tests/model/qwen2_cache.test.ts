@@ -2,9 +2,9 @@
 // sequences in one cached batch, chunked prefill mixed with decode steps,
 // slots reused) gives the same tokens, and the same logits within float32
 // rounding, as recomputing the full forward pass of the growing sequence at
-// every step.
+// every step. Token ids already on the device (a sampling's) run as host ids do.
 import assert from "node:assert/strict";
-import { Kernels } from "../../ffi/mod.ts";
+import { Kernels, type PendingSample, sample, sampleStart, Tensor } from "../../ffi/mod.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { Qwen2KvCache } from "../../lib/model/qwen2_kv_cache.ts";
 import { assertClose, Rng } from "../kernels/_helpers.ts";
@@ -255,5 +255,71 @@ Deno.test("qwen2: token ids outside the vocabulary are errors before any kernel 
     () =>
       model.forwardLogits(Int32Array.of(1, 99), Int32Array.of(0, 1), Int32Array.of(0, 2), one(1)),
     /tokens\[1\] = 99 is outside the vocabulary 0\.\.63/,
+  );
+});
+
+Deno.test("qwen2 forwardCached: token ids on the device (sampleStart's) run as host ids do, pipelined", () => {
+  using k = Kernels.open({ threads: 2 });
+  const cfg = tinyConfig({ vocab_size: 64 });
+  using model = new Qwen2Model(k, cfg);
+  randomizeParams(model, "device ids");
+  const b = 3, prompt = 4, steps = 5;
+  const prompts = Array.from(new Rng("device ids").ints(b * prompt, 0, cfg.vocab_size - 1));
+  const rows = Array.from({ length: b }, (_, s) => ({ temperature: 0.9, seed: s, counter: 0 }));
+  const at = (step: number) => rows.map((r) => ({ ...r, counter: step }));
+  const slots = Int32Array.from({ length: b }, (_, s) => s);
+  /** Generates `steps` tokens a sequence; pipelined: ids from the device, one step ahead. */
+  const generate = (pipelined: boolean) => {
+    using cache = model.createKvCache(b, prompt + steps);
+    const prefill = model.forwardCached(
+      cache,
+      Int32Array.from(prompts),
+      Int32Array.from({ length: b * prompt }, (_, i) => i % prompt),
+      Int32Array.from({ length: b * prompt }, (_, i) => Math.floor(i / prompt)),
+      Int32Array.from({ length: b }, (_, s) => s * prompt + prompt - 1),
+    )!;
+    using idsA = new Tensor(k, [b], "i32");
+    using idsB = new Tensor(k, [b], "i32");
+    const ids = [idsA, idsB];
+    const out: number[][] = Array.from({ length: b }, () => []);
+    const logps: number[] = [];
+    const take = (s: { tokens: Int32Array; logprobs: Float32Array }) => {
+      s.tokens.forEach((t, i) => out[i]!.push(t));
+      logps.push(...s.logprobs);
+      return s.tokens;
+    };
+    let next = take(sampleStart(k, prefill, at(0), ids[0]!).wait());
+    let pending: PendingSample | null = null;
+    for (let step = 1; step <= steps - 1; step++) {
+      const pos = new Int32Array(b).fill(prompt + step - 1);
+      if (!pipelined) {
+        next = take(sample(k, model.forwardCached(cache, next, pos, slots, slots)!, at(step)));
+        continue;
+      }
+      const logits = model.forwardCached(cache, ids[(step - 1) % 2]!, pos, slots, slots)!;
+      const queued = sampleStart(k, logits, at(step), ids[step % 2]!);
+      if (pending !== null) take(pending.wait());
+      pending = queued;
+    }
+    if (pending !== null) take(pending.wait());
+    return { out, logps };
+  };
+  const waiting = generate(false);
+  const pipelined = generate(true);
+  assert.deepEqual(pipelined.out, waiting.out);
+  assert.deepEqual(pipelined.logps, waiting.logps);
+  assert.ok(new Set(waiting.out.flat()).size > 3, "the sampled tokens vary");
+
+  using cache = model.createKvCache(1, 8);
+  using wrong = new Tensor(k, [2], "i32");
+  const one = (v: number) => Int32Array.of(v);
+  assert.throws(
+    () => model.forwardCached(cache, wrong, one(0), one(0), one(0)),
+    /tokens must have shape \[1\], got \[2\]/,
+  );
+  using bad = Tensor.from(k, Int32Array.of(64), [1]);
+  assert.throws( // the CPU library's embedding checks ids on the device
+    () => model.forwardCached(cache, bad, one(0), one(0), one(0)),
+    /arl_embedding_forward.*64/,
   );
 });
