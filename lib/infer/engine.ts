@@ -3,7 +3,7 @@
  * arrive one per environment turn, and a single scheduler loop serves them
  * all with continuous batching over a Qwen2 model's KV cache.
  *
- * One scheduler step is one `forwardCached` call and one `sample` call:
+ * One scheduler step is one `forwardCached` call and one sampling:
  * - every running sequence feeds its newest token (one decode token each);
  * - waiting requests are admitted while KV-cache slots are free (FIFO, at most
  *   `maxBatchedTokens` tokens a step) and their whole prompts are prefilled in
@@ -12,6 +12,9 @@
  *   decode token and of each admitted prompt's last token);
  * - a sequence that finishes frees its slot at once, so a waiting request takes
  *   it in the next step.
+ *
+ * With `lookahead` (on by default on CUDA) the next step is queued before this
+ * one's tokens are read, its token ids taken from the device (see the option).
  *
  * Between steps the loop yields to the event loop (`setImmediate`, ~10 µs;
  * `setTimeout(0)` costs milliseconds), so that environments running in the
@@ -49,7 +52,13 @@
  * @module
  */
 import { setImmediate } from "node:timers";
-import { sample, type SampleRow } from "../../ffi/mod.ts";
+import {
+  type PendingSample,
+  type Sampled,
+  type SampleRow,
+  sampleStart,
+  Tensor,
+} from "../../ffi/mod.ts";
 import { type NamedParam, Qwen2Model } from "../model/qwen2.ts";
 import type { Qwen2KvCache } from "../model/qwen2_kv_cache.ts";
 import type { BufferLayout } from "../model/param_layout.ts";
@@ -114,6 +123,17 @@ export interface GenerationEngineOptions {
   batching?: "continuous" | "static";
   /** Seed of the streams of requests that name no seed (default 0). */
   seed?: number;
+  /**
+   * Queue each step before reading the tokens of the step before it (default: on when the
+   * model runs on CUDA). The step's token ids are then the ones the last step sampled on the
+   * device, and the host's work for a step (scheduling, launches) overlaps the GPU's work for
+   * the step before. Used while the next step runs the same sequences (nobody waiting for a
+   * free slot, none sure to finish); a sequence that stops at a stop token costs one row of
+   * the step after, which is dropped (`discardedTokens`), and a weight update drops a queued
+   * step. A request's tokens are the same either way; only a request waiting for the slot
+   * that a stop token frees starts a step later. On the CPU it only adds the dropped rows.
+   */
+  lookahead?: boolean;
   /**
    * Called after every step with what it did (for monitoring and tests), once
    * the step's model calls are done: it may abort requests or update weights,
@@ -189,6 +209,34 @@ interface Sequence {
   reject: (e: unknown) => void;
   detach: (() => void) | null;
   done: boolean;
+}
+
+/** A step's model inputs, as `forwardCached` takes them, and its sequences' sampling counters. */
+interface StepPlan {
+  decoding: Sequence[];
+  admitted: Sequence[];
+  /** Host ids, or (a step queued ahead) the ids the step before sampled on the device. */
+  tokens: Int32Array | Tensor<"i32">;
+  positions: Int32Array;
+  slots: Int32Array;
+  rows: Int32Array;
+  /** Each sequence's tokens before this step (decoding, then admitted): the sampling counter. */
+  counters: number[];
+}
+
+/** A step whose model call and sampling are queued. */
+interface LaunchedStep {
+  plan: StepPlan;
+  inStep: Sequence[];
+  /** Tokens in its model call. */
+  n: number;
+  /** Where its sampled tokens also go on the device (lookahead on), else null. */
+  ids: Tensor<"i32"> | null;
+  pending: PendingSample | null;
+  /** What its model call or sampling threw (then pending is null). */
+  failure: unknown;
+  /** The weight version it ran with. */
+  version: number;
 }
 
 /** One step of the event loop: lets timers, I/O and other tasks run (~10 µs). */
@@ -274,9 +322,16 @@ export class GenerationEngine implements AsyncDisposable {
     prefillTokens: 0,
     decodeTokens: 0,
     sampledTokens: 0,
+    discardedTokens: 0,
     maxRunning: 0,
     finished: { stop: 0, length: 0, abort: 0 },
   };
+  readonly #lookahead: boolean;
+  /** The step queued ahead (lookahead), collected by the next #step. */
+  #ahead: LaunchedStep | null = null;
+  /** Two device buffers of sampled token ids, used in turn (lookahead). */
+  #idsBuffers: Tensor<"i32">[] | null = null;
+  #idsTurn = 0;
   #submitted = 0;
   #version = 0;
   #stepping = false;
@@ -334,6 +389,11 @@ export class GenerationEngine implements AsyncDisposable {
     if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be an integer, got ${seed}`);
     this.#seed = BigInt.asUintN(64, BigInt(seed));
     this.#onStep = options.onStep ?? null;
+    const lookahead = options.lookahead ?? model.kernels.device === "cuda";
+    if (typeof lookahead !== "boolean") {
+      throw new TypeError(`lookahead must be true or false, got ${String(lookahead)}`);
+    }
+    this.#lookahead = lookahead;
     this.#freeSlots = Array.from({ length: this.maxRunningRequests }, (_, i) => i).reverse();
     this.#cache = model.createKvCache(this.maxRunningRequests, this.maxModelLen);
     this.#loop = this.#run();
@@ -505,7 +565,7 @@ export class GenerationEngine implements AsyncDisposable {
     this.#closed = true;
     for (const seq of [...this.#byId.values()]) this.#abortSeq(seq);
     this.#wakeLoop();
-    this.#closing = this.#loop.then(() => this.#cache.free());
+    this.#closing = this.#loop.then(() => this.#release());
     return this.#closing;
   }
 
@@ -545,6 +605,16 @@ export class GenerationEngine implements AsyncDisposable {
 
   // ---- the scheduler --------------------------------------------------------
 
+  /** Frees the KV cache and the id buffers, after dropping a step queued ahead. */
+  #release(): void {
+    const ahead = this.#ahead;
+    this.#ahead = null;
+    if (ahead !== null) this.#drop(ahead);
+    this.#cache.free();
+    for (const t of this.#idsBuffers ?? []) t.free();
+    this.#idsBuffers = null;
+  }
+
   #wakeLoop(): void {
     const wake = this.#wake;
     this.#wake = null;
@@ -554,6 +624,9 @@ export class GenerationEngine implements AsyncDisposable {
   async #run(): Promise<void> {
     while (!this.#closed) {
       if (this.#waiting.length === 0 && this.#running.size === 0) {
+        const ahead = this.#ahead; // (its sequences have all finished)
+        this.#ahead = null;
+        if (ahead !== null) this.#drop(ahead);
         await new Promise<void>((resolve) => (this.#wake = resolve));
         continue;
       }
@@ -576,13 +649,24 @@ export class GenerationEngine implements AsyncDisposable {
       cause: e,
     });
     for (const seq of [...this.#byId.values()]) this.#finish(seq, { error });
-    this.#closing = Promise.resolve().then(() => this.#cache.free());
+    this.#closing = Promise.resolve().then(() => this.#release());
   }
 
   #step(): void {
     const start = performance.now();
     this.#stepping = true;
     this.#finishedInStep = [];
+    const launched = this.#takeAhead() ?? this.#launch(this.#plan(), this.#version);
+    if (launched === null) {
+      this.#stepping = false;
+      return;
+    }
+    this.#ahead = this.#lookahead ? this.#launchNext(launched) : null;
+    this.#collect(launched, start);
+  }
+
+  /** The next step from the host's view: running sequences' newest tokens, then admissions. */
+  #plan(): StepPlan {
     const decoding = [...this.#running];
     const admitted: Sequence[] = [];
     if (this.batching === "continuous" || decoding.length === 0) {
@@ -622,36 +706,128 @@ export class GenerationEngine implements AsyncDisposable {
       at += p.length;
       rows[nd + j] = at - 1;
     });
+    const counters = [...decoding, ...admitted].map((seq) => seq.tokens.length);
+    return { decoding, admitted, tokens, positions, slots, rows, counters };
+  }
 
-    if (n === 0) {
-      this.#stepping = false;
-      return;
-    }
-    const inStep = [...decoding, ...admitted];
-    let sampled: { tokens: Int32Array; logprobs: Float32Array } | null = null;
+  /**
+   * Queues a step's model call and sampling (null when it has no tokens). With lookahead on,
+   * the sampled tokens also go to one of two device id buffers, for the step after it.
+   */
+  #launch(plan: StepPlan, version: number): LaunchedStep | null {
+    const n = plan.positions.length;
+    if (n === 0) return null;
+    const inStep = [...plan.decoding, ...plan.admitted];
+    const ids = this.#lookahead ? this.#nextIds(inStep.length) : null;
+    let pending: PendingSample | null = null;
     let failure: unknown = null;
     try {
-      const logits = this.model.forwardCached(this.#cache, tokens, positions, slots, rows);
+      const logits = this.model.forwardCached(
+        this.#cache,
+        plan.tokens,
+        plan.positions,
+        plan.slots,
+        plan.rows,
+      );
       if (logits === null) throw new Error("forwardCached returned no logits");
-      sampled = sample(
+      pending = sampleStart(
         this.model.kernels,
         logits,
-        inStep.map((seq): SampleRow => ({
+        inStep.map((seq, i): SampleRow => ({
           temperature: seq.req.temperature,
           topK: seq.req.topK,
           topP: seq.req.topP,
           seed: seq.req.seed,
-          counter: seq.tokens.length,
+          counter: plan.counters[i]!,
         })),
+        ids,
       );
     } catch (e) {
       failure = e;
     }
+    return { plan, inStep, n, ids, pending, failure, version };
+  }
+
+  /**
+   * Lookahead: queues the step after `step` before its tokens are read, its token ids being
+   * the ones `step` samples on the device. Only when that step would run the same sequences
+   * (none of them sure to finish now, nobody to admit) and `step` raised nothing.
+   */
+  #launchNext(step: LaunchedStep): LaunchedStep | null {
+    if (step.failure !== null || step.ids === null || this.#closed) return null;
+    if (this.batching === "continuous" && this.#waiting.length > 0 && this.#freeSlots.length > 0) {
+      return null; // the next step admits: its prompts need the host
+    }
+    const nd = step.plan.decoding.length;
+    const seqs = step.inStep;
+    if (seqs.some((seq, i) => seq.done || step.plan.counters[i]! + 1 >= seq.req.maxNewTokens)) {
+      return null; // a sequence finishes with this step's token
+    }
+    const rows = Int32Array.from(seqs, (_, i) => i);
+    const plan: StepPlan = {
+      decoding: seqs,
+      admitted: [],
+      tokens: step.ids,
+      // where each sequence's cache ends once this step is in
+      positions: Int32Array.from(seqs, (seq, i) => i < nd ? seq.cached + 1 : seq.req.prompt.length),
+      slots: Int32Array.from(seqs, (seq) => seq.slot),
+      rows,
+      counters: step.plan.counters.map((c) => c + 1),
+    };
+    return this.#launch(plan, this.#version);
+  }
+
+  /**
+   * The step queued ahead during the last one, if it still holds: the weights have not changed
+   * since, and some of its sequences still run. Otherwise it is dropped (null).
+   */
+  #takeAhead(): LaunchedStep | null {
+    const ahead = this.#ahead;
+    this.#ahead = null;
+    if (ahead === null) return null;
+    if (ahead.version === this.#version && ahead.inStep.some((seq) => !seq.done)) return ahead;
+    this.#drop(ahead);
+    return null;
+  }
+
+  /** Reads a queued step's sampling and drops it (its rows count as discarded). */
+  #drop(step: LaunchedStep): void {
+    this.#stats.discardedTokens += step.n;
+    try {
+      step.pending?.discard();
+    } catch {
+      // a deferred error it reports belongs to the step that is re-run, which reports it again
+    }
+  }
+
+  /** The id buffer for the next launched step's sampled tokens (two, used in turn). */
+  #nextIds(rows: number): Tensor<"i32"> {
+    const k = this.model.kernels;
+    this.#idsBuffers ??= [0, 1].map(() => new Tensor(k, [this.maxRunningRequests], "i32"));
+    this.#idsTurn ^= 1;
+    return Tensor.viewOf(this.#idsBuffers[this.#idsTurn]!, 0, [rows]) as Tensor<"i32">;
+  }
+
+  /** Waits for a step's tokens and applies them: stats, appended tokens, finishes, onStep. */
+  #collect(step: LaunchedStep, start: number): void {
+    const { plan, inStep, n } = step;
+    let sampled: Sampled | null = null;
+    let failure = step.failure;
+    if (failure === null) {
+      try {
+        sampled = step.pending!.wait();
+      } catch (e) {
+        failure = e;
+      }
+    }
+    const nd = plan.decoding.length;
+    const live = inStep.filter((seq) => !seq.done).length;
     this.#stats.steps++;
-    this.#stats.decodeTokens += nd;
+    this.#stats.decodeTokens += nd - (inStep.length - live);
     this.#stats.prefillTokens += n - nd;
-    for (const seq of decoding) seq.cached++;
-    for (const seq of admitted) seq.cached = seq.req.prompt.length;
+    this.#stats.discardedTokens += inStep.length - live;
+    for (const seq of plan.decoding) seq.cached++;
+    for (const seq of plan.admitted) seq.cached = seq.req.prompt.length;
 
     inStep.forEach((seq, i) => {
       if (seq.done) return;
@@ -660,7 +836,7 @@ export class GenerationEngine implements AsyncDisposable {
         return;
       }
       try {
-        this.#advance(seq, sampled!.tokens[i]!, sampled!.logprobs[i]!);
+        this.#advance(seq, sampled!.tokens[i]!, sampled!.logprobs[i]!, step.version);
       } catch (e) {
         this.#finish(seq, { error: e });
       }
@@ -673,12 +849,12 @@ export class GenerationEngine implements AsyncDisposable {
     if (this.#onStep !== null) {
       this.#onStep({
         step: this.#stats.steps - 1,
-        admitted: admitted.map((s) => ({
+        admitted: plan.admitted.map((s) => ({
           request_id: s.req.id,
           slot: s.slot,
           prompt_tokens: s.req.prompt.length,
         })),
-        decoded: nd,
+        decoded: nd - (inStep.length - live),
         tokens: n,
         finished: [...this.#finishedInStep],
         running: this.#running.size,
@@ -690,10 +866,10 @@ export class GenerationEngine implements AsyncDisposable {
   }
 
   /** Appends a sampled token and finishes the sequence when a stop condition holds. */
-  #advance(seq: Sequence, token: number, logprob: number): void {
+  #advance(seq: Sequence, token: number, logprob: number, version: number): void {
     const req = seq.req;
-    if (seq.tokens.length === 0) seq.versionFirst = this.#version;
-    seq.versionLast = this.#version;
+    if (seq.tokens.length === 0) seq.versionFirst = version;
+    seq.versionLast = version;
     seq.tokens.push(token);
     seq.logprobs.push(logprob);
     this.#stats.sampledTokens++;

@@ -217,7 +217,8 @@ export interface StepInfo {
  * import type { EngineStats } from "./types.ts";
  * const meanBatch = (s: EngineStats) => s.sampledTokens / Math.max(1, s.steps);
  * console.log(meanBatch({
- *   steps: 4, prefillTokens: 20, decodeTokens: 6, sampledTokens: 8, maxRunning: 2,
+ *   steps: 4, prefillTokens: 20, decodeTokens: 6, sampledTokens: 8, discardedTokens: 0,
+ *   maxRunning: 2,
  *   finished: { stop: 1, length: 1, abort: 0 },
  * })); // 2
  * ```
@@ -231,6 +232,11 @@ export interface EngineStats {
   decodeTokens: number;
   /** Tokens sampled (before trimming at stop strings). */
   sampledTokens: number;
+  /**
+   * Decode tokens run for sequences that had finished meanwhile, whose results were dropped:
+   * rows of steps queued ahead (`lookahead`).
+   */
+  discardedTokens: number;
   /** The most sequences that held slots at once. */
   maxRunning: number;
   /** Requests finished, by reason. */
