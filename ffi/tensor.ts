@@ -61,6 +61,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
   #parent: Tensor | null = null;
   // the array buffers view() handed out over this (owning) tensor's memory
   #buffers: WeakRef<ArrayBuffer>[] = [];
+  #pruneAt = 64;
 
   /** Allocates a zero-filled tensor. */
   constructor(kernels: Kernels, shape: readonly number[], dtype: D) {
@@ -238,7 +239,13 @@ export class Tensor<D extends DType = DType> implements Disposable {
     const buf = Deno.UnsafePointerView.getArrayBuffer(this.ptr, this.byteSize);
     const owner = this.#owner();
     owners.set(buf, owner);
-    if (owner.#buffers.length >= 64) owner.#buffers = owner.#buffers.filter((r) => r.deref());
+    // Pruned when the list has doubled since the last pruning (amortized O(1) a call: arrays
+    // made within one synchronous run of code stay alive until it ends, so pruning at a fixed
+    // length would scan them all on every call).
+    if (owner.#buffers.length >= owner.#pruneAt) {
+      owner.#buffers = owner.#buffers.filter((r) => r.deref());
+      owner.#pruneAt = Math.max(64, 2 * owner.#buffers.length);
+    }
     owner.#buffers.push(new WeakRef(buf));
     const ctor = this.dtype === "f32"
       ? Float32Array
@@ -267,7 +274,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
       );
     }
     if (this.device === "cpu") {
-      dst.set(this.view() as never);
+      if (this.byteSize > 0) new Deno.UnsafePointerView(this.ptr).copyInto(dst as BufferSource);
     } else {
       this.#copy(Deno.UnsafePointer.of(dst as BufferSource)!, this.ptr);
     }
@@ -278,7 +285,10 @@ export class Tensor<D extends DType = DType> implements Disposable {
   write(data: View<D>): void {
     this.#expectData(data, "write");
     if (this.device === "cpu") {
-      (this.view() as typeof data).set(data as never);
+      if (this.byteSize === 0) return;
+      // an untracked array over the memory, used here only (view() tracks what it hands out)
+      const mem = Deno.UnsafePointerView.getArrayBuffer(this.ptr, this.byteSize);
+      new Uint8Array(mem).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     } else {
       this.#copy(this.ptr, Deno.UnsafePointer.of(data as BufferSource)!);
     }
@@ -291,7 +301,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
    */
   writeAsync(data: View<D>): void {
     this.#expectData(data, "writeAsync");
-    if (this.device === "cpu") return (this.view() as typeof data).set(data as never);
+    if (this.device === "cpu") return this.write(data);
     if (this.byteSize === 0) return;
     const k = this.kernels;
     k.check(

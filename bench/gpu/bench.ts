@@ -31,6 +31,7 @@
 import { Kernels, type PendingSample, sample, sampleStart, Tensor } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "../../lib/model/config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import { GenerationEngine } from "../../lib/infer/engine.ts";
 import { resolvePrecision } from "../../lib/model/_mixed_precision.ts";
 import { QWEN2_5_0_5B_CONFIG } from "../qwen2_5_0_5b.ts";
 
@@ -214,7 +215,11 @@ export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
 }
 
 /** Batch-1 greedy decode and nothing else (for a profiler); prints tokens/s. */
-export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64): void {
+export async function profileDecode(
+  device: "cuda" | "cpu",
+  small: boolean,
+  steps = 64,
+): Promise<void> {
   using k = Kernels.open({ device });
   const shape = benchShape(small);
   using model = new Qwen2Model(k, shape.config, { init: "none" });
@@ -223,19 +228,68 @@ export function profileDecode(device: "cuda" | "cpu", small: boolean, steps = 64
     k.sym.arl_fill_f32(k.ctx, model.params.ptr, 0.01, BigInt(model.params.size)),
   );
   model.markParamsChanged();
-  const rate = decodeRate(model, 1, shape.decode[1], steps, 1);
+  // pipelined and waiting in turn, each first in turn, four times each (the median of each)
+  const rates: [number[], number[]] = [[], []];
+  for (let rep = 0; rep < 8; rep++) {
+    const pipelined = (rep & 1) === (rep >> 1 & 1);
+    rates[pipelined ? 0 : 1].push(decodeRate(model, 1, shape.decode[1], steps, 1, pipelined));
+  }
+  const [rate, waiting] = rates.map(median) as [number, number];
   const graphs = model.decodeGraphs;
   console.log(
     `decode graphs: ${graphs.enabled ? `on, ${graphs.recorded} recorded` : "off"}` +
       (Deno.env.get("AGENTRL_DECODE_LAYER") === "0" ? " (separate calls a layer)" : ""),
   );
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
-  // the same with a wait for each step's tokens before the next is queued (the baseline)
-  const waiting = decodeRate(model, 1, shape.decode[1], steps, 1, false);
   console.log(
     `decode tokens/s, batch 1, each step waiting for its tokens: ${waiting.toFixed(1)} ` +
       `(pipelined: ${(rate / waiting).toFixed(3)}x)`,
   );
+  const [ahead, plain] = [
+    await engineDecodeRate(model, shape.decode[1], steps, true),
+    await engineDecodeRate(model, shape.decode[1], steps, false),
+  ];
+  console.log(
+    `generation engine, batch 1: ${ahead.toFixed(1)} tokens/s with lookahead, ` +
+      `${plain.toFixed(1)} without (${(ahead / plain).toFixed(3)}x)`,
+  );
+}
+
+/**
+ * The generation engine's batch-1 greedy decode rate: one request of `steps + 1` new tokens
+ * against one of 1 (the prefill and the first token), the difference over `steps`; the median of
+ * three after a warm-up.
+ */
+async function engineDecodeRate(
+  model: Qwen2Model,
+  prompt: number,
+  steps: number,
+  lookahead: boolean,
+): Promise<number> {
+  const engine = new GenerationEngine(model, {
+    maxRunningRequests: 1,
+    maxModelLen: prompt + steps + 2,
+    lookahead,
+  });
+  const ids = Array.from(randomTokens(prompt, model.config.vocab_size, 5));
+  const timedRequest = async (n: number) => {
+    const t0 = performance.now();
+    await engine.generate({
+      prompt_token_ids: ids,
+      max_new_tokens: n,
+      temperature: 0,
+      ignore_eos: true,
+    });
+    return performance.now() - t0;
+  };
+  try {
+    const run = async () => (await timedRequest(steps + 1)) - (await timedRequest(1));
+    await run(); // warm-up (graphs recorded)
+    const ms = median([await run(), await run(), await run()]);
+    return steps / (ms / 1000);
+  } finally {
+    await engine.close();
+  }
 }
 
 /** Measures our rates on `device`; `torchBwGbs`: PyTorch's copy bandwidth for the bound. */
@@ -369,7 +423,7 @@ if (import.meta.main) {
     Deno.exit(0);
   }
   if (args.includes("--decode-only")) {
-    profileDecode(device, small);
+    await profileDecode(device, small);
     Deno.exit(0);
   }
   // deno-lint-ignore no-explicit-any

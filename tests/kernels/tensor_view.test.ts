@@ -2,7 +2,7 @@
 // flat buffer, reshapes) that kernels read and write in place, that keeps its
 // parent alive and stops working once the parent is freed.
 import assert from "node:assert/strict";
-import { fill, linearForward, Tensor } from "../../ffi/mod.ts";
+import { fill, Kernels, linearForward, Tensor } from "../../ffi/mod.ts";
 import { f32, openKernels } from "./_helpers.ts";
 
 Deno.test("Tensor.viewOf shares memory at an offset; kernels write through views", () => {
@@ -69,4 +69,20 @@ Deno.test("Tensor.writeAsync writes like write (at once on the CPU) and checks i
     () => k.check("arl_upload_async", k.sym.arl_upload_async(k.ctx, t.ptr, null, 12n)),
     /arl_upload_async: src must not be null/,
   );
+});
+
+Deno.test("CPU tensors: read, write and writeAsync copy (a view of a view too), also after their context closes", () => {
+  const k = Kernels.open({ threads: 1 });
+  const t = Tensor.from(k, Int32Array.from({ length: 8 }, (_, i) => i), [8]);
+  const v = Tensor.viewOf(t, 8, [4]) as Tensor<"i32">; // elements 2..5
+  assert.deepEqual(v.read(), Int32Array.of(2, 3, 4, 5));
+  v.writeAsync(Int32Array.of(-2, -3, -4, -5));
+  assert.deepEqual(t.read(), Int32Array.of(0, 1, -2, -3, -4, -5, 6, 7));
+  const out = new Int32Array(4);
+  assert.equal(v.read(out), out);
+  k.close(); // tensors own their memory
+  v.write(Int32Array.of(9, 9, 9, 9));
+  assert.deepEqual(t.read(), Int32Array.of(0, 1, 9, 9, 9, 9, 6, 7));
+  t.free();
+  assert.throws(() => v.read(), /parent of this i32 view \[4\] was freed/);
 });
