@@ -165,11 +165,10 @@ function decodeRate(
     const slots = Int32Array.from({ length: b * prompt }, (_, i) => Math.floor(i / prompt));
     const lastRows = Int32Array.from({ length: b }, (_, s) => s * prompt + prompt - 1);
     const greedy = Array.from({ length: b }, (_, s) => ({ temperature: 0, seed: s, counter: 0 }));
-    using idsA = new Tensor(k, [b], "i32");
-    using idsB = new Tensor(k, [b], "i32");
-    const ids = [idsA, idsB] as const;
+    // one id buffer: each step's embedding reads it before its sampling writes it (stream order)
+    using ids = new Tensor(k, [b], "i32");
     const prefill = model.forwardCached(cache, tokens, positions, slots, lastRows)!;
-    let next = sampleStart(k, prefill, greedy, ids[0]).wait().tokens;
+    let next = sampleStart(k, prefill, greedy, ids).wait().tokens;
     const slotIds = Int32Array.from({ length: b }, (_, s) => s);
     const rows = Int32Array.from({ length: b }, (_, s) => s);
     const t0 = performance.now();
@@ -181,8 +180,8 @@ function decodeRate(
         next = sample(k, logits, greedy).tokens; // reads the tokens back: a wait
         continue;
       }
-      const logits = model.forwardCached(cache, ids[step % 2]!, pos, slotIds, rows)!;
-      const queued = sampleStart(k, logits, greedy, ids[(step + 1) % 2]!);
+      const logits = model.forwardCached(cache, ids, pos, slotIds, rows)!;
+      const queued = sampleStart(k, logits, greedy, ids);
       if (pending !== null) next = pending.wait().tokens; // step - 1's, while this step runs
       pending = queued;
     }

@@ -65,6 +65,12 @@ export function sample(k: Kernels, logits: Tensor, rows: readonly SampleRow[]): 
   return { tokens, logprobs };
 }
 
+// A PendingSample dropped unread gives its slot back when collected (its results, and any
+// error it would report, are lost: read or discard it instead).
+const unread = new FinalizationRegistry<{ k: Kernels; ticket: bigint; n: number }>((h) => {
+  if (!h.k.closed) h.k.sym.arl_sample_finish(h.k.ctx, null, null, h.ticket, h.n);
+});
+
 /**
  * A sampling queued by {@linkcode sampleStart}: {@linkcode PendingSample.wait} reads its
  * results (once), {@linkcode PendingSample.discard} drops them.
@@ -79,12 +85,14 @@ export class PendingSample implements Disposable {
     this.#k = k;
     this.#ticket = ticket;
     this.#n = n;
+    unread.register(this, { k, ticket, n }, this);
   }
 
   /** Waits for this sampling (not for calls queued after it) and returns its results. */
   wait(): Sampled {
     if (this.#done) throw new Error("This sampling's results were read or dropped already");
     this.#done = true;
+    unread.unregister(this);
     const tokens = new Int32Array(this.#n);
     const logprobs = new Float32Array(this.#n);
     const p = Deno.UnsafePointer.of;
@@ -100,6 +108,7 @@ export class PendingSample implements Disposable {
   discard(): void {
     if (this.#done) return;
     this.#done = true;
+    unread.unregister(this);
     const k = this.#k;
     k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, this.#ticket, this.#n));
   }
@@ -111,7 +120,10 @@ export class PendingSample implements Disposable {
 
   /** Drops unread results (a closed context has nothing pending). */
   [Symbol.dispose](): void {
-    if (this.#k.closed) this.#done = true;
+    if (this.#k.closed) {
+      this.#done = true;
+      unread.unregister(this);
+    }
     this.discard();
   }
 }

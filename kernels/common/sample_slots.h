@@ -1,6 +1,7 @@
 // arl_sample_start / arl_sample_finish bookkeeping shared by the CPU and CUDA libraries: a
 // pending sampling holds one of ARL_SAMPLE_PENDING slots, named by a ticket (a count per context
-// that never repeats; 0 marks a free slot). Each library's Slot adds its own results storage.
+// that never repeats; 0 marks a free slot). Each library's Slot adds its own results storage. A
+// library may keep one more slot after those, for arl_sample itself (always free between calls).
 #pragma once
 
 #include <cmath>
@@ -26,8 +27,7 @@ inline arl_status check_sample_rows(arl_ctx* ctx, const char* fn, const float* t
 
 // *at = a free slot for a new sampling; an error when every slot is pending.
 template <class Slot>
-arl_status claim_sample_slot(arl_ctx* ctx, const char* fn, Slot (&slots)[ARL_SAMPLE_PENDING],
-                             int* at) {
+arl_status claim_sample_slot(arl_ctx* ctx, const char* fn, const Slot* slots, int* at) {
   for (int i = 0; i < ARL_SAMPLE_PENDING; i++) {
     if (slots[i].ticket != 0) continue;
     *at = i;
@@ -39,11 +39,11 @@ arl_status claim_sample_slot(arl_ctx* ctx, const char* fn, Slot (&slots)[ARL_SAM
               fn, ARL_SAMPLE_PENDING);
 }
 
-// *at = the slot pending under `ticket`, which must have sampled N rows.
+// *at = the slot (of `count`) pending under `ticket`, which must have sampled N rows.
 template <class Slot>
-arl_status find_sample_slot(arl_ctx* ctx, const char* fn, Slot (&slots)[ARL_SAMPLE_PENDING],
+arl_status find_sample_slot(arl_ctx* ctx, const char* fn, const Slot* slots, int count,
                             int64_t ticket, int32_t n, int* at) {
-  for (int i = 0; i < ARL_SAMPLE_PENDING; i++) {
+  for (int i = 0; i < count; i++) {
     if (ticket <= 0 || slots[i].ticket != ticket) continue;
     if (slots[i].n != n)
       return fail(ctx, ARL_ERR_SIZE, "%s: ticket %lld sampled %d rows, not n = %d", fn,

@@ -550,16 +550,19 @@ arl_status prepare_slot(arl_ctx* ctx, const char* fn, arl::SampleSlot& slot, siz
   return ARL_OK;
 }
 
-// Queues the sampling (arguments checked) into a free slot; *ticket names it.
-arl_status start_sample(arl_ctx* ctx, const char* fn, int64_t* ticket, int32_t* ids,
+// Queues the sampling (arguments checked) into a free slot (arl_sample's own: `own`); *ticket
+// names it.
+arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket, int32_t* ids,
                         const float* logits, const float* temperature, const int32_t* top_k,
                         const float* top_p, const uint64_t* seeds, const uint64_t* counters,
                         int32_t n, int32_t v) {
   if (ctx->capturing)
     return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
                      "%s: sampling returns host results, which a graph cannot record", fn);
-  int at = 0;
-  if (arl_status s = arl::claim_sample_slot(ctx, fn, ctx->samples, &at)) return s;
+  int at = ARL_SAMPLE_PENDING;
+  if (!own) {
+    if (arl_status s = arl::claim_sample_slot(ctx, fn, ctx->samples, &at)) return s;
+  }
   arl::SampleSlot& slot = ctx->samples[at];
   const size_t rows = size_t(n);
   const SampleLayout host(rows);
@@ -636,7 +639,9 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, int64_t* ticket, int32_t* 
 arl_status finish_sample(arl_ctx* ctx, const char* fn, int32_t* tokens, float* logprobs,
                          int64_t ticket, int32_t n) {
   int at = 0;
-  if (arl_status s = arl::find_sample_slot(ctx, fn, ctx->samples, ticket, n, &at)) return s;
+  if (arl_status s =
+          arl::find_sample_slot(ctx, fn, ctx->samples, ARL_SAMPLE_PENDING + 1, ticket, n, &at))
+    return s;
   arl::SampleSlot& slot = ctx->samples[at];
   const cudaError_t err = cudaEventSynchronize(slot.done);
   slot.ticket = 0;
@@ -666,8 +671,8 @@ arl_status arl_sample(arl_ctx* ctx, int32_t* tokens, float* logprobs, const floa
   ARL_NOT_NULL(ctx, tokens);
   ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
   int64_t ticket = 0;
-  if (arl_status s = start_sample(ctx, __func__, &ticket, nullptr, logits, temperature, top_k,
-                                  top_p, seeds, counters, n, v))
+  if (arl_status s = start_sample(ctx, __func__, true, &ticket, nullptr, logits, temperature,
+                                  top_k, top_p, seeds, counters, n, v))
     return s;
   return finish_sample(ctx, __func__, tokens, logprobs, ticket, n);
 }
@@ -679,8 +684,8 @@ arl_status arl_sample_start(arl_ctx* ctx, int64_t* ticket, int32_t* ids, const f
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, ticket);
   ARL_SAMPLE_ARGS(ctx, logits, temperature, top_k, top_p, seeds, counters, n, v);
-  return start_sample(ctx, __func__, ticket, ids, logits, temperature, top_k, top_p, seeds,
-                      counters, n, v);
+  return start_sample(ctx, __func__, false, ticket, ids, logits, temperature, top_k, top_p,
+                      seeds, counters, n, v);
 }
 
 arl_status arl_sample_finish(arl_ctx* ctx, int32_t* tokens, float* logprobs, int64_t ticket,

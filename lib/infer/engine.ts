@@ -130,8 +130,11 @@ export interface GenerationEngineOptions {
    * the step before. Used while the next step runs the same sequences (nobody waiting for a
    * free slot, none sure to finish); a sequence that stops at a stop token costs one row of
    * the step after, which is dropped (`discardedTokens`), and a weight update drops a queued
-   * step. A request's tokens are the same either way; only a request waiting for the slot
-   * that a stop token frees starts a step later. On the CPU it only adds the dropped rows.
+   * step. A request that arrives (or waits for a slot that a stop token frees) while a step is
+   * queued ahead starts one step later. A request's tokens are the same either way on the CPU;
+   * on CUDA the batch's rows can pick other kernels (a single-row decode path, the greedy
+   * sampler) and so round differently, as any change of batch does. On the CPU it only adds the
+   * dropped rows, so it is off there by default.
    */
   lookahead?: boolean;
   /**
@@ -329,9 +332,11 @@ export class GenerationEngine implements AsyncDisposable {
   readonly #lookahead: boolean;
   /** The step queued ahead (lookahead), collected by the next #step. */
   #ahead: LaunchedStep | null = null;
-  /** Two device buffers of sampled token ids, used in turn (lookahead). */
-  #idsBuffers: Tensor<"i32">[] | null = null;
-  #idsTurn = 0;
+  /**
+   * The device buffer of sampled token ids (lookahead). One is enough: each step reads its ids
+   * (the embedding, its first kernel) before its own sampling overwrites them, in stream order.
+   */
+  #idsBuffer: Tensor<"i32"> | null = null;
   #submitted = 0;
   #version = 0;
   #stepping = false;
@@ -506,6 +511,9 @@ export class GenerationEngine implements AsyncDisposable {
     }
     const strict = options.strict ?? true;
     const model = this.model;
+    // A step queued ahead ran with the old weights: dropped now (before a copy that waits, and
+    // would report that step's deferred errors), so that the next step is planned afresh.
+    if (this.#ahead !== null) this.#ahead = this.#failOnDrop(this.#ahead);
     if (source instanceof Qwen2Model) {
       if (source.disposed) throw new TypeError("The source model was disposed");
       if (source !== model) {
@@ -605,14 +613,14 @@ export class GenerationEngine implements AsyncDisposable {
 
   // ---- the scheduler --------------------------------------------------------
 
-  /** Frees the KV cache and the id buffers, after dropping a step queued ahead. */
+  /** Frees the KV cache and the id buffer, after dropping a step queued ahead. */
   #release(): void {
     const ahead = this.#ahead;
     this.#ahead = null;
-    if (ahead !== null) this.#drop(ahead);
+    if (ahead !== null) this.#drop(ahead); // (every request has ended: an error has no owner)
     this.#cache.free();
-    for (const t of this.#idsBuffers ?? []) t.free();
-    this.#idsBuffers = null;
+    this.#idsBuffer?.free();
+    this.#idsBuffer = null;
   }
 
   #wakeLoop(): void {
@@ -624,7 +632,7 @@ export class GenerationEngine implements AsyncDisposable {
   async #run(): Promise<void> {
     while (!this.#closed) {
       if (this.#waiting.length === 0 && this.#running.size === 0) {
-        const ahead = this.#ahead; // (its sequences have all finished)
+        const ahead = this.#ahead; // (its sequences have all finished: an error has no owner)
         this.#ahead = null;
         if (ahead !== null) this.#drop(ahead);
         await new Promise<void>((resolve) => (this.#wake = resolve));
@@ -718,10 +726,11 @@ export class GenerationEngine implements AsyncDisposable {
     const n = plan.positions.length;
     if (n === 0) return null;
     const inStep = [...plan.decoding, ...plan.admitted];
-    const ids = this.#lookahead ? this.#nextIds(inStep.length) : null;
+    let ids: Tensor<"i32"> | null = null;
     let pending: PendingSample | null = null;
     let failure: unknown = null;
     try {
+      ids = this.#lookahead ? this.#idsView(inStep.length) : null;
       const logits = this.model.forwardCached(
         this.#cache,
         plan.tokens,
@@ -774,7 +783,10 @@ export class GenerationEngine implements AsyncDisposable {
       rows,
       counters: step.plan.counters.map((c) => c + 1),
     };
-    return this.#launch(plan, this.#version);
+    const ahead = this.#launch(plan, this.#version);
+    // A failed launch queued nothing (no sampling): the next step, planned from the host, meets
+    // a real error again.
+    return ahead?.failure === null ? ahead : null;
   }
 
   /**
@@ -785,27 +797,37 @@ export class GenerationEngine implements AsyncDisposable {
     const ahead = this.#ahead;
     this.#ahead = null;
     if (ahead === null) return null;
+    const failed = ahead.pending === null && ahead.failure !== null; // (see #failOnDrop)
+    if (failed) return ahead;
     if (ahead.version === this.#version && ahead.inStep.some((seq) => !seq.done)) return ahead;
-    this.#drop(ahead);
-    return null;
+    return this.#failOnDrop(ahead);
   }
 
-  /** Reads a queued step's sampling and drops it (its rows count as discarded). */
-  #drop(step: LaunchedStep): void {
+  /**
+   * Drops a queued step. If reading its sampling reports an error (a deferred one, of a kernel
+   * queued before it), the step is kept as a failed one, which fails its running sequences when
+   * collected, as any failed step does; otherwise null.
+   */
+  #failOnDrop(step: LaunchedStep): LaunchedStep | null {
+    const error = this.#drop(step);
+    return error === null ? null : { ...step, pending: null, failure: error };
+  }
+
+  /** Reads a queued step's sampling and drops it (its rows count as discarded); what it threw. */
+  #drop(step: LaunchedStep): unknown {
     this.#stats.discardedTokens += step.n;
     try {
       step.pending?.discard();
-    } catch {
-      // a deferred error it reports belongs to the step that is re-run, which reports it again
+      return null;
+    } catch (e) {
+      return e;
     }
   }
 
-  /** The id buffer for the next launched step's sampled tokens (two, used in turn). */
-  #nextIds(rows: number): Tensor<"i32"> {
-    const k = this.model.kernels;
-    this.#idsBuffers ??= [0, 1].map(() => new Tensor(k, [this.maxRunningRequests], "i32"));
-    this.#idsTurn ^= 1;
-    return Tensor.viewOf(this.#idsBuffers[this.#idsTurn]!, 0, [rows]) as Tensor<"i32">;
+  /** The first `rows` ids of the device id buffer (made on first use). */
+  #idsView(rows: number): Tensor<"i32"> {
+    this.#idsBuffer ??= new Tensor(this.model.kernels, [this.maxRunningRequests], "i32");
+    return Tensor.viewOf(this.#idsBuffer, 0, [rows]) as Tensor<"i32">;
   }
 
   /** Waits for a step's tokens and applies them: stats, appended tokens, finishes, onStep. */
