@@ -797,8 +797,15 @@ export class Qwen2Model implements Disposable {
       embeddingForward(k, h.xr, h.rows, x); // gathers rows of x
       xr = h.xr;
     }
-    rmsnormForward(k, h.hr, h.rstd, xr, this.#wc.norm, this.config.rms_norm_eps);
-    lmHead(k, h.logits, h.hr, this.#wc.head);
+    const eps = this.config.rms_norm_eps;
+    // Few rows on the GPU: the final norm rides in the LM head's GEMV (one kernel less a decode
+    // step), as the layers' norms do; AGENTRL_DECODE_FUSION=0 keeps the two calls.
+    if (k.device === "cuda" && rows.length <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion) {
+      rmsnormLinearForward(k, h.logits, xr, this.#wc.norm, this.#wc.head, null, eps);
+    } else {
+      rmsnormForward(k, h.hr, h.rstd, xr, this.#wc.norm, eps);
+      lmHead(k, h.logits, h.hr, this.#wc.head);
+    }
     return h.logits as Tensor<"f32">;
   }
 
