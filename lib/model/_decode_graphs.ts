@@ -4,7 +4,8 @@
  * token to token; recording them once per shape and replaying the recording
  * removes the per-call host and launch cost. A shape is recorded the second
  * time it is seen (one-off shapes, such as prefills, stay eager), and at most
- * `capacity` recordings are kept (least recently used first out).
+ * `capacity` recordings are kept (least recently used first out): 32 by default, two for each
+ * of 16 batch sizes (token ids from the host, or on the device for a step queued ahead).
  *
  * Off on the CPU library (it has no graphs) and when `AGENTRL_CUDA_GRAPHS=0`.
  *
@@ -22,7 +23,7 @@ export class DecodeGraphs implements Disposable {
   readonly #seen = new Set<string>();
   #enabled: boolean;
 
-  constructor(kernels: Kernels, capacity = 16) {
+  constructor(kernels: Kernels, capacity = 32) {
     this.#kernels = kernels;
     this.#capacity = capacity;
     this.#enabled = kernels.device === "cuda" && !envSwitchOff("AGENTRL_CUDA_GRAPHS");
