@@ -1,7 +1,8 @@
 // Lookahead (each step queued before the tokens of the step before are read, its token ids
 // sampled on the device) gives the same results as waiting for every step: with stop tokens,
 // length limits, more requests than slots, an abort and a weight update in the middle; rows of
-// sequences that stopped meanwhile are counted as discarded.
+// sequences that stopped meanwhile are counted as discarded. A model call that fails ahead is made
+// again from the host; one that keeps failing fails the requests.
 import assert from "node:assert/strict";
 import { Kernels } from "../../ffi/mod.ts";
 import {
@@ -115,4 +116,37 @@ Deno.test("engine: lookahead must be a boolean", () => {
       }),
     /lookahead must be true or false, got yes/,
   );
+});
+
+Deno.test("engine lookahead: a model call that fails ahead is made again from the host; one that keeps failing fails the requests", async () => {
+  using k = Kernels.open({ threads: 2 });
+  const cfg = smallConfig({ vocab_size: 16 });
+  using model = randomModel(k, cfg, "lookahead failure");
+  const requests: GenerationRequest[] = [[1, 2, 3], [4, 5]].map((p, i) => ({
+    prompt_token_ids: p,
+    max_new_tokens: 8,
+    temperature: 1,
+    seed: i,
+    ignore_eos: true,
+  }));
+  const clean = await generate(model, requests, false);
+  // Call 1 is the prefill, call 2 the step queued ahead of step 1, call 3 the one ahead of step 2.
+  const forward = model.forwardCached.bind(model);
+  const failing = (from: number, to: number) => {
+    let calls = 0;
+    model.forwardCached = (...args) => {
+      calls++;
+      if (calls >= from && calls <= to) throw new Error(`model call ${calls} failed`);
+      return forward(...args);
+    };
+  };
+  try {
+    failing(3, 3);
+    const retried = await generate(model, requests, true);
+    assertSameResults(clean.results, retried.results);
+    failing(3, Infinity);
+    await assert.rejects(() => generate(model, requests, true), /model call 4 failed/);
+  } finally {
+    model.forwardCached = forward;
+  }
 });
