@@ -9,6 +9,8 @@
 export const ABI_VERSION = 10;
 
 const ptr = "pointer" as const;
+// host arrays passed as typed arrays: Deno keeps them alive (and in place) during the call
+const buf = "buffer" as const;
 const i32 = "i32" as const;
 const i64 = "i64" as const;
 const f32 = "f32" as const;
@@ -709,14 +711,14 @@ export const SYMBOLS = {
   arl_sample_start: {
     parameters: [
       ptr, /* ctx */
-      ptr, /* int64_t* ticket [host] */
+      buf, /* int64_t* ticket [host] */
       ptr, /* int32_t* ids (N) or NULL */
       ptr, /* const float* logits (N, V) */
-      ptr, /* const float* temperature (N) */
-      ptr, /* const int32_t* top_k (N) */
-      ptr, /* const float* top_p (N) */
-      ptr, /* const uint64_t* seeds (N) */
-      ptr, /* const uint64_t* counters (N) */
+      buf, /* const float* temperature (N) */
+      buf, /* const int32_t* top_k (N) */
+      buf, /* const float* top_p (N) */
+      buf, /* const uint64_t* seeds (N) */
+      buf, /* const uint64_t* counters (N) */
       i32, /* int32_t n */
       i32, /* int32_t v */
     ],
@@ -725,8 +727,8 @@ export const SYMBOLS = {
   arl_sample_finish: {
     parameters: [
       ptr, /* ctx */
-      ptr, /* int32_t* tokens (N) [host] or NULL */
-      ptr, /* float* logprobs (N) [host] or NULL */
+      buf, /* int32_t* tokens (N) [host] or NULL */
+      buf, /* float* logprobs (N) [host] or NULL */
       i64, /* int64_t ticket */
       i32, /* int32_t n */
     ],

@@ -46,21 +46,32 @@ function packRows(rows: readonly SampleRow[]) {
     seeds[i] = BigInt.asUintN(64, BigInt(r.seed));
     counters[i] = BigInt.asUintN(64, BigInt(r.counter));
   });
-  const p = Deno.UnsafePointer.of;
-  return [p(temperature), p(topK), p(topP), p(seeds), p(counters)] as const;
+  return [temperature, topK, topP, seeds, counters] as const;
 }
 
 /** Samples one token per row of logits (N, V); returns tokens and their log-probs. */
 export function sample(k: Kernels, logits: Tensor, rows: readonly SampleRow[]): Sampled {
   expectTensor(logits, "logits", "f32", [rows.length, -1]);
   const [n, v] = [dim(logits, 0), dim(logits, 1)];
-  const settings = packRows(rows);
+  const [temperature, topK, topP, seeds, counters] = packRows(rows);
   const tokens = new Int32Array(n);
   const logprobs = new Float32Array(n);
   const p = Deno.UnsafePointer.of;
   k.check(
     "arl_sample",
-    k.sym.arl_sample(k.ctx, p(tokens), p(logprobs), logits.ptrIn(k), ...settings, n, v),
+    k.sym.arl_sample(
+      k.ctx,
+      p(tokens),
+      p(logprobs),
+      logits.ptrIn(k),
+      p(temperature),
+      p(topK),
+      p(topP),
+      p(seeds),
+      p(counters),
+      n,
+      v,
+    ),
   );
   return { tokens, logprobs };
 }
@@ -95,11 +106,10 @@ export class PendingSample implements Disposable {
     unread.unregister(this);
     const tokens = new Int32Array(this.#n);
     const logprobs = new Float32Array(this.#n);
-    const p = Deno.UnsafePointer.of;
     const k = this.#k;
     k.check(
       "arl_sample_finish",
-      k.sym.arl_sample_finish(k.ctx, p(tokens), p(logprobs), this.#ticket, this.#n),
+      k.sym.arl_sample_finish(k.ctx, tokens, logprobs, this.#ticket, this.#n),
     );
     return { tokens, logprobs };
   }
@@ -160,7 +170,7 @@ export function sampleStart(
     "arl_sample_start",
     k.sym.arl_sample_start(
       k.ctx,
-      Deno.UnsafePointer.of(ticket),
+      ticket,
       ids === null ? null : ids.ptrIn(k),
       logits.ptrIn(k),
       ...settings,

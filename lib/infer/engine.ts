@@ -610,7 +610,7 @@ export class GenerationEngine implements AsyncDisposable {
 
   /**
    * Queues a step's model call and sampling (null when it has no tokens). With lookahead on,
-   * the sampled tokens also go to one of two device id buffers, for the step after it.
+   * the sampled tokens also go to the device id buffer, for the step after it.
    */
   #launch(plan: StepPlan, version: number): LaunchedStep | null {
     const n = plan.positions.length;

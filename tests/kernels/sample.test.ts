@@ -317,25 +317,12 @@ Deno.test("sampleStart: pending samplings give sample's results in any order, to
   assert.throws(() => sampleStart(k, t, rows, wrongIds), /ids must have shape \[6\], got \[7\]/);
   // the C entry points name a ticket that is not pending, and a row count that differs
   const ticket = new BigInt64Array(1);
-  const p = Deno.UnsafePointer.of;
   const [temperature, topK, topP] = [new Float32Array(n), new Int32Array(n), new Float32Array(n)];
   const seeds = new BigUint64Array(n);
   topP.fill(1);
   k.check(
     "arl_sample_start",
-    k.sym.arl_sample_start(
-      k.ctx,
-      p(ticket),
-      null,
-      t.ptr,
-      p(temperature),
-      p(topK),
-      p(topP),
-      p(seeds),
-      p(seeds),
-      n,
-      v,
-    ),
+    k.sym.arl_sample_start(k.ctx, ticket, null, t.ptr, temperature, topK, topP, seeds, seeds, n, v),
   );
   assert.throws(
     () => k.check("arl_sample_finish", k.sym.arl_sample_finish(k.ctx, null, null, ticket[0]!, 2)),
