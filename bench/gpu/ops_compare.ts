@@ -11,8 +11,9 @@
  * prints a table and exits 1 if any output is out of tolerance; without a CUDA
  * device it says "skipped: no CUDA device" and exits 0. `--self-check`
  * compares two CPU contexts (1 thread against all cores) instead: a check of
- * this harness that needs no GPU. `AGENTRL_OPS_ONLY=text` runs only the ops whose name
- * contains `text`; `AGENTRL_OPS_SKIP=a,b` leaves out those whose name contains `a` or `b`.
+ * this harness that needs no GPU. `AGENTRL_OPS_ONLY=a|b` runs only the ops whose name
+ * contains `a` or `b`; `AGENTRL_OPS_SKIP=a|b` leaves out those whose name contains `a` or `b`
+ * (`|` separates, as names hold commas).
  *
  * @module
  */
@@ -1555,12 +1556,15 @@ export function compareOps(cpu: Kernels, cuda: Kernels, seed = 20240611): OpRow[
       run: (s: Scope) => ({ version: [s.k.sym.arl_abi_version()] }),
     },
   ];
-  // AGENTRL_OPS_ONLY=text: only the ops whose name contains it (a quick check of one kernel);
-  // AGENTRL_OPS_SKIP=a,b: not those whose name contains a or b.
-  const only = Deno.env.get("AGENTRL_OPS_ONLY");
-  const skip = (Deno.env.get("AGENTRL_OPS_SKIP") ?? "").split(",").filter((t) => t !== "");
+  // AGENTRL_OPS_ONLY=a|b: only the ops whose name contains a or b (a quick check of a kernel);
+  // AGENTRL_OPS_SKIP=a|b: not those whose name contains a or b.
+  const texts = (name: string) => (Deno.env.get(name) ?? "").split("|").filter((t) => t !== "");
+  const [only, skip] = [texts("AGENTRL_OPS_ONLY"), texts("AGENTRL_OPS_SKIP")];
   const rows = cases
-    .filter((c) => (!only || c.op.includes(only)) && !skip.some((t) => c.op.includes(t)))
+    .filter((c) =>
+      (only.length === 0 || only.some((t) => c.op.includes(t))) &&
+      !skip.some((t) => c.op.includes(t))
+    )
     .flatMap((c) => runCase(c, cpu, cuda));
   // fmaPeak: only that it runs and reports a positive rate on both.
   try {
