@@ -188,6 +188,17 @@ const bf16Values = (bits: Uint16Array) =>
 
 // ---- cases ------------------------------------------------------------------
 
+/** A decode layer's step constants: one token of `slot` at `pos` (eps 1e-6, theta 10000). */
+const decodeStep = (s: Scope, slot: number, pos: number, hq: number, hd: number) => ({
+  slot: s.i32(Int32Array.of(slot)),
+  position: s.i32(Int32Array.of(pos)),
+  len: s.i32(Int32Array.of(pos + 1)),
+  hq,
+  eps: 1e-6,
+  theta: 10000,
+  scale: 1 / Math.sqrt(hd),
+});
+
 type Output = ArrayLike<number> | Record<string, number>;
 interface Case {
   op: string;
@@ -478,17 +489,7 @@ function matmulCases(seed: number): Case[] {
           gateUp: s.bf16(wgu, [2 * f, c]),
           down: s.bf16(wd, [c, f]),
         };
-        decodeLayer(s.k, x, w, {
-          kCache,
-          vCache,
-          slot: s.i32(Int32Array.of(slot)),
-          position: s.i32(Int32Array.of(pos)),
-          len: s.i32(Int32Array.of(pos + 1)),
-          hq,
-          eps: 1e-6,
-          theta: 10000,
-          scale: 1 / Math.sqrt(hd),
-        }, rows);
+        decodeLayer(s.k, x, w, { kCache, vCache, ...decodeStep(s, slot, pos, hq, hd) }, rows);
         return {
           x: x.read(),
           qkv: rows.qkv.read(),
@@ -554,15 +555,7 @@ function matmulCases(seed: number): Case[] {
           kCache: s.f32(p.kc0, cache),
           vCache: s.f32(p.vc0, cache),
         }));
-        decodeLayers(s.k, x, entries, {
-          slot: s.i32(Int32Array.of(slot)),
-          position: s.i32(Int32Array.of(pos)),
-          len: s.i32(Int32Array.of(pos + 1)),
-          hq,
-          eps: 1e-6,
-          theta: 10000,
-          scale: 1 / Math.sqrt(hd),
-        }, rows);
+        decodeLayers(s.k, x, entries, decodeStep(s, slot, pos, hq, hd), rows);
         const out: Record<string, Float32Array> = {
           x: x.read(),
           qkv: rows.qkv.read(),

@@ -151,8 +151,9 @@ arl_status arl_sample_finish(arl_ctx* ctx, int32_t* tokens, float* logprobs, int
                              int32_t n) {
   ARL_CTX(ctx);
   int at = 0;
-  if (arl_status s = arl::find_sample_slot(ctx, __func__, ctx->samples, ARL_SAMPLE_PENDING, ticket, n,
-                                               &at)) return s;
+  if (arl_status s =
+          arl::find_sample_slot(ctx, __func__, ctx->samples, ARL_SAMPLE_PENDING, ticket, n, &at))
+    return s;
   arl::SampleSlot& slot = ctx->samples[at];
   slot.ticket = 0;
   if (tokens != nullptr) std::copy(slot.tokens.begin(), slot.tokens.end(), tokens);

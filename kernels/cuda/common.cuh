@@ -41,7 +41,6 @@ struct arl_ctx {
   int* greedy_done;       // device: arl_sample's greedy row counters (after the flag; each
                           // reset by the block that finishes its row)
   bool greedy_dirty;      // a greedy launch may have left counters set: zero them first
-  int greedy_pending;     // greedy samplings queued and not finished (they reset the counters)
   arl::SampleSlot samples[ARL_SAMPLE_PENDING + 1];  // the last for arl_sample's own
   int64_t sample_tickets;         // tickets handed out so far
   int64_t sample_flag_reported;   // samplings up to this ticket copied a flag already reported

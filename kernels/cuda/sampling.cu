@@ -550,6 +550,13 @@ arl_status prepare_slot(arl_ctx* ctx, const char* fn, arl::SampleSlot& slot, siz
   return ARL_OK;
 }
 
+// Whether a greedy sampling is queued and not finished (its kernel resets the row counters).
+bool greedy_queued(const arl_ctx* ctx) {
+  for (const arl::SampleSlot& slot : ctx->samples)
+    if (slot.ticket != 0 && slot.greedy) return true;
+  return false;
+}
+
 // Queues the sampling (arguments checked) into a free slot (arl_sample's own: `own`); *ticket
 // names it.
 arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket, int32_t* ids,
@@ -592,7 +599,7 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
   if (splits > 1) {
     // Greedy rows need no settings on the device; the kernel writes its results and the flag
     // into pinned host memory, so a step is the kernel and a wait.
-    if (ctx->greedy_dirty && ctx->greedy_pending == 0)
+    if (ctx->greedy_dirty && !greedy_queued(ctx))
       err = cudaMemsetAsync(ctx->greedy_done, 0, sizeof(int) * kArlGreedyMaxRows, ctx->stream);
     if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
     ctx->greedy_dirty = true;  // (until a finished sampling shows the kernels ran through)
@@ -628,7 +635,6 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
   if (err == cudaSuccess) err = cudaEventRecord(slot.done, ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
   slot.greedy = splits > 1;
-  if (slot.greedy) ctx->greedy_pending++;
   slot.n = n;
   slot.ticket = ++ctx->sample_tickets;
   *ticket = slot.ticket;
@@ -645,9 +651,8 @@ arl_status finish_sample(arl_ctx* ctx, const char* fn, int32_t* tokens, float* l
   arl::SampleSlot& slot = ctx->samples[at];
   const cudaError_t err = cudaEventSynchronize(slot.done);
   slot.ticket = 0;
-  if (slot.greedy) ctx->greedy_pending--;
   if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
-  if (slot.greedy && ctx->greedy_pending == 0) ctx->greedy_dirty = false;
+  if (slot.greedy && !greedy_queued(ctx)) ctx->greedy_dirty = false;
   const SampleLayout host{size_t(n)};
   auto* flag = reinterpret_cast<int64_t*>(slot.host + host.flag);
   if (ticket > ctx->sample_flag_reported) {
