@@ -182,9 +182,10 @@ bool decode_buffers(arl_ctx* ctx);
 size_t decode_records_bytes(const arl_ctx* ctx);
 // The decode buffer's counters (ints after the records): [0, num_sms) split decode attention's
 // per-row counters, num_sms the cooperative layer kernel's barrier word, num_sms + 1 spare,
-// [num_sms + 2, 2 num_sms + 2) the chained layer's per-head barrier words (decode_chain.cu).
+// [num_sms + 2, 2 num_sms + 2) the chained layer's per-head barrier words and
+// [2 num_sms + 2, 3 num_sms + 2) its per-kv-head ones (decode_chain.cu).
 // Barrier words may keep their top bit set between calls; the rest are 0.
-inline size_t decode_counter_ints(const arl_ctx* ctx) { return 2 * size_t(ctx->num_sms) + 2; }
+inline size_t decode_counter_ints(const arl_ctx* ctx) { return 3 * size_t(ctx->num_sms) + 2; }
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 

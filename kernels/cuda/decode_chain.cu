@@ -18,6 +18,8 @@
 // for each other, so the grid (about one block per SM) must be resident at once: the launch checks
 // that it fits, and a wait of 5 s (the device ran part of the grid only, e.g. under an MPS limit
 // on SMs) raises a deferred error instead of hanging.
+// With AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 (head dim 64, clusters) kernel 2 does kernel 1's work
+// itself (decode_chain_qkv.cuh), and the chain is three kernels.
 // Every sum has a fixed order, so x is the same from run to run.
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 prints where the kernels' blocks spent their time.
 #include <algorithm>
@@ -33,6 +35,7 @@
 #include "block_copy.cuh"
 #include "decode_chain.cuh"
 #include "decode_chain_mlp.cuh"
+#include "decode_chain_qkv.cuh"
 #include "decode_split.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
@@ -51,8 +54,14 @@ constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid 
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
 // the warps' partial outputs, the head's output, a flag, the head's records and (as a cluster)
 // the block's own record.
-constexpr size_t attn_smem_bytes(int d) {
-  return size_t(4) * (d + 32 + kAttnWarps * d + d + 4 + (kAttnMaxSplits + 1) * (d + 2));
+constexpr size_t attn_smem_floats(int d) {
+  return d + 32 + kAttnWarps * d + d + 4 + (kAttnMaxSplits + 1) * (d + 2);
+}
+constexpr size_t attn_smem_bytes(int d) { return 4 * attn_smem_floats(d); }
+// With q|k|v in kernel 2, then (16-byte aligned) x and the block's share of q.
+constexpr size_t attn_qkv_smem_floats(int d) { return (attn_smem_floats(d) + 3) / 4 * 4; }
+constexpr size_t attn_qkv_smem_bytes(int d, int c) {
+  return 4 * (attn_qkv_smem_floats(d) + c + d);
 }
 constexpr int kAttnClusterSplits = 8;  // a head's splits as one thread-block cluster (portable)
 
@@ -213,7 +222,7 @@ __global__ void __launch_bounds__(kQkvThreads) decode_qkv_kernel(QkvArgs a) {
 struct AttnOArgs {
   float* part;  // (hq, c): each head's o-projection partial
   float* attn;
-  const float* qkv;
+  float* qkv;   // (written by kernel 2 itself with kQkv)
   const float* k_cache;
   const float* v_cache;
   const uint16_t* w_o;
@@ -227,6 +236,14 @@ struct AttnOArgs {
   int* flag;
   int64_t* flag_index;
   int kv_prefetch;  // ask L2 for the split's keys and values before the wait
+  // kQkv only: kernel 1's inputs, and a barrier word a kv head (its group_blocks blocks)
+  const float* x;
+  const float* ln1;
+  const uint16_t* w_qkv;
+  const float* b_qkv;
+  arl::GemvRope rope;
+  float eps;
+  unsigned* kv_barriers;
 };
 
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
@@ -234,9 +251,12 @@ struct AttnOArgs {
 // head's splits are one cluster (rank r), sharing records in shared memory; else they publish them
 // to global memory and meet at group_barrier. (At head dim 64, 64 registers: four blocks an SM,
 // as kernel 2 of the next layer must start beside kernels 3 and 4; the stamps would take more.)
-template <int D, bool kCluster>
-__global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
+template <int D, bool kCluster, bool kQkv = false>
+__global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     decode_attn_o_kernel(AttnOArgs a) {
+  static_assert(!kQkv || (kCluster && D == kQkvInAttnD &&
+                          kAttnWarps == kQkvInAttnQWarps + kQkvInAttnKvWarps),
+                "q|k|v in kernel 2: head dim 64, as a cluster, a pair a warp");
   constexpr int kTpr = D / 8, kRowsPerPass = kAttnThreads / kTpr;
   constexpr int kMaxPasses = kMaxSplitRows / kRowsPerPass;  // rows a thread (a 16-byte load each)
   // (dynamic shared memory: the CUDA emulator runs a cooperative launch's blocks at once, and
@@ -249,6 +269,8 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
   int& passed = *reinterpret_cast<int*>(head_out + D);  // (the barrier's outcome)
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
   float* own = merged + kAttnMaxSplits * (D + 2);  // (as a cluster: this block's record)
+  float* xs = reinterpret_cast<float*>(attn_smem) + attn_qkv_smem_floats(D);  // (kQkv: x ln1)
+  float* qsh = xs + a.c;  // (kQkv: this block's share of the head's q)
   const int tid = threadIdx.x;
   const bool timing = a.times != nullptr && blockIdx.x == 0 && tid == 0;
   const unsigned long long t0 = a.times != nullptr && tid == 0 ? arl::global_ns() : 0;
@@ -269,21 +291,59 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     }
   }
   // This split's rows of head h's columns of w_o (weights: before pdl_wait).
+  // (with kQkv, after the q|k|v rows: their weights come first, in the same registers)
   const int sub = tid % kTpr, group = tid / kTpr;
   const int64_t hd = int64_t(a.hq) * D;
   uint4 wreg[kMaxPasses];
+  const auto load_w_o = [&] {
 #pragma unroll
-  for (int p = 0; p < kMaxPasses; p++) {
-    const int32_t row = row0 + p * kRowsPerPass + group;
-    wreg[p] = row < row1 ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
-                         : make_uint4(0, 0, 0, 0);
+    for (int p = 0; p < kMaxPasses; p++) {
+      const int32_t row = row0 + p * kRowsPerPass + group;
+      wreg[p] = row < row1
+                    ? __ldg(reinterpret_cast<const uint4*>(a.w_o + row * hd + h * D) + sub)
+                    : make_uint4(0, 0, 0, 0);
+    }
+  };
+  [[maybe_unused]] QkvPair pair;
+  // (kQkv: the warps' rotations, in the head records' space, unused as a cluster)
+  arl::RopeRow* rotations = reinterpret_cast<arl::RopeRow*>(merged);
+  if constexpr (kQkv) {
+    const int32_t group_size = a.hq / a.hkv;
+    qkv_pair_rotations<kAttnWarps>(rotations, h, r, (h % group_size) * a.splits + r,
+                                   group_size * a.splits, a.rope);
+    qkv_pair_rows(tid >> 5, h, r, (h % group_size) * a.splits + r, group_size * a.splits, a.hq,
+                  a.hkv, h / group_size, pair.head, pair.o);
+    qkv_pair_load(pair, a.w_qkv, a.b_qkv, a.c, tid & 31);
+  } else {
+    load_w_o();
   }
   arl::pdl_wait();
   const bool all = a.times != nullptr && tid == 0;
   const unsigned long long t1 = all ? arl::global_ns() : 0;
   if (all) atomicAdd(a.times + kSpanAttnEarlyAll, t1 - t0);
-  // q goes with the slot and the length (one round trip), before they are checked
-  const float qv = tid < D ? a.qkv[h * D + tid] * a.scale : 0.0f;
+  float qv;
+  [[maybe_unused]] unsigned kv_before = 0;  // (kQkv, thread 0: the kv head's word as found)
+  if constexpr (kQkv) {
+    // kernel 1's part: x in shared memory, the block's pairs, its k and v rows counted in on
+    // the kv head's word, and q from the cluster's blocks
+    const float rstd = qkv_norm_input<kAttnWarps>(xs, reinterpret_cast<double*>(partial), a.x,
+                                                  a.ln1, a.c, a.eps);
+    qkv_pair_store(pair, rotations[tid >> 5], xs, rstd, a.c, a.qkv, qsh,
+                   blockIdx.x == 0 && tid < 32, a.rope, tid & 31);
+    load_w_o();
+    __syncthreads();
+    if (tid == 0) {
+      const int32_t group_size = a.hq / a.hkv;
+      kv_before = arl::group_arrive(a.kv_barriers + h / group_size,
+                                    unsigned(group_size * a.splits), h % group_size == 0 && r == 0);
+    }
+    cluster_arrive();
+    cluster_wait();
+    qv = tid < D ? cluster_load(qsh + tid, q_owner(tid)) * a.scale : 0.0f;
+  } else {
+    // q goes with the slot and the length (one round trip), before they are checked
+    qv = tid < D ? a.qkv[h * D + tid] * a.scale : 0.0f;
+  }
   const int32_t slot = a.slot[0], len = a.len[0];
   if (slot < 0 || slot >= a.s || len < 1 || len > a.l) {  // every block returns (no waits)
     if (tid == 0 && blockIdx.x == 0) {
@@ -295,6 +355,10 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     // no attention: its rows of the head's partial are 0 (kernel 3 adds them)
     for (int32_t row = row0 + tid; row < row1; row += kAttnThreads)
       a.part[int64_t(h) * a.c + row] = 0.0f;
+    if constexpr (kQkv) {  // (the cluster's blocks have read this one's q)
+      cluster_arrive();
+      cluster_wait();
+    }
     return;
   }
   if (tid < D) qs[tid] = qv;
@@ -311,6 +375,15 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
   // L2), then the split's record.
   const int32_t share = (len + a.splits - 1) / a.splits;
   const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
+  if constexpr (kQkv) {
+    // the split that holds the new position waits until its kv head's rows are in the cache
+    const int32_t pos = a.rope.positions[0];
+    if (pos >= j_begin && pos < j_end) {
+      if (tid == 0 && !arl::group_wait(a.kv_barriers + kvh, kv_before, kStallNs))
+        arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
+      __syncthreads();
+    }
+  }
   arl::split_softmax<D, kAttnWarps, kKeysPerStep>(qs, kb, vb, j_begin, j_end, partial, red);
   phase(kStampAttnKv);
   // (every block: its barrier's wait, as -start + end, so that no stamp is held)
@@ -418,6 +491,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? 4 : 1)
     }
     a.times[kStampAttnEnd] = t2;
     a.times[kSpanAttnBlocks] = gridDim.x;
+    if (kQkv) atomicAdd(a.times + kSpanQkvInAttn, 1ull);
   }
 }
 
@@ -511,6 +585,48 @@ bool attn_cluster(arl_ctx* ctx) {
   }) != 0;
 }
 
+// AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1: kernel 2 finds the q|k|v rows itself (decode_chain_qkv.cuh)
+// where it fits, and kernel 1 is not launched. Off by default until a GPU has timed it.
+bool qkv_in_attn_asked() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_QKV_IN_ATTN");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return value;
+}
+
+// Whether `clusters` clusters of kernel 2 with q|k|v (its blocks wait for other clusters' k and v
+// rows) can all be resident at once on the device, for x of c floats.
+bool qkv_in_attn_resident(arl_ctx* ctx, int c, int clusters) {
+#ifdef AGENTRL_CUDA_EMU
+  (void)ctx, (void)c, (void)clusters;
+  return true;  // (the emulator runs a cluster launch's blocks together)
+#else
+  const int most = cached(ctx->device, "clusters qkv in attn " + std::to_string(c), [ctx, c] {
+    auto kernel = decode_attn_o_kernel<64, true, true>;
+    const size_t shared = attn_qkv_smem_bytes(64, c);  // (under 48 KB: no attribute to set)
+    cudaLaunchAttribute attribute = {};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = unsigned(kAttnClusterSplits);
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(kAttnClusterSplits));
+    config.blockDim = dim3(kAttnThreads);
+    config.dynamicSmemBytes = shared;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  });
+  return clusters <= most;
+#endif
+}
+
 // AGENTRL_CUDA_DECODE_KV_PREFETCH=0: kernel 2 does not ask L2 for its keys and values before its
 // wait (a baseline for benchmarks).
 bool kv_prefetch() {
@@ -582,6 +698,9 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanQkvWorkAll] / nq, host[kSpanQkvSpread] / n,
                  host[kSpanAttnAfterQkv] / n);
   }
+  if (host[kSpanQkvInAttn] != 0)
+    std::fprintf(stderr, "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers\n",
+                 host[kSpanQkvInAttn]);
   std::fprintf(stderr,
                "decode chain, kernel 2, us (block 0, from its wait): q, slot and length %.2f; "
                "keys and values %.2f; the head's barrier %.2f (mean over blocks %.2f); records "
@@ -697,7 +816,17 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const int64_t qkv_blocks = std::min<int64_t>(ctx->num_sms, pairs);
   const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
                       d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
-  if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
+  // q|k|v in kernel 2 (asked for): head dim 64, clusters, a kv head's blocks enough for its
+  // pairs (a pair a warp), and every cluster resident at once
+  const bool qkv_in_attn =
+      qkv_in_attn_asked() && cluster && d == kQkvInAttnD && c <= kQkvInAttnMaxC &&
+      hq % hkv == 0 && hkv <= ctx->num_sms &&
+      int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
+      attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
+      qkv_in_attn_resident(ctx, c, hq);
+  if (qkv_in_attn) {
+    // (kernel 2 does kernel 1's work)
+  } else if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
     QkvArgs qa{};
     qa.y = qkv;
     qa.x = x;
@@ -740,7 +869,20 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.flag = ctx->flag;
   attn_args.flag_index = ctx->flag_index;
   attn_args.kv_prefetch = kv_prefetch() ? 1 : 0;
-  if (cluster) {
+  attn_args.x = x;
+  attn_args.ln1 = ln1;
+  attn_args.w_qkv = w_qkv;
+  attn_args.b_qkv = b_qkv;
+  attn_args.rope = rope;
+  attn_args.eps = eps;
+  attn_args.kv_barriers = barriers + ctx->num_sms;
+  if (qkv_in_attn) {
+    cached(ctx->device, "carveout attn qkv", [] {
+      return prefer_shared(decode_attn_o_kernel<64, true, true>);
+    });
+    launch_cluster(ctx, decode_attn_o_kernel<64, true, true>, dim3(unsigned(attn_blocks)),
+                   dim3(kAttnThreads), attn_qkv_smem_bytes(64, c), splits, attn_args);
+  } else if (cluster) {
     launch_cluster(ctx, d == 64 ? decode_attn_o_kernel<64, true> : decode_attn_o_kernel<128, true>,
                    dim3(unsigned(attn_blocks)), dim3(kAttnThreads), attn_smem_bytes(d), splits,
                    attn_args);

@@ -82,6 +82,7 @@ enum Span {
   kStampAttnBarrier,
   kStampAttnMerge,
   kStampDownEndMax,
+  kSpanQkvInAttn,     // layers whose q|k|v rows kernel 2 found (AGENTRL_CUDA_DECODE_QKV_IN_ATTN)
   kTimesWords
 };
 

@@ -138,16 +138,17 @@ __device__ inline RopeRow rope_row(const GemvRope& rope, int r, int32_t head, do
 // pairs roped (row: rope_row's), written to out[0] and out[d/2], and k and v pairs written to the
 // cache at (slot, position), with arl_rope_kv_cache_write's checks; `report` raises the row's
 // deferred errors (one thread a row). Rows past a bad position are neither rotated nor cached.
-__device__ inline void rope_pair_store_row(float* out, float a, float b, int32_t head, int32_t o,
-                                           int r, bool report, const GemvRope& rope,
-                                           const RopeRow& row) {
+// Returns the pair as written to out.
+__device__ inline float2 rope_pair_store_row(float* out, float a, float b, int32_t head,
+                                             int32_t o, int r, bool report, const GemvRope& rope,
+                                             const RopeRow& row) {
   const int32_t half = rope.d / 2, pos = row.pos, slot = row.slot;
   const bool rotated = head < rope.hq + rope.hkv, is_k = rotated && head >= rope.hq;
   if (pos < 0) {
     if (report) arl_set_flag(rope.flag, rope.flag_index, kDeferredNegativePosition, r);
     out[0] = a;
     out[half] = b;
-    return;
+    return make_float2(a, b);
   }
   const bool bad_slot = slot < 0 || slot >= rope.s, cached = !bad_slot && pos < rope.l;
   if (!cached && report)
@@ -160,12 +161,13 @@ __device__ inline void rope_pair_store_row(float* out, float a, float b, int32_t
   }
   out[0] = a;
   out[half] = b;
-  if (!cached || !(is_k || !rotated)) return;
+  if (!cached || !(is_k || !rotated)) return make_float2(a, b);
   const int32_t kvh = is_k ? head - rope.hq : head - rope.hq - rope.hkv;
   float* cache = (is_k ? rope.k_cache : rope.v_cache) +
                  ((int64_t(slot) * rope.hkv + kvh) * rope.l + pos) * rope.d + o;
   cache[0] = a;
   cache[half] = b;
+  return make_float2(a, b);
 }
 
 // The same, finding the row's position, slot and rotation itself.

@@ -9,6 +9,30 @@
 
 namespace arl {
 
+// A barrier's two halves, for one thread of a block that has finished its writes (after a
+// block barrier): group_arrive counts the block in and returns the word as it found it, which
+// group_wait takes to wait for the flip (a block may arrive and never wait). group_wait gives
+// up after timeout_ns (of the GPU's global timer; 0: never) and returns whether it passed.
+__device__ inline unsigned group_arrive(unsigned* word, unsigned count, bool leader) {
+  __threadfence();
+  return atomicAdd(word, leader ? 0x80000000u - (count - 1) : 1u);
+}
+__device__ inline bool group_wait(const unsigned* word, unsigned before,
+                                  unsigned long long timeout_ns = 0) {
+  const volatile unsigned* w = word;
+  const unsigned long long start = timeout_ns != 0 ? global_ns() : 0;
+  bool ok = true;
+  while (((before ^ *w) & 0x80000000u) == 0) {
+    __nanosleep(20);
+    if (timeout_ns != 0 && global_ns() - start > timeout_ns) {
+      ok = false;
+      break;
+    }
+  }
+  __threadfence();
+  return ok;
+}
+
 // A barrier among `count` blocks on `word` (one of them the leader). With a timeout (ns of the
 // GPU's global timer; 0: none), a wait past it returns false in every thread of the block
 // (`passed`, a shared int, carries thread 0's outcome); the word still comes right once every
@@ -17,20 +41,7 @@ __device__ inline bool group_barrier(unsigned* word, unsigned count, bool leader
                                      unsigned long long timeout_ns = 0, int* passed = nullptr) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned add = leader ? 0x80000000u - (count - 1) : 1u;
-    __threadfence();
-    const unsigned before = atomicAdd(word, add);
-    const volatile unsigned* w = word;
-    const unsigned long long start = timeout_ns != 0 ? global_ns() : 0;
-    bool ok = true;
-    while (((before ^ *w) & 0x80000000u) == 0) {
-      __nanosleep(20);
-      if (timeout_ns != 0 && global_ns() - start > timeout_ns) {
-        ok = false;
-        break;
-      }
-    }
-    __threadfence();
+    const bool ok = group_wait(word, group_arrive(word, count, leader), timeout_ns);
     if (passed != nullptr) *passed = ok ? 1 : 0;
   }
   __syncthreads();

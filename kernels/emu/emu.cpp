@@ -6,7 +6,9 @@
 //
 // Environment: AGENTRL_CUDA_EMU_ORDER = forward (default) | reverse | shuffle: the order in
 // which blocks run and in which a block's ready threads run between barriers; a kernel whose
-// results change with it reads or writes shared data that no barrier orders.
+// results change with it reads or writes shared data that no barrier orders. lag: forward, but
+// in a launch whose blocks run together, every other cluster (or block) runs only one pass in
+// kLagPasses, so that a block that reads another's writes without waiting for them reads early.
 // AGENTRL_CUDA_EMU_SMS (default 132, an H100) is the multiprocessor count reported;
 // AGENTRL_CUDA_EMU_DEVICES (default 1) the device count (0: the "no CUDA device" path).
 //
@@ -105,14 +107,17 @@ struct Fiber {
   unsigned cluster_phase;  // its cluster barrier's phase when it last arrived
 };
 
-enum class Order { kForward, kReverse, kShuffle };
+enum class Order { kForward, kReverse, kShuffle, kLag };
+constexpr int kLagPasses = 16;
 
 Order order_from_env() {
   const char* v = std::getenv("AGENTRL_CUDA_EMU_ORDER");
   if (v == nullptr || std::strcmp(v, "forward") == 0) return Order::kForward;
   if (std::strcmp(v, "reverse") == 0) return Order::kReverse;
   if (std::strcmp(v, "shuffle") == 0) return Order::kShuffle;
-  std::fprintf(stderr, "AGENTRL_CUDA_EMU_ORDER=%s: expected forward, reverse or shuffle\n", v);
+  if (std::strcmp(v, "lag") == 0) return Order::kLag;
+  std::fprintf(stderr, "AGENTRL_CUDA_EMU_ORDER=%s: expected forward, reverse, shuffle or lag\n",
+               v);
   return Order::kForward;
 }
 
@@ -306,8 +311,9 @@ bool run_block(const dim3& index) {
 
 // Runs a cooperative launch's blocks together: each pass runs every block's ready threads, so
 // that a thread can spin (__nanosleep) until another block writes what it waits for (a grid
-// barrier). False (with a message on stderr) on a deadlock.
-bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
+// barrier). False (with a message on stderr) on a deadlock. (Order::kLag: the odd clusters of
+// `cluster` blocks run one pass in kLagPasses.)
+bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices, unsigned cluster) {
   for (size_t i = 0; i < blocks.size(); i++) {
     const int base = int(i) * blocks[i].threads;
     start_block(blocks[i], indices[i], [base](int t) {
@@ -319,11 +325,23 @@ bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices) {
   const auto live = [&blocks] {
     return std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b.live > 0; });
   };
+  const auto lagging = [&](size_t i) {
+    const dim3& at = indices[i];
+    return (at.x + gridDim.x * (at.y + gridDim.y * at.z)) / cluster % 2 == 1;
+  };
   int idle = 0;
-  while (live()) {
+  for (uint64_t pass = 0; live(); pass++) {
     if (g_order == Order::kShuffle) std::shuffle(order.begin(), order.end(), g_rng);
     int ran = 0;
-    for (size_t i : order) ran += run_ready(blocks[i]);
+    bool held = false;  // (a lagging block that could have run)
+    for (size_t i : order) {
+      if (g_order == Order::kLag && pass % kLagPasses != 0 && lagging(i)) {
+        held = held || blocks[i].live > 0;
+        continue;
+      }
+      ran += run_ready(blocks[i]);
+    }
+    if (ran == 0 && held) continue;
     if (progressed(ran, &idle)) continue;
     for (const Block& b : blocks) {
       if (b.live > 0) {
@@ -468,7 +486,7 @@ void execute(const char* name, const Config& c, Body* body) {
       g_clusters.arrived.assign(grid.size() / c.cluster, 0);
       g_clusters.phase.assign(grid.size() / c.cluster, 0);
     }
-    if (!run_grid(grid, blocks)) t_last_error = cudaErrorLaunchFailure;
+    if (!run_grid(grid, blocks, c.cluster)) t_last_error = cudaErrorLaunchFailure;
     g_clusters = Clusters{};
     g_cur = &b;
   } else {

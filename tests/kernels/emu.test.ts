@@ -201,8 +201,9 @@ Deno.test({
     // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
     // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1) and the
     // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0), the
-    // shuffled one the GEMV where a block gets two column groups or more (=2) and decodeLayers as
-    // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1).
+    // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
+    // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1) and decodeLayer's q|k|v in kernel 2
+    // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
@@ -217,6 +218,7 @@ Deno.test({
             : {
               AGENTRL_CUDA_GEMV_STREAM: "2",
               AGENTRL_CUDA_DECODE_TOKEN: "1",
+              AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1",
               // The persistent kernel's decode graphs run on 8 emulated SMs (the test below),
               // where its steps are cheap (10 s a case at 132 SMs).
               AGENTRL_OPS_SKIP: "(many units)|decode with graphs, bf16 weights, batch 1",
@@ -231,7 +233,7 @@ Deno.test({
           ? ""
           : orders[i] === "reverse"
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0"
-          : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1"
+          : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
@@ -584,14 +586,15 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the decode layer (four chained kernels) reports bad slots, positions and lengths at the next synchronizing call${why}`,
+    `the CUDA library, emulated: the decode layer (chained kernels, q|k|v in kernel 2 or not) reports bad slots, positions and lengths at the next synchronizing call${why}`,
   ignore,
   async fn() {
+    // two heads a kv head, so that AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 can take its path
     const script = `import { decodeLayer, Kernels, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
       const k = Kernels.open({ device: "cuda" });
-      const [c, f, hq, hkv, d, s, l] = [64, 64, 2, 1, 64, 2, 4];
+      const [c, f, hq, hkv, d, s, l] = [64, 64, 4, 2, 64, 2, 4];
       const nq = (hq + 2 * hkv) * d;
       const f32 = (n, v = 0.01, shape = [n]) => Tensor.from(k, new Float32Array(n).fill(v), shape);
       const bf16 = (r, cols) => {
@@ -609,20 +612,34 @@ Deno.test({
         decodeLayer(k, x, w, { kCache, vCache, slot: one(slot), position: one(pos), len: one(len),
           hq, eps: 1e-6, theta: 1e4, scale: 0.125 }, rows);
         try { x.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
-      }`;
-    const lines = await evalOnEmulator(script);
-    assert.equal(lines.length, 5, lines.join("\n"));
-    assert.match(lines[0]!, /arl_decode_layer_bf16\): slot 2 of token 0 is outside \[0, S\)/);
-    assert.match(lines[1]!, /arl_decode_layer_bf16\): position 4 of token 0 is outside \[0, L\)/);
-    assert.match(lines[2]!, /arl_decode_layer_bf16\) call was given a negative position at row 0/);
-    assert.match(lines[3]!, /arl_decode_layer_bf16\): length 5 of query 0 is outside \[1, L\]/);
-    assert.equal(lines[4], "read ok", "a good call after the bad ones");
+      }
+      k.close();`;
+    for (const fused of [false, true]) {
+      const env: Record<string, string> = { AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" };
+      if (fused) env.AGENTRL_CUDA_DECODE_QKV_IN_ATTN = "1";
+      const out = await evalOnEmulator(script, env);
+      const lines = out.filter((t) => !/^decode chain/.test(t));
+      const text = out.join("\n");
+      const what = fused ? "q|k|v in kernel 2" : "kernel 1";
+      assert.equal(lines.length, 5, `${what}: ${lines.join("\n")}`);
+      assert.match(lines[0]!, /arl_decode_layer_bf16\): slot 2 of token 0 is outside \[0, S\)/);
+      assert.match(lines[1]!, /arl_decode_layer_bf16\): position 4 of token 0 is outside \[0, L\)/);
+      assert.match(
+        lines[2]!,
+        /arl_decode_layer_bf16\) call was given a negative position at row 0/,
+      );
+      assert.match(lines[3]!, /arl_decode_layer_bf16\): length 5 of query 0 is outside \[1, L\]/);
+      assert.equal(lines[4], "read ok", `${what}: a good call after the bad ones`);
+      // (block 0 counts a layer at its end: the calls with a bad slot or length return before)
+      if (fused) assert.match(text, /q\|k\|v rows found by kernel 2 \(no kernel 1\): 3 layers/);
+      else assert.doesNotMatch(text, /found by kernel 2/);
+    }
   },
 });
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the chained decode layer gives the same bits in every block order, and the cooperative kernel and the separate calls agree with it${why}`,
+    `the CUDA library, emulated: the chained decode layer gives the same bits in every block order (q|k|v in kernel 2 or not), and the cooperative kernel and the separate calls agree with it${why}`,
   ignore,
   async fn() {
     // Qwen2.5-0.5B's attention with a narrower MLP at position 300: nine key splits a head and
@@ -656,27 +673,42 @@ Deno.test({
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
     for (
-      const [order, layerPath] of [
-        ["forward", "chain"],
-        ["reverse", "chain"],
-        ["shuffle", "chain"],
-        ["shuffle", "coop"],
-        ["forward", "steps"],
+      const [order, layerPath, qkvInAttn] of [
+        ["forward", "chain", "0"],
+        ["reverse", "chain", "0"],
+        ["shuffle", "chain", "0"],
+        ["shuffle", "coop", "0"],
+        ["forward", "steps", "0"],
+        ["forward", "chain", "1"],
+        ["reverse", "chain", "1"],
+        ["shuffle", "chain", "1"],
+        // every other cluster held back: the split that reads the new key must wait for it
+        ["lag", "chain", "1"],
       ]
     ) {
       const lines = await evalOnEmulator(script, {
         AGENTRL_CUDA_EMU_ORDER: order!,
         AGENTRL_CUDA_DECODE_LAYER: layerPath!,
+        AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
+        AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
       });
-      outputs.push(JSON.parse(lines.at(-1)!));
+      const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 1 layers/.test(t));
+      assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
+      outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
     assert.deepEqual(others[0], chain, "reverse block order: other bits");
     assert.deepEqual(others[1], chain, "shuffled block order: other bits");
+    // q|k|v in kernel 2: x's norm sums in another order (within fp32 rounding of the chain's),
+    // the same bits in every block order
+    const fusedRuns = others.slice(4);
+    assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
+    assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
+    assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");
     // the cooperative kernel and the separate calls sum in other orders: within fp32 rounding,
     // and not bit for bit (which would mean that the chain fell back to the separate calls)
     assert.notDeepEqual(others[3], chain, "the chain ran as the separate calls");
-    for (const other of others.slice(2)) {
+    for (const other of [...others.slice(2, 4), fusedRuns[0]!]) {
       const worst = other.reduce((m, v, i) => Math.max(m, Math.abs(v - chain![i]!)), 0);
       const scale = chain!.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
       assert.ok(worst <= 1e-4 * scale, `differs by ${worst} (largest value ${scale})`);
