@@ -441,6 +441,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
   __shared__ uint32_t warg[kGreedyThreads / 32];
   __shared__ double wsum[kGreedyThreads / 32];
   __shared__ bool last;
+  arl::pdl_wait();  // (launched early behind the LM head: see start_sample)
   const int32_t r = blockIdx.x, b = blockIdx.y, splits = gridDim.y;
   const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const float* x = logits + int64_t(r) * v;
@@ -603,11 +604,19 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
       err = cudaMemsetAsync(ctx->greedy_done, 0, sizeof(int) * kArlGreedyMaxRows, ctx->stream);
     if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
     ctx->greedy_dirty = true;  // (until a finished sampling shows the kernels ran through)
-    greedy_split_kernel<<<dim3(unsigned(n), unsigned(splits)), kGreedyThreads, 0, ctx->stream>>>(
-        reinterpret_cast<int32_t*>(h + host.tok), reinterpret_cast<float*>(h + host.lp), ids,
-        logits, v, reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
+    // With programmatic dependent launch (outside graphs too: the kernel reads nothing before
+    // its pdl_wait), its blocks are resident and waiting as the LM head's GEMV ends, instead of
+    // being launched after it.
+    cudaLaunchAttribute pdl = {};
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    err = arl::launch_with(
+        ctx, greedy_split_kernel, dim3(unsigned(n), unsigned(splits)), dim3(kGreedyThreads), 0,
+        pdl, ctx->pdl, reinterpret_cast<int32_t*>(h + host.tok),
+        reinterpret_cast<float*>(h + host.lp), ids, logits, v,
+        reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
         reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag));
-    err = cudaGetLastError();
+    if (err == cudaSuccess) err = cudaGetLastError();
   } else {
     std::memcpy(h + host.seed, seeds, rows * 8);
     std::memcpy(h + host.counter, counters, rows * 8);
