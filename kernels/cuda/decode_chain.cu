@@ -819,13 +819,13 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // q|k|v in kernel 2 (asked for): head dim 64, clusters, a kv head's blocks enough for its
   // pairs (a pair a warp), and every cluster resident at once
   const bool qkv_in_attn =
-      qkv_in_attn_asked() && cluster && d == kQkvInAttnD && c <= kQkvInAttnMaxC &&
-      hq % hkv == 0 && hkv <= ctx->num_sms &&
+      qkv_in_attn_asked() && cluster && splits == kAttnClusterSplits && d == kQkvInAttnD &&
+      c <= kQkvInAttnMaxC && hq % hkv == 0 && hkv <= ctx->num_sms &&
       int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
       attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
       qkv_in_attn_resident(ctx, c, hq);
   if (qkv_in_attn) {
-    // (kernel 2 does kernel 1's work)
+    // no kernel 1: kernel 2 does its work
   } else if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
     QkvArgs qa{};
     qa.y = qkv;
