@@ -585,6 +585,22 @@ bool attn_cluster(arl_ctx* ctx) {
   }) != 0;
 }
 
+// Kernels 1 and 2 ask for the largest shared-memory carveout, as kernels 3 and 4 need it: an SM
+// configured for less could not take their blocks (and start their copies) while 1 and 2 run.
+template <typename K>
+int prefer_shared(K kernel) {
+#ifndef AGENTRL_CUDA_EMU
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+#else
+  (void)kernel;
+#endif
+  return 1;
+}
+
 // AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1: kernel 2 finds the q|k|v rows itself (decode_chain_qkv.cuh)
 // where it fits, and kernel 1 is not launched. Off by default until a GPU has timed it.
 bool qkv_in_attn_asked() {
@@ -604,6 +620,7 @@ bool qkv_in_attn_resident(arl_ctx* ctx, int c, int clusters) {
 #else
   const int most = cached(ctx->device, "clusters qkv in attn " + std::to_string(c), [ctx, c] {
     auto kernel = decode_attn_o_kernel<64, true, true>;
+    prefer_shared(kernel);  // (as launched)
     const size_t shared = attn_qkv_smem_bytes(64, c);  // (under 48 KB: no attribute to set)
     cudaLaunchAttribute attribute = {};
     attribute.id = cudaLaunchAttributeClusterDimension;
@@ -646,22 +663,6 @@ bool mlp_late_trigger() {
     return e == nullptr || std::strcmp(e, "early") != 0;
   }();
   return value;
-}
-
-// Kernels 1 and 2 ask for the largest shared-memory carveout, as kernels 3 and 4 need it: an SM
-// configured for less could not take their blocks (and start their copies) while 1 and 2 run.
-template <typename K>
-int prefer_shared(K kernel) {
-#ifndef AGENTRL_CUDA_EMU
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-#else
-  (void)kernel;
-#endif
-  return 1;
 }
 
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span, printed as means at exit (null when
@@ -743,7 +744,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: a head's splits as one cluster of kAttnClusterSplits where the device has clusters
   // and that many splits hold the o rows (no grid-wide residency needed: heads never wait for
-  // each other); else about one block per SM, no more o rows a split than its threads hold.
+  // each other, except with q|k|v in kernel 2, checked below); else about one block per SM, no
+  // more o rows a split than its threads hold.
   const bool cluster = attn_cluster(ctx) && (c + kAttnClusterSplits - 1) / kAttnClusterSplits <=
                                                 kMaxSplitRows;
   int splits = cluster ? kAttnClusterSplits : std::max(1, ctx->num_sms / hq);
@@ -816,10 +818,10 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const int64_t qkv_blocks = std::min<int64_t>(ctx->num_sms, pairs);
   const GemvRope rope{k_cache, v_cache, slot, position, hq,        hkv,
                       d,       s,       l,    theta,    ctx->flag, ctx->flag_index};
-  // q|k|v in kernel 2 (asked for): head dim 64, clusters, a kv head's blocks enough for its
-  // pairs (a pair a warp), and every cluster resident at once
+  // q|k|v in kernel 2 (asked for, and not kernel 1 as the GEMV baseline): head dim 64, clusters,
+  // a kv head's blocks enough for its pairs (a pair a warp), and every cluster resident at once
   const bool qkv_in_attn =
-      qkv_in_attn_asked() && cluster && splits == kAttnClusterSplits && d == kQkvInAttnD &&
+      qkv_in_attn_asked() && !qkv_gemv() && cluster && splits == kAttnClusterSplits && d == kQkvInAttnD &&
       c <= kQkvInAttnMaxC && hq % hkv == 0 && hkv <= ctx->num_sms &&
       int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
       attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
@@ -877,9 +879,6 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.eps = eps;
   attn_args.kv_barriers = barriers + ctx->num_sms;
   if (qkv_in_attn) {
-    cached(ctx->device, "carveout attn qkv", [] {
-      return prefer_shared(decode_attn_o_kernel<64, true, true>);
-    });
     launch_cluster(ctx, decode_attn_o_kernel<64, true, true>, dim3(unsigned(attn_blocks)),
                    dim3(kAttnThreads), attn_qkv_smem_bytes(64, c), splits, attn_args);
   } else if (cluster) {
