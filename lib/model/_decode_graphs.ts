@@ -1,7 +1,9 @@
 /**
- * Replays of the decoder layers of a KV-cache step (CUDA graphs). A decode
- * step is hundreds of small kernel calls whose pointers and sizes repeat from
- * token to token; recording them once per shape and replaying the recording
+ * Replays of the decoder layers of a KV-cache step (CUDA graphs), with the
+ * embedding before them and, when every row's logits are wanted in order (a
+ * decode step), the final norm and the LM head after them. A decode step is
+ * hundreds of small kernel calls whose pointers and sizes repeat from token to
+ * token; recording them once per shape and replaying the recording
  * removes the per-call host and launch cost. A shape is recorded the second
  * time it is seen (one-off shapes, such as prefills, stay eager), and at most
  * `capacity` recordings are kept (least recently used first out): 32 by default, two for each

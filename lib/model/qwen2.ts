@@ -797,16 +797,22 @@ export class Qwen2Model implements Disposable {
       embeddingForward(k, h.xr, h.rows, x); // gathers rows of x
       xr = h.xr;
     }
+    this.#headKernels(h, xr);
+    return h.logits as Tensor<"f32">;
+  }
+
+  /** The final norm and the LM head of h's rows of xr, into h.logits. */
+  #headKernels(h: HeadActs, xr: Tensor): void {
+    const k = this.kernels;
     const eps = this.config.rms_norm_eps;
     // Few rows on the GPU: the final norm rides in the LM head's GEMV (one kernel less a decode
     // step), as the layers' norms do; AGENTRL_DECODE_FUSION=0 keeps the two calls.
-    if (k.device === "cuda" && rows.length <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion) {
+    if (k.device === "cuda" && h.r <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion) {
       rmsnormLinearForward(k, h.logits, xr, this.#wc.norm, this.#wc.head, null, eps);
     } else {
       rmsnormForward(k, h.hr, h.rstd, xr, this.#wc.norm, eps);
       lmHead(k, h.logits, h.hr, this.#wc.head);
     }
-    return h.logits as Tensor<"f32">;
   }
 
   /**
@@ -920,14 +926,20 @@ export class Qwen2Model implements Disposable {
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
     // graph on CUDA.
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptrIn(k));
+    // Every row's logits in order (a decode step): the final norm and the LM head join the
+    // graph, so that on CUDA the head's GEMV follows the last layer with no launch between.
+    const h = logitRows.length === n && logitRows.every((r, i) => r === i)
+      ? bindHeadActs(this.#head, this.config, n)
+      : null;
     const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(cache.k[0]!)} ${cache.numSlots} ` +
-      cache.maxLen;
+      `${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
     this.#graphs.run(key, () => {
       embeddingForward(k, d.x, tokenIds, this.#wc.embed);
       this.#cachedLayers(cache, d);
+      if (h) this.#headKernels(h, d.x);
     });
     if (logitRows.length === 0) return null;
-    return this.#headRows(d.x, logitRows, n);
+    return h ? h.logits as Tensor<"f32"> : this.#headRows(d.x, logitRows, n);
   }
 
   /** The decode workspace's views for N tokens (kept while N and the buffer stay). */
