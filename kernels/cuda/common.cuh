@@ -139,15 +139,21 @@ cudaError_t launch_with(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 bloc
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
+// The launch attribute of programmatic dependent launch.
+inline cudaLaunchAttribute pdl_attribute() {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  return attribute;
+}
+
 // Launches kernel on the context's stream, with programmatic dependent launch when ctx->pdl
 // (the kernel must call pdl_wait as above). Check it with check_launch.
 template <typename... P, typename... A>
 void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                 A... args) {
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  launch_with(ctx, kernel, grid, block, shared, attribute, ctx->pdl && ctx->capturing, args...);
+  launch_with(ctx, kernel, grid, block, shared, pdl_attribute(), ctx->pdl && ctx->capturing,
+              args...);
 }
 
 // Launches kernel as a cooperative grid (all its blocks resident at once, or an error).

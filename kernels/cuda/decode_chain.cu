@@ -308,11 +308,12 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   // (kQkv: the warps' rotations, in the head records' space, unused as a cluster)
   arl::RopeRow* rotations = reinterpret_cast<arl::RopeRow*>(merged);
   if constexpr (kQkv) {
-    const int32_t group_size = a.hq / a.hkv;
-    qkv_pair_rotations<kAttnWarps>(rotations, h, r, (h % group_size) * a.splits + r,
-                                   group_size * a.splits, a.rope);
-    qkv_pair_rows(tid >> 5, h, r, (h % group_size) * a.splits + r, group_size * a.splits, a.hq,
-                  a.hkv, h / group_size, pair.head, pair.o);
+    const int32_t group_size = a.hq / a.hkv, kv_head = h / group_size;
+    const int32_t group_block = (h % group_size) * a.splits + r;
+    const int32_t group_blocks = group_size * a.splits;
+    qkv_pair_rotations<kAttnWarps>(rotations, h, r, group_block, group_blocks, kv_head, a.rope);
+    qkv_pair_rows(tid >> 5, h, r, group_block, group_blocks, a.hq, a.hkv, kv_head, pair.head,
+                  pair.o);
     qkv_pair_load(pair, a.w_qkv, a.b_qkv, a.c, tid & 31);
   } else {
     load_w_o();
@@ -507,18 +508,22 @@ void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, s
 #endif
 }
 
+// The launch attribute of clusters of `cluster_x` blocks (along x).
+cudaLaunchAttribute cluster_attribute(int cluster_x) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = unsigned(cluster_x);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  return attribute;
+}
+
 // Launches kernel 2 as clusters of `cluster_x` blocks (and with programmatic dependent launch as
 // launch_pdl would).
 template <typename... P, typename... A>
 void launch_cluster(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
                     int cluster_x, A... args) {
-  cudaLaunchAttribute attributes[2] = {};
-  attributes[0].id = cudaLaunchAttributeClusterDimension;
-  attributes[0].val.clusterDim.x = unsigned(cluster_x);
-  attributes[0].val.clusterDim.y = 1;
-  attributes[0].val.clusterDim.z = 1;
-  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attributes[2] = {cluster_attribute(cluster_x), arl::pdl_attribute()};
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -622,11 +627,7 @@ bool qkv_in_attn_resident(arl_ctx* ctx, int c, int clusters) {
     auto kernel = decode_attn_o_kernel<64, true, true>;
     prefer_shared(kernel);  // (as launched)
     const size_t shared = attn_qkv_smem_bytes(64, c);  // (under 48 KB: no attribute to set)
-    cudaLaunchAttribute attribute = {};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = unsigned(kAttnClusterSplits);
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
+    cudaLaunchAttribute attribute = cluster_attribute(kAttnClusterSplits);
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(unsigned(kAttnClusterSplits));
     config.blockDim = dim3(kAttnThreads);
@@ -821,8 +822,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // q|k|v in kernel 2 (asked for, and not kernel 1 as the GEMV baseline): head dim 64, clusters,
   // a kv head's blocks enough for its pairs (a pair a warp), and every cluster resident at once
   const bool qkv_in_attn =
-      qkv_in_attn_asked() && !qkv_gemv() && cluster && splits == kAttnClusterSplits && d == kQkvInAttnD &&
-      c <= kQkvInAttnMaxC && hq % hkv == 0 && hkv <= ctx->num_sms &&
+      qkv_in_attn_asked() && !qkv_gemv() && cluster && splits == kAttnClusterSplits &&
+      d == kQkvInAttnD && c <= kQkvInAttnMaxC && hq % hkv == 0 && hkv <= ctx->num_sms &&
       int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
       attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
       qkv_in_attn_resident(ctx, c, hq);

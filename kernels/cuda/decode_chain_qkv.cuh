@@ -52,12 +52,12 @@ __device__ inline void qkv_pair_rows(int warp, int32_t h, int r, int32_t group_b
 // double math's registers are free again before the weights land.
 template <int kWarps>
 __device__ inline void qkv_pair_rotations(RopeRow* rows, int32_t h, int r, int32_t group_block,
-                                          int32_t group_blocks, const GemvRope& rope) {
+                                          int32_t group_blocks, int32_t kvh,
+                                          const GemvRope& rope) {
   const int warp = threadIdx.x;  // (thread w finds warp w's)
   if (warp < kWarps) {
     int32_t head, o;
-    qkv_pair_rows(warp, h, r, group_block, group_blocks, rope.hq, rope.hkv,
-                  h / (rope.hq / rope.hkv), head, o);
+    qkv_pair_rows(warp, h, r, group_block, group_blocks, rope.hq, rope.hkv, kvh, head, o);
     const double inv_freq = pow(double(rope.theta), -2.0 * o / kQkvInAttnD);  // as rope_trig
     rows[warp] = head >= 0 ? rope_row(rope, 0, head, inv_freq) : RopeRow{0, 0, 1.0f, 0.0f};
   }

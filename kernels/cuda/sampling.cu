@@ -607,12 +607,9 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
     // With programmatic dependent launch (outside graphs too: the kernel reads nothing before
     // its pdl_wait), its blocks are resident and waiting as the LM head's GEMV ends, instead of
     // being launched after it.
-    cudaLaunchAttribute pdl = {};
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
     err = arl::launch_with(
         ctx, greedy_split_kernel, dim3(unsigned(n), unsigned(splits)), dim3(kGreedyThreads), 0,
-        pdl, ctx->pdl, reinterpret_cast<int32_t*>(h + host.tok),
+        arl::pdl_attribute(), ctx->pdl, reinterpret_cast<int32_t*>(h + host.tok),
         reinterpret_cast<float*>(h + host.lp), ids, logits, v,
         reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
         reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag));

@@ -298,6 +298,11 @@ function checkPacked(batch: PackedBatch, vocab: number): { t: number; b: number 
 }
 
 /** Copies host data into a native tensor of the same length (any device). */
+/** Whether `rows` is 0, 1, ..., t - 1 (every row, in order). */
+function allRowsInOrder(rows: Int32Array, t: number): boolean {
+  return rows.length === t && rows.every((r, i) => r === i);
+}
+
 function upload(dst: Tensor, src: Int32Array | Float32Array): void {
   (dst as Tensor<"i32" | "f32">).write(src);
 }
@@ -792,7 +797,7 @@ export class Qwen2Model implements Disposable {
     const h: HeadActs = bindHeadActs(this.#head, this.config, rows.length);
     const k = this.kernels;
     let xr = x;
-    if (rows.length !== t || rows.some((r, i) => r !== i)) { // all rows in order: no gather
+    if (!allRowsInOrder(rows, t)) { // (all rows in order: no gather)
       upload(h.rows, rows);
       embeddingForward(k, h.xr, h.rows, x); // gathers rows of x
       xr = h.xr;
@@ -928,9 +933,7 @@ export class Qwen2Model implements Disposable {
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptrIn(k));
     // Every row's logits in order (a decode step): the final norm and the LM head join the
     // graph, so that on CUDA the head's GEMV follows the last layer with no launch between.
-    const h = logitRows.length === n && logitRows.every((r, i) => r === i)
-      ? bindHeadActs(this.#head, this.config, n)
-      : null;
+    const h = allRowsInOrder(logitRows, n) ? bindHeadActs(this.#head, this.config, n) : null;
     const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(cache.k[0]!)} ${cache.numSlots} ` +
       `${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
     this.#graphs.run(key, () => {
