@@ -26,4 +26,5 @@ export * from "./ops/attention.ts";
 export * from "./ops/logprob.ts";
 export * from "./ops/losses.ts";
 export * from "./ops/optim.ts";
+export * from "./ops/l2.ts";
 export * from "./ops/sample.ts";

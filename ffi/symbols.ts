@@ -6,7 +6,7 @@
  */
 
 /** `ARL_ABI_VERSION` of the header these symbols follow; a library must report the same. */
-export const ABI_VERSION = 10;
+export const ABI_VERSION = 11;
 
 const ptr = "pointer" as const;
 // host arrays passed as typed arrays: Deno keeps them alive (and in place) during the call
@@ -107,6 +107,15 @@ export const SYMBOLS = {
   },
   arl_upload_async: {
     parameters: [ptr, /* ctx */ ptr, /* void* dst */ ptr, /* const void* src */ i64 /* bytes */],
+    result: status,
+  },
+  arl_l2_persist: {
+    parameters: [
+      ptr,
+      /* ctx */ ptr,
+      /* const void* base */ i64,
+      /* bytes */ ptr, /* int64_t* kept */
+    ],
     result: status,
   },
   arl_fill_f32: {

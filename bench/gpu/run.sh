@@ -16,8 +16,8 @@
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
 # hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused
-# decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_layer_coop
-# decode_layer_phase
+# decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_l2_head
+# decode_layer_coop decode_layer_phase
 # decode_layer_noprefetch ops_stream
 # decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream
 # profile_decode_layer).
@@ -29,7 +29,9 @@
 # is one arl_decode_layer_bf16 call (four chained kernels); decode_layer runs the separate fused
 # calls instead (AGENTRL_DECODE_LAYER=0), decode_chain_times the default with its blocks' time
 # stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_qkv_in_attn the chain with kernel 1's work
-# inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1, three kernels a layer), decode_layer_coop the call as one cooperative kernel
+# inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1, three kernels a layer), decode_l2_head
+# the LM head's weights kept in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max), decode_layer_coop
+# the call as one cooperative kernel
 # (AGENTRL_CUDA_DECODE_LAYER=coop; its mean phase times, AGENTRL_CUDA_DECODE_LAYER_TIMES=1), and
 # decode_layer_phase / _noprefetch that kernel prefetching its weights a phase ahead or not at all
 # (AGENTRL_CUDA_DECODE_PREFETCH).
@@ -52,7 +54,7 @@ DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_l2_head decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json" "$OUT/decode_structure.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -188,6 +190,8 @@ part decode_chain_times 60 env AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -4 "$OUT/decode_chain_times.log"
 part decode_qkv_in_attn 60 env AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_qkv_in_attn.log"
+part decode_l2_head 60 env AGENTRL_CUDA_L2_PERSIST=max \
+  "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_l2_head.log"
 coop="AGENTRL_CUDA_DECODE_LAYER=coop"
 part decode_layer_coop 60 env $coop AGENTRL_CUDA_DECODE_LAYER_TIMES=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -3 "$OUT/decode_layer_coop.log"

@@ -78,8 +78,8 @@ def main(out: str) -> int:
     for name in ("build", "ops", "hf_reference", "ref", "ref_f32", "ref_cpu", "torch_bench",
                  "bench", "bench_f32", "bench_attn_fp32", "decode_fused", "decode_unfused",
                  "decode_nopdl", "decode_layer", "decode_chain_times", "decode_qkv_in_attn",
-                 "decode_layer_coop",
-                 "decode_layer_phase", "decode_layer_noprefetch",
+                 "decode_l2_head", "decode_layer_coop", "decode_layer_phase",
+                 "decode_layer_noprefetch",
                  "ops_stream", "decode_stream", "decode_stream_wide", "primitives",
                  "decode_structure", "profile_decode", "profile_decode_stream",
                  "profile_decode_layer"):
@@ -185,8 +185,8 @@ def main(out: str) -> int:
     # batch-1 decode with and without the decode fusions (bench.ts --decode-only, same run)
     rates = {}
     for name in ("decode_fused", "decode_unfused", "decode_nopdl", "decode_layer",
-                 "decode_qkv_in_attn", "decode_layer_coop", "decode_layer_phase", "decode_layer_noprefetch",
-                 "decode_stream",
+                 "decode_qkv_in_attn", "decode_l2_head", "decode_layer_coop", "decode_layer_phase",
+                 "decode_layer_noprefetch", "decode_stream",
                  "decode_stream_wide"):
         m = re.search(r"decode tokens/s, batch 1: ([0-9.]+)", read(f"{name}.log") or "")
         rates[name] = float(m[1]) if m else None
@@ -206,6 +206,9 @@ def main(out: str) -> int:
     value = versus(rates["decode_qkv_in_attn"], fused)
     row("decode", "batch 1: q|k|v inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1) / the "
         "default chain", value, "info", "info")
+    value = versus(rates["decode_l2_head"], fused)
+    row("decode", "batch 1: the LM head in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max) / the "
+        "default", value, "info", "info")
     m = re.search(r"decode chain, mean of (\d+) layers, us \(block 0\): (.*)",
                   read("decode_chain_times.log") or "")
     row("decode", "batch 1, four chained kernels a layer: block 0's spans (us)",

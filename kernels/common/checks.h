@@ -20,6 +20,21 @@ arl_status enter(arl_ctx* ctx);
 // Largest element count an int64 size may describe here (2^40 floats = 4 TiB).
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
+// arl_l2_persist's window: base and bytes (1..2^42) both given, or NULL and 0 (no window).
+inline arl_status l2_window_args(arl_ctx* ctx, const char* fn, const void* base,
+                                 int64_t bytes) {
+  if (bytes < 0 || bytes > kMaxElements * 4)
+    return fail(ctx, ARL_ERR_SIZE, "%s: bytes must be in 0..2^42, got %lld", fn,
+                (long long)bytes);
+  if (base == nullptr && bytes != 0)
+    return fail(ctx, ARL_ERR_NULL, "%s: base must not be null when bytes is %lld (NULL and 0 "
+                "clear the window)", fn, (long long)bytes);
+  if (base != nullptr && bytes == 0)
+    return fail(ctx, ARL_ERR_SIZE, "%s: bytes must be positive when base is given (NULL and 0 "
+                "clear the window)", fn);
+  return ARL_OK;
+}
+
 }  // namespace arl
 
 // Argument checks: each returns from the calling entry point with a status.

@@ -128,6 +128,13 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
   return ARL_OK;
 }
 
+arl_status arl_l2_persist(arl_ctx* ctx, const void* base, int64_t bytes, int64_t* kept) {
+  ARL_CTX(ctx);  // (no cache to steer here: the arguments are checked, nothing is kept)
+  ARL_NOT_NULL(ctx, kept);
+  *kept = 0;
+  return arl::l2_window_args(ctx, __func__, base, bytes);
+}
+
 arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {
   ARL_CTX(ctx);
   ARL_NOT_NULL(ctx, dst);

@@ -66,6 +66,9 @@ struct arl_ctx {
   cudaEvent_t upload_done[4];  // each slot's copy, recorded on the stream
   bool upload_pending[4];
   int upload_next;
+  const char* l2_window;   // arl_l2_persist's window (null: none): its start, bytes, hit ratio
+  int64_t l2_window_bytes;
+  float l2_hit_ratio;
   char last_error[512];
 };
 
@@ -124,19 +127,46 @@ __device__ inline void pdl_trigger() {
 #endif
 }
 
-// Launches kernel on the context's stream with one launch attribute (none when !use); the
-// launch's error, which check_launch also finds.
+// *out = the launch attribute that marks reads of arl_l2_persist's window persisting, when
+// [p, p + bytes) overlaps that window; false (and *out untouched) otherwise.
+inline bool l2_window_attribute(const arl_ctx* ctx, const void* p, size_t bytes,
+                                cudaLaunchAttribute* out) {
+  const char* c = static_cast<const char*>(p);
+  if (ctx->l2_window == nullptr || c >= ctx->l2_window + ctx->l2_window_bytes ||
+      c + bytes <= ctx->l2_window)
+    return false;
+  *out = {};
+  out->id = cudaLaunchAttributeAccessPolicyWindow;
+  out->val.accessPolicyWindow.base_ptr = const_cast<char*>(ctx->l2_window);
+  out->val.accessPolicyWindow.num_bytes = size_t(ctx->l2_window_bytes);
+  out->val.accessPolicyWindow.hitRatio = ctx->l2_hit_ratio;
+  out->val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  out->val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  return true;
+}
+
+// Launches kernel on the context's stream with `count` launch attributes; the launch's error,
+// which check_launch also finds.
 template <typename... P, typename... A>
-cudaError_t launch_with(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
-                        cudaLaunchAttribute attribute, bool use, A... args) {
+cudaError_t launch_attributes(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block,
+                              size_t shared, cudaLaunchAttribute* attributes, unsigned count,
+                              A... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared;
   config.stream = ctx->stream;
-  config.attrs = &attribute;
-  config.numAttrs = use ? 1 : 0;
+  config.attrs = attributes;
+  config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+// Launches kernel on the context's stream with one launch attribute (none when !use).
+template <typename... P, typename... A>
+cudaError_t launch_with(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                        cudaLaunchAttribute attribute, bool use, A... args) {
+  return launch_attributes(ctx, kernel, grid, block, shared, &attribute, use ? 1u : 0u,
+                           args...);
 }
 
 // The launch attribute of programmatic dependent launch.
@@ -156,6 +186,18 @@ void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_
               args...);
 }
 
+// launch_pdl for a kernel that reads [read, read + read_bytes) (a GEMV's weights): its reads
+// there are persisting in L2 where that overlaps arl_l2_persist's window.
+template <typename... P, typename... A>
+void launch_pdl_reading(arl_ctx* ctx, const void* read, size_t read_bytes,
+                        void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, A... args) {
+  cudaLaunchAttribute attributes[2];
+  unsigned count = 0;
+  if (ctx->pdl && ctx->capturing) attributes[count++] = pdl_attribute();
+  if (l2_window_attribute(ctx, read, read_bytes, &attributes[count])) count++;
+  launch_attributes(ctx, kernel, grid, block, shared, attributes, count, args...);
+}
+
 // Launches kernel as a cooperative grid (all its blocks resident at once, or an error).
 template <typename... P, typename... A>
 cudaError_t launch_cooperative(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block,
@@ -165,6 +207,9 @@ cudaError_t launch_cooperative(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, di
   attribute.val.cooperative = 1;
   return launch_with(ctx, kernel, grid, block, shared, attribute, true, args...);
 }
+
+// Gives back arl_l2_persist's set-aside and persisting lines, if the context holds a window.
+void l2_window_release(arl_ctx* ctx);
 
 // Turns a CUDA error into ARL_ERR_DEVICE with the runtime's message.
 arl_status cuda_fail(arl_ctx* ctx, const char* fn, cudaError_t err);

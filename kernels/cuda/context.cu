@@ -405,6 +405,7 @@ void arl_ctx_destroy(arl_ctx* ctx) {
     cudaGetLastError();
   }
   cudaStreamSynchronize(ctx->stream);
+  arl::l2_window_release(ctx);
   if (ctx->cublas != nullptr) arl::cublas_destroy(ctx->cublas);
   if (ctx->cublas_workspace != nullptr) cudaFree(ctx->cublas_workspace);
   if (ctx->scratch != nullptr) cudaFree(ctx->scratch);

@@ -493,6 +493,7 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
                                    reinterpret_cast<uintptr_t>(norm_weight)) & 15) == 0;
   const GemvRope args = rope != nullptr ? *rope : GemvRope{};
   const dim3 grid(blocks), block(kGemvWarps * 32);
+  const size_t w_bytes = size_t(n) * size_t(k) * sizeof(W) * (kMode == kGemvNormSwiglu ? 2 : 1);
   if constexpr (M == 1 && kMode != kGemvNormRope) {
     const size_t xg_bytes = size_t(k) * 4;
     const int64_t grid_cap = int64_t(ctx->num_sms) * 2;
@@ -500,17 +501,17 @@ void launch_gemv(arl_ctx* ctx, float* y, const float* x, const W* w, const float
     if (vec && stream != 0 && k / E <= 32 * split * gemv_stream_steps<kMode>() &&
         xg_bytes <= 48 * 1024 && (stream == 1 || int64_t(blocks) >= 2 * grid_cap)) {
       const dim3 persistent(unsigned(std::min<int64_t>(blocks, grid_cap)));
-      launch_pdl(ctx, gemv_stream_kernel<W, kMode>, persistent, block, xg_bytes, y, x, w, bias,
-                 n, k, split, accumulate, norm_weight, eps);
+      launch_pdl_reading(ctx, w, w_bytes, gemv_stream_kernel<W, kMode>, persistent, block,
+                         xg_bytes, y, x, w, bias, n, k, split, accumulate, norm_weight, eps);
       return;
     }
   }
   if (vec)
-    launch_pdl(ctx, gemv_rows_kernel<M, W, true, kMode>, grid, block, 0, y, x, w, bias, n, k,
-               split, accumulate, norm_weight, eps, args);
+    launch_pdl_reading(ctx, w, w_bytes, gemv_rows_kernel<M, W, true, kMode>, grid, block, 0, y,
+                       x, w, bias, n, k, split, accumulate, norm_weight, eps, args);
   else
-    launch_pdl(ctx, gemv_rows_kernel<M, W, false, kMode>, grid, block, 0, y, x, w, bias, n, k,
-               split, accumulate, norm_weight, eps, args);
+    launch_pdl_reading(ctx, w, w_bytes, gemv_rows_kernel<M, W, false, kMode>, grid, block, 0,
+                       y, x, w, bias, n, k, split, accumulate, norm_weight, eps, args);
 }
 
 // Launches the GEMV for m in 1..kGemvRows (the caller checks the launch); kMode says what it

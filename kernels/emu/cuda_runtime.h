@@ -296,6 +296,22 @@ enum cudaDeviceAttr {
   cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrClusterLaunch = 120,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+  cudaDevAttrMaxPersistingL2CacheSize = 108,
+  cudaDevAttrMaxAccessPolicyWindowSize = 109,
+};
+// The L2 set-aside for persisting lines (arl_l2_persist): kept and checked, no cache behind it.
+enum cudaLimit { cudaLimitPersistingL2CacheSize = 6 };
+enum cudaAccessProperty {
+  cudaAccessPropertyNormal = 0,
+  cudaAccessPropertyStreaming = 1,
+  cudaAccessPropertyPersisting = 2,
+};
+struct cudaAccessPolicyWindow {
+  void* base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  cudaAccessProperty hitProp;
+  cudaAccessProperty missProp;
 };
 struct cudaFuncAttributes {
   int binaryVersion;
@@ -317,6 +333,9 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value);
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit);
+cudaError_t cudaCtxResetPersistingL2Cache();
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
@@ -415,16 +434,19 @@ void launch(void (*kernel)(P...), const char* name, const Config& config, A&&...
 
 }  // namespace emu
 
-// cudaLaunchKernelEx with the three attributes the library uses: programmatic dependent launch
+// cudaLaunchKernelEx with the four attributes the library uses: programmatic dependent launch
 // (kernels run one after the other here, so it changes nothing), cooperative launch (the
 // grid's blocks run together, as fibers of one scheduler, so that one can spin on another's
-// write) and a cluster dimension (along x only; the blocks run together too).
+// write), a cluster dimension (along x only; the blocks run together too) and an L2
+// access-policy window (checked, then ignored: the emulator has no cache).
 enum cudaLaunchAttributeID {
+  cudaLaunchAttributeAccessPolicyWindow = 1,
   cudaLaunchAttributeCooperative = 2,
   cudaLaunchAttributeClusterDimension = 4,
   cudaLaunchAttributeProgrammaticStreamSerialization = 5,
 };
 union cudaLaunchAttributeValue {
+  cudaAccessPolicyWindow accessPolicyWindow;
   int cooperative;
   int programmaticStreamSerializationAllowed;
   struct {
@@ -446,6 +468,8 @@ struct cudaLaunchConfig_t {
 namespace emu {
 // Records cudaErrorInvalidValue as the last error (a launch attribute the emulator lacks).
 cudaError_t refuse_launch_attribute();
+// Whether an access-policy window is one CUDA accepts (said on stderr the first time).
+bool access_policy_window_valid(const cudaAccessPolicyWindow& window);
 }  // namespace emu
 
 template <typename... P, typename... A>
@@ -461,6 +485,9 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(
           a.val.clusterDim.x > 8 || config->gridDim.x % a.val.clusterDim.x != 0)
         return ::emu::refuse_launch_attribute();
       c.cluster = a.val.clusterDim.x;
+    } else if (a.id == cudaLaunchAttributeAccessPolicyWindow) {
+      if (!::emu::access_policy_window_valid(a.val.accessPolicyWindow))
+        return ::emu::refuse_launch_attribute();
     } else if (a.id != cudaLaunchAttributeProgrammaticStreamSerialization) {
       return ::emu::refuse_launch_attribute();
     }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -683,6 +684,47 @@ void emu::submit(const void* kernel, const char* name, const Config& config, Bod
 
 cudaError_t emu::refuse_launch_attribute() { return t_last_error = cudaErrorInvalidValue; }
 
+namespace {
+std::atomic<size_t> g_persisting_limit{0};  // cudaLimitPersistingL2CacheSize
+}  // namespace
+
+bool emu::access_policy_window_valid(const cudaAccessPolicyWindow& window) {
+  int widest = 0;
+  cudaDeviceGetAttribute(&widest, cudaDevAttrMaxAccessPolicyWindowSize, 0);
+  auto property = [](cudaAccessProperty p) {
+    return p == cudaAccessPropertyNormal || p == cudaAccessPropertyStreaming ||
+           p == cudaAccessPropertyPersisting;
+  };
+  const bool valid = window.base_ptr != nullptr && window.num_bytes > 0 &&
+                     window.num_bytes <= size_t(widest) && window.hitRatio >= 0.0f &&
+                     window.hitRatio <= 1.0f && property(window.hitProp) &&
+                     property(window.missProp);
+  static std::atomic<bool> said{false};
+  if (valid && !said.exchange(true))
+    std::fprintf(stderr,
+                 "emu: an L2 access-policy window of %zu bytes at hit ratio %.3f (set-aside %zu "
+                 "bytes): checked, then ignored (the emulator has no cache)\n",
+                 window.num_bytes, double(window.hitRatio), g_persisting_limit.load());
+  return valid;
+}
+
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  if (limit != cudaLimitPersistingL2CacheSize) return emu::t_last_error = cudaErrorInvalidValue;
+  int most = 0;
+  cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, 0);
+  g_persisting_limit = std::min(value, size_t(most));  // (CUDA clamps it too)
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  if (value == nullptr || limit != cudaLimitPersistingL2CacheSize)
+    return emu::t_last_error = cudaErrorInvalidValue;
+  *value = g_persisting_limit;
+  return cudaSuccess;
+}
+
+cudaError_t cudaCtxResetPersistingL2Cache() { return cudaSuccess; }
+
 const char* cudaGetErrorName(cudaError_t err) {
   switch (err) {
     case cudaSuccess: return "cudaSuccess";
@@ -759,6 +801,12 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor:  // a Hopper GPU's: the library takes its paths
       *value = 9;
+      return cudaSuccess;
+    case cudaDevAttrMaxPersistingL2CacheSize:  // 3/4 of the L2, as an A100's
+      *value = 3 * (50 * 1024 * 1024 / 4);
+      return cudaSuccess;
+    case cudaDevAttrMaxAccessPolicyWindowSize:
+      *value = 128 * 1024 * 1024;
       return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:  // an H100's unless AGENTRL_CUDA_EMU_SMEM
       *value = std::max(48 * 1024, emu::int_from_env("AGENTRL_CUDA_EMU_SMEM", 227 * 1024));

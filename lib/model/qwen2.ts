@@ -61,6 +61,8 @@ import {
   fill,
   type Kernels,
   kvCacheWrite,
+  l2Persist,
+  l2Window,
   linearBackward,
   linearForward,
   lmHead,
@@ -358,6 +360,7 @@ export class Qwen2Model implements Disposable {
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
+  #l2Asked = false; // the LM head offered to the L2 cache (forwardCached, on CUDA)
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
   #disposed = false;
@@ -917,6 +920,11 @@ export class Qwen2Model implements Disposable {
     }
     const k = this.kernels;
     this.#syncLow(); // before the layers' graph is recorded or replayed
+    if (!this.#l2Asked && k.device === "cuda") {
+      // Every step reads the LM head last: kept in L2 where AGENTRL_CUDA_L2_PERSIST asks.
+      this.#l2Asked = true;
+      l2Persist(k, this.#wc.head);
+    }
     const d = this.#decodeViews(n);
     // tokens (unless on the device), positions, slots and lens (positions + 1) in one copy
     const ids = new Int32Array(4 * d.idsStride);
@@ -1129,6 +1137,7 @@ export class Qwen2Model implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.releaseWorkspaces();
+    if (l2Window(this.kernels) === this.#wc.head) l2Persist(this.kernels, null);
     this.#low?.[Symbol.dispose]();
     this.params.free();
     this.grads.free();

@@ -715,3 +715,69 @@ Deno.test({
     }
   },
 });
+Deno.test({
+  name:
+    `the CUDA library, emulated: the LM head's L2 window (arl_l2_persist) reaches its GEMV launches and changes no bit${why}`,
+  ignore,
+  async fn() {
+    // With AGENTRL_CUDA_L2_PERSIST a decode step's head GEMV launches with an access-policy
+    // window (the emulator checks the attribute and says so once on stderr); the logits are the
+    // same bits as without. l2Persist reports what it keeps: the cap, the device's maximum or
+    // nothing, and 0 once cleared; a disposed model clears its own window.
+    const script = `import { KernelGraph, Kernels, l2Persist, l2Window, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      import { Qwen2Model } from ${JSON.stringify(path("../../lib/model/qwen2.ts"))};
+      import { tinyConfig } from ${JSON.stringify(path("../model/_qwen2_reference.ts"))};
+      const k = Kernels.open({ device: "cuda" });
+      const model = new Qwen2Model(k, tinyConfig({ vocab_size: 512, tie_word_embeddings: true }), { seed: 3, precision: "bf16" });
+      const cache = model.createKvCache(1, 8);
+      const one = (v) => Int32Array.of(v);
+      const bits = [];
+      for (let p = 0; p < 5; p++) {
+        const logits = model.forwardCached(cache, one((p * 37 + 5) % 512), one(p), one(0), one(0));
+        bits.push(...new Uint32Array(logits.read().buffer));
+      }
+      console.log("bits " + bits.reduce((h, b) => (Math.imul(h, 31) + b) >>> 0, 7) + " of " + bits.length);
+      console.log("window " + (l2Window(k) !== null));
+      const big = new Tensor(k, [12 << 20], "f32");  // 48 MiB: more than the set-aside
+      console.log("kept " + l2Persist(k, big));
+      console.log("cleared " + l2Persist(k, null));
+      l2Persist(k, big);
+      model.dispose();
+      console.log("other window kept " + (l2Window(k) === big));
+      const again = new Qwen2Model(k, tinyConfig(), { seed: 3 });
+      again.forwardCached(again.createKvCache(1, 4), one(1), one(0), one(0), one(0));
+      again.dispose();
+      console.log("disposed model's window cleared " + (l2Window(k) === null));
+      try { KernelGraph.record(k, () => l2Persist(k, big)); console.log("recorded"); }
+      catch (e) { console.log(e.message); }`;
+    const off = await evalOnEmulator(script);
+    const max = await evalOnEmulator(script, { AGENTRL_CUDA_L2_PERSIST: "max" });
+    const first = await evalOnEmulator(script, {
+      AGENTRL_CUDA_L2_PERSIST: "1",
+      AGENTRL_CUDA_L2_PERSIST_FIRST: "1",
+    });
+    const said = /^emu: an L2 access-policy window of (\d+) bytes at hit ratio ([\d.]+)/;
+    assert.equal(off.some((l) => said.test(l)), false, off.join("\n"));
+    const window = (lines: string[]) => said.exec(lines.find((l) => said.test(l)) ?? "");
+    // the head: 512 x 32 bf16 = 32 KiB, all kept (hit ratio 1) under either setting
+    assert.deepEqual(window(max)?.slice(1), ["32768", "1.000"], max.join("\n"));
+    assert.deepEqual(window(first)?.slice(1), ["32768", "1.000"], first.join("\n"));
+    const rest = (lines: string[]) => lines.filter((l) => !said.test(l));
+    assert.match(rest(off)[0]!, /^bits \d+ of 2560$/);
+    assert.equal(rest(max)[0], rest(off)[0], "the window changes no logit");
+    assert.equal(rest(first)[0], rest(off)[0], "the window changes no logit");
+    assert.deepEqual(rest(off).slice(1), [
+      "window true",
+      "kept 0",
+      "cleared 0",
+      "other window kept true",
+      "disposed model's window cleared true",
+      rest(off)[6],
+    ]);
+    assert.match(rest(off)[6]!, /arl_l2_persist: a graph recording cannot change the L2 window/);
+    assert.equal(rest(max)[2], `kept ${3 * (50 * 1024 * 1024 / 4)}`, "the device's maximum");
+    assert.equal(rest(first)[2], `kept ${1 << 20}`, "the 1 MiB cap");
+  },
+});

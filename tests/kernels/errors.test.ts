@@ -572,6 +572,20 @@ Deno.test("native: null pointers, non-positive and too large sizes, small leadin
   expectNative(k, s.arl_fill_f32(ctx, null, 1, 4n), ARL_ERR_NULL, /dst must not be null/);
   expectNative(k, s.arl_f32_to_bf16(ctx, p(c), p(a), -1n), ARL_ERR_SIZE, /got -1/);
   expectNative(k, s.arl_copy(ctx, p(c), null, 4n), ARL_ERR_NULL, /src must not be null/);
+  // the L2 window: base and bytes both given or both clear; kept written (0 on the CPU)
+  const kept = new BigInt64Array([7n]);
+  expectNative(k, s.arl_l2_persist(ctx, p(c), 16n, null), ARL_ERR_NULL, /kept must not be null/);
+  expectNative(k, s.arl_l2_persist(ctx, p(c), -1n, p(kept)), ARL_ERR_SIZE, /0\.\.2\^42, got -1/);
+  expectNative(
+    k,
+    s.arl_l2_persist(ctx, null, 16n, p(kept)),
+    ARL_ERR_NULL,
+    /base must not be null when bytes is 16/,
+  );
+  expectNative(k, s.arl_l2_persist(ctx, p(c), 0n, p(kept)), ARL_ERR_SIZE, /bytes must be positive/);
+  assert.equal(s.arl_l2_persist(ctx, p(c), 16n, p(kept)), 0);
+  assert.equal(kept[0], 0n, "the CPU library keeps nothing in a cache");
+  assert.equal(s.arl_l2_persist(ctx, null, 0n, p(kept)), 0, "NULL and 0 clear the window");
   // allocation and threads
   assert.equal(s.arl_alloc(ctx, 0n), null);
   assert.match(lastError(k), /arl_alloc: bytes must be in 1\.\.2\^42, got 0/);
