@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The first device call after sessions 16-18 (none of which had a GPU): checks and times what they
+# built, with the sm_90 library built from session 18's last kernels (.dev/s18.so.xz; carry
+# [".dev"]). About 5-6 minutes on an H100; run with timeout_s 560. Logs go to $OUT.
+#   - every op against the CPU library (session 16's sampling halves, the head in the graph);
+#   - the fused q|k|v path (session 17) and the L2 window (session 18) on the decode cases;
+#   - batch-1 decode: default, qkv_in_attn, l2_head and both, in alternating processes;
+#   - the chain's time stamps with and without the fused path.
+set -u
+T0=$SECONDS
+xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
+xz -d -c .dev/s18.so.xz > /tmp/s18.so
+export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s18.so
+D=/tmp/deno
+nvidia-smi -L | head -1
+timeout 100 $D run -A kernels/build.ts --cpu-only > "$OUT/build.log" 2>&1
+echo "build rc $? ($((SECONDS - T0)) s)"
+timeout 150 $D run -A bench/gpu/ops_compare.ts > "$OUT/ops.log" 2>&1
+echo "ops rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops.log")"
+grep -E " (FAIL|fail) " "$OUT/ops.log" | head -5
+ops_with() {  # name, env..., then the ops
+  local name=$1
+  shift
+  env "$@" AGENTRL_OPS_ONLY="decodeLayer|decode with graphs" timeout 60 \
+    $D run -A bench/gpu/ops_compare.ts > "$OUT/ops_$name.log" 2>&1
+  echo "ops $name rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops_$name.log")"
+}
+ops_with qkv AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1
+ops_with l2 AGENTRL_CUDA_L2_PERSIST=max
+timeout 260 $D run -A bench/gpu/decode_ab.ts --runs 3 --variant default: \
+  --variant qkv_in_attn:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 \
+  --variant l2_head:AGENTRL_CUDA_L2_PERSIST=max \
+  --variant both:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1,AGENTRL_CUDA_L2_PERSIST=max \
+  > "$OUT/ab.log" 2>&1
+echo "decode_ab rc $? ($((SECONDS - T0)) s)"
+tail -8 "$OUT/ab.log"
+B="timeout 40 $D run -A bench/gpu/bench.ts --decode-only"
+echo "== chain times, default"
+AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 $B > "$OUT/times.log" 2>&1; tail -6 "$OUT/times.log"
+echo "== chain times, q|k|v in kernel 2"
+AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 $B > "$OUT/times_qkv.log" 2>&1
+tail -6 "$OUT/times_qkv.log"
+echo "== done ($((SECONDS - T0)) s)"
