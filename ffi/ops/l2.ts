@@ -12,17 +12,13 @@ import type { Tensor } from "../tensor.ts";
  */
 export function l2Persist(k: Kernels, t: Tensor | null): number {
   const kept = new BigInt64Array(1);
-  windows.delete(k);
+  const base = t === null ? null : t.ptrIn(k); // (throws for a freed tensor)
   k.check(
     "arl_l2_persist",
-    k.sym.arl_l2_persist(
-      k.ctx,
-      t === null ? null : t.ptrIn(k),
-      BigInt(t === null ? 0 : t.byteSize),
-      Deno.UnsafePointer.of(kept),
-    ),
+    k.sym.arl_l2_persist(k.ctx, base, BigInt(t?.byteSize ?? 0), Deno.UnsafePointer.of(kept)),
   );
-  if (t !== null) windows.set(k, t);
+  if (t === null) windows.delete(k);
+  else windows.set(k, t);
   return Number(kept[0]);
 }
 

@@ -1,5 +1,6 @@
 // l2Persist on the CPU library: the window is recorded per context and cleared with null, the
-// library keeps nothing (there is no cache to steer), and a freed tensor is refused. The CUDA
+// library keeps nothing (there is no cache to steer), and a freed tensor is refused without
+// changing the window. The CUDA
 // side (the set-aside, the GEMV's launch attribute, unchanged bits) is in emu.test.ts.
 import assert from "node:assert/strict";
 import { l2Persist, l2Window } from "../../ffi/mod.ts";
@@ -13,9 +14,10 @@ Deno.test("l2Persist: the CPU library keeps nothing; the window is per context u
   assert.equal(l2Persist(k, w), 0);
   assert.equal(l2Window(k), w);
   assert.equal(l2Window(other), null, "one window a context");
+  using v = f32(k, [5, 6]);
+  v.free();
+  assert.throws(() => l2Persist(k, v), /freed/);
+  assert.equal(l2Window(k), w, "a refused call leaves the window as it was");
   assert.equal(l2Persist(k, null), 0);
   assert.equal(l2Window(k), null);
-  w.free();
-  assert.throws(() => l2Persist(k, w), /freed/);
-  assert.equal(l2Window(k), null, "a refused call leaves no window");
 });
