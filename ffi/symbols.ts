@@ -111,10 +111,11 @@ export const SYMBOLS = {
   },
   arl_l2_persist: {
     parameters: [
-      ptr,
-      /* ctx */ ptr,
-      /* const void* base */ i64,
-      /* bytes */ ptr, /* int64_t* kept */
+      ptr, /* arl_ctx* */
+      buf, /* const void* const* bases [host] */
+      buf, /* const int64_t* bytes [host] */
+      i32, /* int32_t count */
+      buf, /* int64_t* kept [host] */
     ],
     result: status,
   },

@@ -30,7 +30,8 @@
 # calls instead (AGENTRL_DECODE_LAYER=0), decode_chain_times the default with its blocks' time
 # stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_qkv_in_attn the chain with kernel 1's work
 # inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1, three kernels a layer), decode_l2_head
-# the LM head's weights kept in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max), decode_layer_coop
+# the LM head's weights kept in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max; AGENTRL_L2_OFFER
+# picks other weights), decode_layer_coop
 # the call as one cooperative kernel
 # (AGENTRL_CUDA_DECODE_LAYER=coop; its mean phase times, AGENTRL_CUDA_DECODE_LAYER_TIMES=1), and
 # decode_layer_phase / _noprefetch that kernel prefetching its weights a phase ahead or not at all

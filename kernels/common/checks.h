@@ -20,18 +20,31 @@ arl_status enter(arl_ctx* ctx);
 // Largest element count an int64 size may describe here (2^40 floats = 4 TiB).
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
-// arl_l2_persist's window: base and bytes (1..2^42) both given, or NULL and 0 (no window).
-inline arl_status l2_window_args(arl_ctx* ctx, const char* fn, const void* base,
-                                 int64_t bytes) {
-  if (bytes < 0 || bytes > kMaxElements * 4)
-    return fail(ctx, ARL_ERR_SIZE, "%s: bytes must be in 0..2^42, got %lld", fn,
-                (long long)bytes);
-  if (base == nullptr && bytes != 0)
-    return fail(ctx, ARL_ERR_NULL, "%s: base must not be null when bytes is %lld (NULL and 0 "
-                "clear the window)", fn, (long long)bytes);
-  if (base != nullptr && bytes == 0)
-    return fail(ctx, ARL_ERR_SIZE, "%s: bytes must be positive when base is given (NULL and 0 "
-                "clear the window)", fn);
+// arl_l2_persist's regions: count in 0..ARL_L2_MAX_REGIONS; the arrays given when count > 0;
+// each region's base not null and its bytes in 1..2^42; no two regions overlapping.
+inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* const* bases,
+                                  const int64_t* bytes, int32_t count, const int64_t* kept) {
+  if (count < 0 || count > ARL_L2_MAX_REGIONS)
+    return fail(ctx, ARL_ERR_SIZE, "%s: count must be in 0..%d, got %d", fn, ARL_L2_MAX_REGIONS,
+                count);
+  if (count == 0) return ARL_OK;
+  if (bases == nullptr || bytes == nullptr || kept == nullptr)
+    return fail(ctx, ARL_ERR_NULL, "%s: bases, bytes and kept must not be null when count is %d",
+                fn, count);
+  for (int32_t i = 0; i < count; i++) {
+    if (bases[i] == nullptr)
+      return fail(ctx, ARL_ERR_NULL, "%s: bases[%d] must not be null", fn, i);
+    if (bytes[i] <= 0 || bytes[i] > kMaxElements * 4)
+      return fail(ctx, ARL_ERR_SIZE, "%s: bytes[%d] must be in 1..2^42, got %lld", fn, i,
+                  (long long)bytes[i]);
+  }
+  for (int32_t i = 0; i < count; i++)
+    for (int32_t j = 0; j < i; j++) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(bases[i]);
+      const uintptr_t b = reinterpret_cast<uintptr_t>(bases[j]);
+      if (a < b + uintptr_t(bytes[j]) && b < a + uintptr_t(bytes[i]))
+        return fail(ctx, ARL_ERR_VALUE, "%s: regions %d and %d overlap", fn, j, i);
+    }
   return ARL_OK;
 }
 

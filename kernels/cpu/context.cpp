@@ -128,11 +128,12 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
   return ARL_OK;
 }
 
-arl_status arl_l2_persist(arl_ctx* ctx, const void* base, int64_t bytes, int64_t* kept) {
+arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases, const int64_t* bytes,
+                          int32_t count, int64_t* kept) {
   ARL_CTX(ctx);  // (no cache to steer here: the arguments are checked, nothing is kept)
-  ARL_NOT_NULL(ctx, kept);
-  *kept = 0;
-  return arl::l2_window_args(ctx, __func__, base, bytes);
+  if (arl_status s = arl::l2_regions_args(ctx, __func__, bases, bytes, count, kept)) return s;
+  for (int32_t i = 0; i < count; i++) kept[i] = 0;
+  return ARL_OK;
 }
 
 arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n) {

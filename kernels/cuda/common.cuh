@@ -28,6 +28,13 @@ struct SampleSlot {
   size_t host_bytes;
   cudaEvent_t done;  // created with the slot's first use
 };
+// A region that arl_l2_persist keeps: the access-policy window of the kernels that read it.
+struct L2Window {
+  const char* base;   // the region
+  int64_t bytes;
+  int64_t window;     // the window's bytes from base (the region, or its part that is kept)
+  float hit_ratio;    // the window's share of persisting lines
+};
 }  // namespace arl
 
 struct arl_ctx {
@@ -66,9 +73,9 @@ struct arl_ctx {
   cudaEvent_t upload_done[4];  // each slot's copy, recorded on the stream
   bool upload_pending[4];
   int upload_next;
-  const char* l2_window;   // arl_l2_persist's window (null: none): its start, bytes, hit ratio
-  int64_t l2_window_bytes;
-  float l2_hit_ratio;
+  arl::L2Window l2_windows[ARL_L2_MAX_REGIONS];  // arl_l2_persist's kept regions
+  int l2_count;
+  int64_t l2_aside;        // the set-aside this context asked for (0: none)
   char last_error[512];
 };
 
@@ -127,22 +134,24 @@ __device__ inline void pdl_trigger() {
 #endif
 }
 
-// *out = the launch attribute that marks reads of arl_l2_persist's window persisting, when
-// [p, p + bytes) overlaps that window; false (and *out untouched) otherwise.
+// *out = the launch attribute that marks reads of an arl_l2_persist region persisting, for the
+// first kept region that [p, p + bytes) overlaps; false (and *out untouched) if none.
 inline bool l2_window_attribute(const arl_ctx* ctx, const void* p, size_t bytes,
                                 cudaLaunchAttribute* out) {
   const char* c = static_cast<const char*>(p);
-  if (ctx->l2_window == nullptr || c >= ctx->l2_window + ctx->l2_window_bytes ||
-      c + bytes <= ctx->l2_window)
-    return false;
-  *out = {};
-  out->id = cudaLaunchAttributeAccessPolicyWindow;
-  out->val.accessPolicyWindow.base_ptr = const_cast<char*>(ctx->l2_window);
-  out->val.accessPolicyWindow.num_bytes = size_t(ctx->l2_window_bytes);
-  out->val.accessPolicyWindow.hitRatio = ctx->l2_hit_ratio;
-  out->val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
-  out->val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-  return true;
+  for (int i = 0; i < ctx->l2_count; i++) {
+    const L2Window& w = ctx->l2_windows[i];
+    if (c >= w.base + w.bytes || c + bytes <= w.base) continue;
+    *out = {};
+    out->id = cudaLaunchAttributeAccessPolicyWindow;
+    out->val.accessPolicyWindow.base_ptr = const_cast<char*>(w.base);
+    out->val.accessPolicyWindow.num_bytes = size_t(w.window);
+    out->val.accessPolicyWindow.hitRatio = w.hit_ratio;
+    out->val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    out->val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    return true;
+  }
+  return false;
 }
 
 // Launches kernel on the context's stream with `count` launch attributes; the launch's error,
@@ -186,8 +195,8 @@ void launch_pdl(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_
               args...);
 }
 
-// launch_pdl for a kernel that reads [read, read + read_bytes) (a GEMV's weights): its reads
-// there are persisting in L2 where that overlaps arl_l2_persist's window.
+// launch_pdl for a kernel that reads [read, read + read_bytes) (its weights): its reads there
+// are persisting in L2 where that overlaps a region arl_l2_persist keeps.
 template <typename... P, typename... A>
 void launch_pdl_reading(arl_ctx* ctx, const void* read, size_t read_bytes,
                         void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, A... args) {
@@ -208,7 +217,7 @@ cudaError_t launch_cooperative(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, di
   return launch_with(ctx, kernel, grid, block, shared, attribute, true, args...);
 }
 
-// Gives back arl_l2_persist's set-aside and persisting lines, if the context holds a window.
+// Gives back arl_l2_persist's set-aside and persisting lines, if the context asked for any.
 void l2_window_release(arl_ctx* ctx);
 
 // Turns a CUDA error into ARL_ERR_DEVICE with the runtime's message.

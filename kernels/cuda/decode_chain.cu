@@ -496,15 +496,22 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   }
 }
 
+// The weights a kernel of the chain reads (for its L2 window: launch_pdl_reading).
+struct WeightsRead {
+  const void* w;
+  size_t bytes;
+};
+
 // Launches kernel 2. Its blocks wait for each other: in the CUDA emulator (which otherwise runs a
 // launch's blocks one at a time) a cooperative launch runs them together.
 template <typename... P, typename... A>
-void launch_waiting(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
-                    A... args) {
+void launch_waiting(arl_ctx* ctx, WeightsRead read, void (*kernel)(P...), dim3 grid, dim3 block,
+                    size_t shared, A... args) {
 #ifdef AGENTRL_CUDA_EMU
+  (void)read;
   arl::launch_cooperative(ctx, kernel, grid, block, shared, args...);
 #else
-  arl::launch_pdl(ctx, kernel, grid, block, shared, args...);
+  arl::launch_pdl_reading(ctx, read.w, read.bytes, kernel, grid, block, shared, args...);
 #endif
 }
 
@@ -518,20 +525,16 @@ cudaLaunchAttribute cluster_attribute(int cluster_x) {
   return attribute;
 }
 
-// Launches kernel 2 as clusters of `cluster_x` blocks (and with programmatic dependent launch as
-// launch_pdl would).
+// Launches kernel 2 as clusters of `cluster_x` blocks (with programmatic dependent launch as
+// launch_pdl would, and the L2 window of what it reads as launch_pdl_reading would).
 template <typename... P, typename... A>
-void launch_cluster(arl_ctx* ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
-                    int cluster_x, A... args) {
-  cudaLaunchAttribute attributes[2] = {cluster_attribute(cluster_x), arl::pdl_attribute()};
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared;
-  config.stream = ctx->stream;
-  config.attrs = attributes;
-  config.numAttrs = ctx->pdl && ctx->capturing ? 2 : 1;
-  cudaLaunchKernelEx(&config, kernel, args...);
+void launch_cluster(arl_ctx* ctx, WeightsRead read, void (*kernel)(P...), dim3 grid, dim3 block,
+                    size_t shared, int cluster_x, A... args) {
+  cudaLaunchAttribute attributes[3] = {cluster_attribute(cluster_x)};
+  unsigned count = 1;
+  if (ctx->pdl && ctx->capturing) attributes[count++] = arl::pdl_attribute();
+  if (arl::l2_window_attribute(ctx, read.w, read.bytes, &attributes[count])) count++;
+  arl::launch_attributes(ctx, kernel, grid, block, shared, attributes, count, args...);
 }
 
 // Once per (device, what): an attribute of a kernel set, or its occupancy asked of the runtime
@@ -827,6 +830,11 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
       int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
       attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
       qkv_in_attn_resident(ctx, c, hq);
+  // what each kernel reads, for the L2 regions of arl_l2_persist (kernel 2 with q|k|v: w_qkv)
+  const WeightsRead qkv_read{w_qkv, size_t(nq) * size_t(c) * 2};
+  const WeightsRead o_read{w_o, size_t(c) * size_t(hq) * size_t(d) * 2};
+  const WeightsRead gu_read{w_gu, size_t(2) * size_t(f) * size_t(c) * 2};
+  const WeightsRead down_read{w_down, size_t(c) * size_t(f) * 2};
   if (qkv_in_attn) {
     // no kernel 1: kernel 2 does its work
   } else if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
@@ -844,8 +852,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     cached(ctx->device, "carveout qkv chain", [] { return prefer_shared(decode_qkv_kernel); });
     // (as many warps a block as it has pairs: no idle warps holding registers)
     const int64_t warps = (pairs + qkv_blocks - 1) / qkv_blocks;
-    launch_pdl(ctx, decode_qkv_kernel, dim3(unsigned(qkv_blocks)), dim3(unsigned(32 * warps)), 0,
-               qa);
+    launch_pdl_reading(ctx, qkv_read.w, qkv_read.bytes, decode_qkv_kernel,
+                       dim3(unsigned(qkv_blocks)), dim3(unsigned(32 * warps)), 0, qa);
   } else {
     gemv_rows<kGemvNormRope>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps, &rope);
   }
@@ -880,17 +888,19 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.eps = eps;
   attn_args.kv_barriers = barriers + ctx->num_sms;
   if (qkv_in_attn) {
-    launch_cluster(ctx, decode_attn_o_kernel<64, true, true>, dim3(unsigned(attn_blocks)),
-                   dim3(kAttnThreads), attn_qkv_smem_bytes(64, c), splits, attn_args);
+    launch_cluster(ctx, qkv_read, decode_attn_o_kernel<64, true, true>,
+                   dim3(unsigned(attn_blocks)), dim3(kAttnThreads), attn_qkv_smem_bytes(64, c),
+                   splits, attn_args);
   } else if (cluster) {
-    launch_cluster(ctx, d == 64 ? decode_attn_o_kernel<64, true> : decode_attn_o_kernel<128, true>,
+    launch_cluster(ctx, o_read,
+                   d == 64 ? decode_attn_o_kernel<64, true> : decode_attn_o_kernel<128, true>,
                    dim3(unsigned(attn_blocks)), dim3(kAttnThreads), attn_smem_bytes(d), splits,
                    attn_args);
   } else if (d == 64) {
-    launch_waiting(ctx, decode_attn_o_kernel<64, false>, dim3(unsigned(attn_blocks)),
+    launch_waiting(ctx, o_read, decode_attn_o_kernel<64, false>, dim3(unsigned(attn_blocks)),
                    dim3(kAttnThreads), attn_smem_bytes(64), attn_args);
   } else {
-    launch_waiting(ctx, decode_attn_o_kernel<128, false>, dim3(unsigned(attn_blocks)),
+    launch_waiting(ctx, o_read, decode_attn_o_kernel<128, false>, dim3(unsigned(attn_blocks)),
                    dim3(kAttnThreads), attn_smem_bytes(128), attn_args);
   }
   if (arl_status st = check_launch(ctx, fn)) return st;
@@ -910,11 +920,13 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   mlp_args.rmax = int32_t(rmax);
   mlp_args.eps = eps;
   mlp_args.late_trigger = mlp_late_trigger() ? 1 : 0;
-  launch_pdl(ctx, decode_gate_up_kernel, dim3(unsigned(gu_blocks)), dim3(kGateUpThreads),
-             gate_up_smem_bytes(c, wmax), mlp_args);
+  launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, decode_gate_up_kernel,
+                     dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
+                     mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;
-  launch_pdl(ctx, decode_down_kernel, dim3(unsigned(down_blocks)), dim3(kDownThreads),
-             down_smem_bytes(f, rmax), mlp_args);
+  launch_pdl_reading(ctx, down_read.w, down_read.bytes, decode_down_kernel,
+                     dim3(unsigned(down_blocks)), dim3(kDownThreads), down_smem_bytes(f, rmax),
+                     mlp_args);
   return check_launch(ctx, fn);
 }
 

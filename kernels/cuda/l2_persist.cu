@@ -1,5 +1,5 @@
 // arl_l2_persist: an L2 set-aside for weights that every decode step reads once (ABI version 11).
-// The few-row linears whose weights overlap the window launch with an access-policy window
+// The kernels whose weights overlap a kept region launch with that region's access-policy window
 // (launch_pdl_reading), so that their reads there are "persisting" lines, which the stream of
 // other weights through the rest of the L2 does not evict.
 #include <algorithm>
@@ -10,7 +10,7 @@
 
 namespace {
 
-// AGENTRL_CUDA_L2_PERSIST: the most bytes a window keeps. Unset, "" or "0": none (the default
+// AGENTRL_CUDA_L2_PERSIST: the most bytes the regions keep. Unset, "" or "0": none (the default
 // until a GPU times it); "max": the device's persisting maximum (-1 here); N: N MiB. Anything
 // else is reported once and read as 0.
 int64_t persist_cap() {
@@ -27,8 +27,8 @@ int64_t persist_cap() {
   return cap;
 }
 
-// AGENTRL_CUDA_L2_PERSIST_FIRST=1: the window is the first kept bytes of the region (hit ratio
-// 1), not the whole region at a hit ratio of kept / bytes (its lines spread over the region).
+// AGENTRL_CUDA_L2_PERSIST_FIRST=1: a region's window is its first kept bytes (hit ratio 1), not
+// the whole region at a hit ratio of kept / bytes (its kept lines spread over the region).
 bool persist_first() {
   static const bool first = [] {
     const char* e = std::getenv("AGENTRL_CUDA_L2_PERSIST_FIRST");
@@ -52,11 +52,10 @@ int64_t device_attribute(const arl_ctx* ctx, cudaDeviceAttr attribute) {
 namespace arl {
 
 void l2_window_release(arl_ctx* ctx) {
-  if (ctx->l2_window == nullptr) return;
-  ctx->l2_window = nullptr;
-  ctx->l2_window_bytes = 0;
-  ctx->l2_hit_ratio = 0.0f;
-  // (graphs recorded with the window keep it; their reads are then ordinary ones)
+  ctx->l2_count = 0;
+  if (ctx->l2_aside == 0) return;
+  ctx->l2_aside = 0;
+  // (graphs recorded with the windows keep them; their reads are then ordinary ones)
   if (cudaCtxResetPersistingL2Cache() != cudaSuccess ||
       cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) != cudaSuccess)
     cudaGetLastError();
@@ -66,23 +65,24 @@ void l2_window_release(arl_ctx* ctx) {
 
 extern "C" {
 
-arl_status arl_l2_persist(arl_ctx* ctx, const void* base, int64_t bytes, int64_t* kept) {
+arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases, const int64_t* bytes,
+                          int32_t count, int64_t* kept) {
   ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, kept);
-  *kept = 0;
-  if (arl_status s = arl::l2_window_args(ctx, __func__, base, bytes)) return s;
+  if (arl_status s = arl::l2_regions_args(ctx, __func__, bases, bytes, count, kept)) return s;
   if (ctx->capturing)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: a graph recording cannot change the L2 window",
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: a graph recording cannot change the L2 regions",
                      __func__);
+  for (int32_t i = 0; i < count; i++) kept[i] = 0;
+  arl::l2_window_release(ctx);
   const int64_t cap = persist_cap();
+  if (count == 0 || cap == 0) return ARL_OK;
   const int64_t most = device_attribute(ctx, cudaDevAttrMaxPersistingL2CacheSize);
   const int64_t widest = device_attribute(ctx, cudaDevAttrMaxAccessPolicyWindowSize);
-  int64_t aside = std::min(bytes, most);
+  int64_t total = 0;
+  for (int32_t i = 0; i < count; i++) total += bytes[i];
+  int64_t aside = std::min(total, most);
   if (cap > 0) aside = std::min(aside, cap);
-  if (base == nullptr || cap == 0 || aside <= 0 || widest <= 0) {
-    arl::l2_window_release(ctx);
-    return ARL_OK;
-  }
+  if (aside <= 0 || widest <= 0) return ARL_OK;
   cudaError_t err = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(aside));
   size_t granted = 0;
   if (err == cudaSuccess) err = cudaDeviceGetLimit(&granted, cudaLimitPersistingL2CacheSize);
@@ -93,15 +93,22 @@ arl_status arl_l2_persist(arl_ctx* ctx, const void* base, int64_t bytes, int64_t
                    "(%s); nothing is kept\n", (long long)aside, cudaGetErrorString(err));
     said = true;
     cudaGetLastError();
-    arl::l2_window_release(ctx);
     return ARL_OK;
   }
-  const int64_t window = persist_first() ? aside : std::min(bytes, widest);
-  const int64_t held = std::min(aside, int64_t(granted));
-  ctx->l2_window = static_cast<const char*>(base);
-  ctx->l2_window_bytes = window;
-  ctx->l2_hit_ratio = float(std::min(1.0, double(held) / double(window)));
-  *kept = std::min(held, window);
+  ctx->l2_aside = aside;
+  // The regions in their order, each kept whole while the set-aside lasts; a region's window is
+  // the region (at most the widest window) at a hit ratio of its kept bytes over the window's,
+  // so its kept lines spread over it, or with AGENTRL_CUDA_L2_PERSIST_FIRST=1 its kept bytes.
+  int64_t left = std::min(aside, int64_t(granted));
+  for (int32_t i = 0; i < count && left > 0; i++) {
+    const int64_t keep = std::min(bytes[i], left);
+    const int64_t window = persist_first() ? std::min(keep, widest) : std::min(bytes[i], widest);
+    const int64_t held = std::min(keep, window);
+    left -= held;
+    ctx->l2_windows[ctx->l2_count++] = {static_cast<const char*>(bases[i]), bytes[i], window,
+                                        float(double(held) / double(window))};
+    kept[i] = held;
+  }
   return ARL_OK;
 }
 

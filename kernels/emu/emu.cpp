@@ -699,12 +699,18 @@ bool emu::access_policy_window_valid(const cudaAccessPolicyWindow& window) {
                      window.num_bytes <= size_t(widest) && window.hitRatio >= 0.0f &&
                      window.hitRatio <= 1.0f && property(window.hitProp) &&
                      property(window.missProp);
-  static std::atomic<bool> said{false};
-  if (valid && !said.exchange(true))
+  // each window said once (by its start and size)
+  static std::mutex lock;
+  static std::vector<std::pair<void*, size_t>> said;
+  std::lock_guard<std::mutex> hold(lock);
+  const std::pair<void*, size_t> key(window.base_ptr, window.num_bytes);
+  if (valid && std::find(said.begin(), said.end(), key) == said.end()) {
+    said.push_back(key);
     std::fprintf(stderr,
                  "emu: an L2 access-policy window of %zu bytes at hit ratio %.3f (set-aside %zu "
                  "bytes): checked, then ignored (the emulator has no cache)\n",
                  window.num_bytes, double(window.hitRatio), g_persisting_limit.load());
+  }
   return valid;
 }
 

@@ -89,17 +89,20 @@ ARL_API arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t by
 #define ARL_UPLOAD_ASYNC_BYTES 65536
 ARL_API arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes);
 /*
- * Asks the GPU's L2 cache to keep lines of `bytes` of device memory from `base` across kernels
- * (ABI version 11), such as a decode step's LM head weights, which every token reads once and
- * which a stream of other weights would otherwise evict: the few-row linears (at most 8 rows)
- * whose weights lie in that window mark their reads of it "persisting", in an L2 set-aside
- * that the library sizes to what the window keeps. *kept [host] = the bytes the L2 keeps (0:
- * none). base NULL with bytes 0 clears the window. One window a context; a graph keeps the
- * window of its recording, and a recording cannot change it. The CPU library keeps nothing
- * (*kept = 0). The CUDA library keeps bytes only when AGENTRL_CUDA_L2_PERSIST asks (see
- * kernels/README.md), at most the device's persisting maximum.
+ * Asks the GPU's L2 cache to keep `count` regions of device memory across kernels (ABI version
+ * 11): region i is bytes[i] from bases[i] (both [host] arrays), such as weights that every decode
+ * step reads once and that the stream of other weights would otherwise evict. The library sets
+ * aside part of the L2 for "persisting" lines and fills it with the regions in their order; the
+ * kernels that read a kept region's weights (the few-row linears, the decode chain's kernels)
+ * mark their reads of it persisting. kept[i] [host] = the bytes of region i the L2 keeps (0:
+ * none). Each call replaces the last call's regions; count 0 clears them. Regions must not
+ * overlap. A graph keeps the windows of its recording, and a recording cannot change them. The
+ * CPU library keeps nothing (kept all 0). The CUDA library keeps bytes only when
+ * AGENTRL_CUDA_L2_PERSIST asks (see kernels/README.md), at most the device's persisting maximum.
  */
-ARL_API arl_status arl_l2_persist(arl_ctx* ctx, const void* base, int64_t bytes,
+#define ARL_L2_MAX_REGIONS 64
+ARL_API arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases /* [host] */,
+                                  const int64_t* bytes /* [host] */, int32_t count,
                                   int64_t* kept /* [host] */);
 ARL_API arl_status arl_fill_f32(arl_ctx* ctx, float* dst, float value, int64_t n);
 /* out (n) = round-to-nearest-even bf16 of x (n) */

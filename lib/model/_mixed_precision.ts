@@ -47,6 +47,8 @@ export interface Bf16Layer {
   wk: Tensor<"bf16">;
   wv: Tensor<"bf16">;
   wo: Tensor<"bf16">;
+  /** q|k|v, then o, as one flat span: what a decode step's attention reads. */
+  attn: Tensor<"bf16">;
   /** (2F, C): gate and up projections stacked. */
   gu: Tensor<"bf16">;
   wg: Tensor<"bf16">;
@@ -95,6 +97,11 @@ export class Bf16Weights implements Disposable {
     // rows [row0, row0 + rows) of region `name`
     const rows = (name: string, row0: number, n: number, cols: number) =>
       Tensor.viewOf(buf, (L.get(name).offset + row0 * cols) * 2, [n, cols], "bf16");
+    // regions `first` .. `last` as one flat view (with the alignment between them)
+    const span = (first: string, last: string) => {
+      const [a, b] = [L.get(first), L.get(last)];
+      return Tensor.viewOf(buf, a.offset * 2, [b.offset + b.size - a.offset], "bf16");
+    };
     const round = (dst: Tensor<"bf16">, src: string) => {
       this.#rounded.push([dst, master(src)]);
       return dst;
@@ -117,6 +124,7 @@ export class Bf16Weights implements Disposable {
         wk: round(rows(`${i}.qkv`, qd, kvd, c), `${p}.self_attn.k_proj.weight`),
         wv: round(rows(`${i}.qkv`, qd + kvd, kvd, c), `${p}.self_attn.v_proj.weight`),
         wo: round(rows(`${i}.o`, 0, c, qd), `${p}.self_attn.o_proj.weight`),
+        attn: span(`${i}.qkv`, `${i}.o`),
         gu: rows(`${i}.gu`, 0, 2 * f, c),
         wg: round(rows(`${i}.gu`, 0, f, c), `${p}.mlp.gate_proj.weight`),
         wu: round(rows(`${i}.gu`, f, f, c), `${p}.mlp.up_proj.weight`),

@@ -62,7 +62,7 @@ import {
   type Kernels,
   kvCacheWrite,
   l2Persist,
-  l2Window,
+  l2Regions,
   linearBackward,
   linearForward,
   lmHead,
@@ -84,6 +84,7 @@ import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./p
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff } from "./_env_switch.ts";
+import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
 import { InitRng } from "./_random.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
@@ -360,7 +361,8 @@ export class Qwen2Model implements Disposable {
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
-  #l2Asked = false; // the LM head offered to the L2 cache (forwardCached, on CUDA)
+  #l2Asked = false; // weights offered to the L2 cache (forwardCached, on CUDA)
+  #l2Offered: Tensor[] = [];
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
   #disposed = false;
@@ -921,9 +923,12 @@ export class Qwen2Model implements Disposable {
     const k = this.kernels;
     this.#syncLow(); // before the layers' graph is recorded or replayed
     if (!this.#l2Asked && k.device === "cuda") {
-      // Every step reads the LM head last: kept in L2 where AGENTRL_CUDA_L2_PERSIST asks.
+      // What every step reads (the LM head by default; AGENTRL_L2_OFFER): kept in L2 where
+      // AGENTRL_CUDA_L2_PERSIST asks, from before the first decode graph is recorded.
       this.#l2Asked = true;
-      l2Persist(k, this.#wc.head);
+      const regions = l2OfferRegions(l2OfferFromEnv(), this.#wc.head, this.#low?.layers ?? null);
+      l2Persist(k, regions);
+      this.#l2Offered = regions;
     }
     const d = this.#decodeViews(n);
     // tokens (unless on the device), positions, slots and lens (positions + 1) in one copy
@@ -1137,7 +1142,9 @@ export class Qwen2Model implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.releaseWorkspaces();
-    if (l2Window(this.kernels) === this.#wc.head) l2Persist(this.kernels, null);
+    if (l2Regions(this.kernels).some((t) => this.#l2Offered.includes(t))) {
+      l2Persist(this.kernels, []); // (regions of another model replaced these: left alone)
+    }
     this.#low?.[Symbol.dispose]();
     this.params.free();
     this.grads.free();

@@ -717,20 +717,24 @@ Deno.test({
 });
 Deno.test({
   name:
-    `the CUDA library, emulated: the LM head's L2 window (arl_l2_persist) reaches its GEMV launches and changes no bit${why}`,
+    `the CUDA library, emulated: the L2 regions (arl_l2_persist) reach the launches that read them and change no bit${why}`,
   ignore,
   async fn() {
-    // With AGENTRL_CUDA_L2_PERSIST a decode step's head GEMV launches with an access-policy
-    // window (the emulator checks the attribute and says so once on stderr); the logits are the
+    // With AGENTRL_CUDA_L2_PERSIST the kernels that read an offered region (AGENTRL_L2_OFFER: the
+    // LM head's GEMV, the chain's q|k|v and attention kernels) launch with its access-policy
+    // window (the emulator checks each and says each new one on stderr); the logits are the
     // same bits as without. l2Persist reports what it keeps: the cap, the device's maximum or
-    // nothing, and 0 once cleared; a disposed model clears its own window.
-    const script = `import { KernelGraph, Kernels, l2Persist, l2Window, Tensor } from ${
+    // nothing; a disposed model clears its own regions, and a recording cannot change them.
+    const script = `import { KernelGraph, Kernels, l2Persist, l2Regions, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
       import { Qwen2Model } from ${JSON.stringify(path("../../lib/model/qwen2.ts"))};
       import { tinyConfig } from ${JSON.stringify(path("../model/_qwen2_reference.ts"))};
       const k = Kernels.open({ device: "cuda" });
-      const model = new Qwen2Model(k, tinyConfig({ vocab_size: 512, tie_word_embeddings: true }), { seed: 3, precision: "bf16" });
+      // head dim 64, one kv head for two query heads: the decode chain's shapes
+      const cfg = tinyConfig({ vocab_size: 512, hidden_size: 128, intermediate_size: 256,
+        num_attention_heads: 2, num_key_value_heads: 1, head_dim: 64, tie_word_embeddings: true });
+      const model = new Qwen2Model(k, cfg, { seed: 3, precision: "bf16" });
       const cache = model.createKvCache(1, 8);
       const one = (v) => Int32Array.of(v);
       const bits = [];
@@ -739,45 +743,66 @@ Deno.test({
         bits.push(...new Uint32Array(logits.read().buffer));
       }
       console.log("bits " + bits.reduce((h, b) => (Math.imul(h, 31) + b) >>> 0, 7) + " of " + bits.length);
-      console.log("window " + (l2Window(k) !== null));
+      console.log("regions " + l2Regions(k).map((t) => t.byteSize).join(","));
       const big = new Tensor(k, [12 << 20], "f32");  // 48 MiB: more than the set-aside
-      console.log("kept " + l2Persist(k, big));
-      console.log("cleared " + l2Persist(k, null));
-      l2Persist(k, big);
+      const small = new Tensor(k, [1024], "f32");
+      console.log("kept " + l2Persist(k, [big, small]).join(","));
+      console.log("cleared " + l2Persist(k, []).length + " " + l2Regions(k).length);
+      l2Persist(k, [small]);
       model.dispose();
-      console.log("other window kept " + (l2Window(k) === big));
-      const again = new Qwen2Model(k, tinyConfig(), { seed: 3 });
+      console.log("other regions kept " + (l2Regions(k)[0] === small));
+      const again = new Qwen2Model(k, cfg, { seed: 3 });
       again.forwardCached(again.createKvCache(1, 4), one(1), one(0), one(0), one(0));
       again.dispose();
-      console.log("disposed model's window cleared " + (l2Window(k) === null));
-      try { KernelGraph.record(k, () => l2Persist(k, big)); console.log("recorded"); }
+      console.log("disposed model's regions cleared " + l2Regions(k).length);
+      try { KernelGraph.record(k, () => l2Persist(k, [small])); console.log("recorded"); }
       catch (e) { console.log(e.message); }`;
-    const off = await evalOnEmulator(script);
-    const max = await evalOnEmulator(script, { AGENTRL_CUDA_L2_PERSIST: "max" });
-    const first = await evalOnEmulator(script, {
+    const said = /^emu: an L2 access-policy window of (\d+) bytes at hit ratio ([\d.]+)/;
+    const run = async (env: Record<string, string>) => {
+      const lines = await evalOnEmulator(script, env);
+      const windows = lines.flatMap((l) => {
+        const m = said.exec(l);
+        return m ? [`${m[1]}@${m[2]}`] : [];
+      });
+      return { windows, rest: lines.filter((l) => !said.test(l)) };
+    };
+    const off = await run({});
+    const head = await run({ AGENTRL_CUDA_L2_PERSIST: "max" });
+    const qkv = await run({
+      AGENTRL_CUDA_L2_PERSIST: "max",
+      AGENTRL_L2_OFFER: "qkv",
+      AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1",
+    });
+    const attn = await run({
       AGENTRL_CUDA_L2_PERSIST: "1",
       AGENTRL_CUDA_L2_PERSIST_FIRST: "1",
+      AGENTRL_L2_OFFER: "attn,head",
     });
-    const said = /^emu: an L2 access-policy window of (\d+) bytes at hit ratio ([\d.]+)/;
-    assert.equal(off.some((l) => said.test(l)), false, off.join("\n"));
-    const window = (lines: string[]) => said.exec(lines.find((l) => said.test(l)) ?? "");
-    // the head: 512 x 32 bf16 = 32 KiB, all kept (hit ratio 1) under either setting
-    assert.deepEqual(window(max)?.slice(1), ["32768", "1.000"], max.join("\n"));
-    assert.deepEqual(window(first)?.slice(1), ["32768", "1.000"], first.join("\n"));
-    const rest = (lines: string[]) => lines.filter((l) => !said.test(l));
-    assert.match(rest(off)[0]!, /^bits \d+ of 2560$/);
-    assert.equal(rest(max)[0], rest(off)[0], "the window changes no logit");
-    assert.equal(rest(first)[0], rest(off)[0], "the window changes no logit");
-    assert.deepEqual(rest(off).slice(1), [
-      "window true",
-      "kept 0",
-      "cleared 0",
-      "other window kept true",
-      "disposed model's window cleared true",
-      rest(off)[6],
+    // bytes: the head 512 x 128, a layer's q|k|v 256 x 128 and o 128 x 128, all bf16
+    const [headBytes, qkvBytes, attnBytes] = [131072, 65536, 98304];
+    assert.deepEqual(off.windows, [], off.rest.join("\n"));
+    assert.deepEqual(head.windows, [`${headBytes}@1.000`]);
+    assert.deepEqual(qkv.windows, [`${qkvBytes}@1.000`, `${qkvBytes}@1.000`], "one a layer");
+    assert.deepEqual(attn.windows, [
+      `${attnBytes}@1.000`,
+      `${attnBytes}@1.000`,
+      `${headBytes}@1.000`,
     ]);
-    assert.match(rest(off)[6]!, /arl_l2_persist: a graph recording cannot change the L2 window/);
-    assert.equal(rest(max)[2], `kept ${3 * (50 * 1024 * 1024 / 4)}`, "the device's maximum");
-    assert.equal(rest(first)[2], `kept ${1 << 20}`, "the 1 MiB cap");
+    assert.match(off.rest[0]!, /^bits \d+ of 2560$/);
+    for (const r of [head, qkv, attn]) assert.equal(r.rest[0], off.rest[0], "no logit changes");
+    assert.equal(off.rest[1], `regions ${headBytes}`, "the head by default");
+    assert.equal(qkv.rest[1], `regions ${qkvBytes},${qkvBytes}`);
+    assert.equal(attn.rest[1], `regions ${attnBytes},${attnBytes},${headBytes}`);
+    assert.deepEqual(off.rest.slice(2), [
+      "kept 0,0",
+      "cleared 0 0",
+      "other regions kept true",
+      "disposed model's regions cleared 0",
+      off.rest[6],
+    ]);
+    assert.match(off.rest[6]!, /arl_l2_persist: a graph recording cannot change the L2 regions/);
+    const most = 3 * (50 * 1024 * 1024 / 4);
+    assert.equal(head.rest[2], `kept ${most},0`, "the device's maximum, in the regions' order");
+    assert.equal(attn.rest[2], `kept ${1 << 20},0`, "the 1 MiB cap");
   },
 });

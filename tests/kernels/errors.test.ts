@@ -572,20 +572,35 @@ Deno.test("native: null pointers, non-positive and too large sizes, small leadin
   expectNative(k, s.arl_fill_f32(ctx, null, 1, 4n), ARL_ERR_NULL, /dst must not be null/);
   expectNative(k, s.arl_f32_to_bf16(ctx, p(c), p(a), -1n), ARL_ERR_SIZE, /got -1/);
   expectNative(k, s.arl_copy(ctx, p(c), null, 4n), ARL_ERR_NULL, /src must not be null/);
-  // the L2 window: base and bytes both given or both clear; kept written (0 on the CPU)
-  const kept = new BigInt64Array([7n]);
-  expectNative(k, s.arl_l2_persist(ctx, p(c), 16n, null), ARL_ERR_NULL, /kept must not be null/);
-  expectNative(k, s.arl_l2_persist(ctx, p(c), -1n, p(kept)), ARL_ERR_SIZE, /0\.\.2\^42, got -1/);
+  // the L2 regions: count in 0..64, the arrays given, each base set and its bytes positive, no
+  // two overlapping; kept written (0 on the CPU)
+  const at = (...xs: bigint[]) => BigUint64Array.from(xs);
+  const sizes = (...xs: bigint[]) => BigInt64Array.from(xs);
+  const base = BigInt(Deno.UnsafePointer.value(p(c)));
+  const kept = new BigInt64Array([7n, 7n]);
   expectNative(
     k,
-    s.arl_l2_persist(ctx, null, 16n, p(kept)),
-    ARL_ERR_NULL,
-    /base must not be null when bytes is 16/,
+    s.arl_l2_persist(ctx, at(base), sizes(16n), 65, kept),
+    ARL_ERR_SIZE,
+    /0\.\.64, got 65/,
   );
-  expectNative(k, s.arl_l2_persist(ctx, p(c), 0n, p(kept)), ARL_ERR_SIZE, /bytes must be positive/);
-  assert.equal(s.arl_l2_persist(ctx, p(c), 16n, p(kept)), 0);
-  assert.equal(kept[0], 0n, "the CPU library keeps nothing in a cache");
-  assert.equal(s.arl_l2_persist(ctx, null, 0n, p(kept)), 0, "NULL and 0 clear the window");
+  expectNative(k, s.arl_l2_persist(ctx, at(base), sizes(16n), 1, null), ARL_ERR_NULL, /kept must/);
+  expectNative(k, s.arl_l2_persist(ctx, at(0n), sizes(16n), 1, kept), ARL_ERR_NULL, /bases\[0\]/);
+  expectNative(
+    k,
+    s.arl_l2_persist(ctx, at(base), sizes(0n), 1, kept),
+    ARL_ERR_SIZE,
+    /bytes\[0\] must be in 1\.\.2\^42, got 0/,
+  );
+  expectNative(
+    k,
+    s.arl_l2_persist(ctx, at(base, base + 8n), sizes(16n, 16n), 2, kept),
+    ARL_ERR_VALUE,
+    /regions 0 and 1 overlap/,
+  );
+  assert.equal(s.arl_l2_persist(ctx, at(base, base + 16n), sizes(16n, 16n), 2, kept), 0);
+  assert.deepEqual(Array.from(kept), [0n, 0n], "the CPU library keeps nothing in a cache");
+  assert.equal(s.arl_l2_persist(ctx, null, null, 0, null), 0, "count 0 clears the regions");
   // allocation and threads
   assert.equal(s.arl_alloc(ctx, 0n), null);
   assert.match(lastError(k), /arl_alloc: bytes must be in 1\.\.2\^42, got 0/);

@@ -3,8 +3,9 @@
 # built, with the sm_90 library built from session 18's last kernels (.dev/s18.so.xz; carry
 # [".dev"]). About 5-6 minutes on an H100; run with timeout_s 560. Logs go to $OUT.
 #   - every op against the CPU library (session 16's sampling halves, the head in the graph);
-#   - the fused q|k|v path (session 17) and the L2 window (session 18) on the decode cases;
-#   - batch-1 decode: default, qkv_in_attn, l2_head and both, in alternating processes;
+#   - the fused q|k|v path (session 17) and the L2 regions (session 18) on the decode cases;
+#   - batch-1 decode in alternating processes: default, qkv_in_attn, the LM head in L2 (l2_head),
+#     each layer's q|k|v rows in L2 (l2_qkv), and qkv_in_attn with l2_qkv;
 #   - the chain's time stamps with and without the fused path.
 set -u
 T0=$SECONDS
@@ -18,7 +19,7 @@ echo "build rc $? ($((SECONDS - T0)) s)"
 timeout 150 $D run -A bench/gpu/ops_compare.ts > "$OUT/ops.log" 2>&1
 echo "ops rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops.log")"
 grep -E " (FAIL|fail) " "$OUT/ops.log" | head -5
-ops_with() {  # name, env..., then the ops
+ops_with() {  # name, then the environment's assignments
   local name=$1
   shift
   env "$@" AGENTRL_OPS_ONLY="decodeLayer|decode with graphs" timeout 60 \
@@ -26,11 +27,13 @@ ops_with() {  # name, env..., then the ops
   echo "ops $name rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops_$name.log")"
 }
 ops_with qkv AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1
-ops_with l2 AGENTRL_CUDA_L2_PERSIST=max
-timeout 260 $D run -A bench/gpu/decode_ab.ts --runs 3 --variant default: \
+ops_with l2 AGENTRL_CUDA_L2_PERSIST=max AGENTRL_L2_OFFER=attn,head
+L2=AGENTRL_CUDA_L2_PERSIST=max
+timeout 280 $D run -A bench/gpu/decode_ab.ts --runs 2 --variant default: \
   --variant qkv_in_attn:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 \
-  --variant l2_head:AGENTRL_CUDA_L2_PERSIST=max \
-  --variant both:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1,AGENTRL_CUDA_L2_PERSIST=max \
+  --variant l2_head:$L2 \
+  --variant l2_qkv:$L2,AGENTRL_L2_OFFER=qkv \
+  --variant qkv_in_attn_l2_qkv:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1,$L2,AGENTRL_L2_OFFER=qkv \
   > "$OUT/ab.log" 2>&1
 echo "decode_ab rc $? ($((SECONDS - T0)) s)"
 tail -8 "$OUT/ab.log"
