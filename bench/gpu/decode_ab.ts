@@ -189,9 +189,11 @@ export async function main(args: string[]): Promise<number> {
       } else {
         results[i]!.push(rates);
       }
+      // (what an L2 set-aside kept, as the library said it, after the rate)
+      const l2 = /^arl_l2_persist: (.*)$/m.exec(text)?.[1];
       console.log(
         `round ${round + 1}, ${variant.name}: ` +
-          (rates ? `${rates.pipelined.toFixed(1)} tokens/s` : "failed"),
+          (rates ? `${rates.pipelined.toFixed(1)} tokens/s` : "failed") + (l2 ? ` (${l2})` : ""),
       );
     }
   }

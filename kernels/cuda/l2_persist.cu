@@ -56,9 +56,9 @@ void l2_window_release(arl_ctx* ctx) {
   if (ctx->l2_aside == 0) return;
   ctx->l2_aside = 0;
   // (graphs recorded with the windows keep them; their reads are then ordinary ones)
-  if (cudaCtxResetPersistingL2Cache() != cudaSuccess ||
-      cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) != cudaSuccess)
-    cudaGetLastError();
+  const cudaError_t reset = cudaCtxResetPersistingL2Cache();
+  const cudaError_t limit = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+  if (reset != cudaSuccess || limit != cudaSuccess) cudaGetLastError();
 }
 
 }  // namespace arl
@@ -82,20 +82,23 @@ arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases, const int64_t*
   for (int32_t i = 0; i < count; i++) total += bytes[i];
   int64_t aside = std::min(total, most);
   if (cap > 0) aside = std::min(aside, cap);
-  if (aside <= 0 || widest <= 0) return ARL_OK;
-  cudaError_t err = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(aside));
+  cudaError_t err = cudaSuccess;
   size_t granted = 0;
-  if (err == cudaSuccess) err = cudaDeviceGetLimit(&granted, cudaLimitPersistingL2CacheSize);
-  if (err != cudaSuccess) {  // (e.g. a GPU shared through MPS): said once, nothing kept
-    static bool said = false;
-    if (!said)
-      std::fprintf(stderr, "arl_l2_persist: the device refused an L2 set-aside of %lld bytes "
-                   "(%s); nothing is kept\n", (long long)aside, cudaGetErrorString(err));
-    said = true;
-    cudaGetLastError();
+  if (aside > 0 && widest > 0) {
+    err = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(aside));
+    if (err == cudaSuccess) ctx->l2_aside = aside;  // (released even if the next call fails)
+    if (err == cudaSuccess) err = cudaDeviceGetLimit(&granted, cudaLimitPersistingL2CacheSize);
+  }
+  if (err != cudaSuccess) cudaGetLastError();  // (e.g. a GPU shared through MPS: no set-aside)
+  if (err != cudaSuccess || granted == 0) {
+    // Asked for and not given: said (every time, as the regions are set rarely), nothing kept.
+    std::fprintf(stderr, "arl_l2_persist: nothing kept of %lld bytes in %d regions (persisting "
+                 "maximum %lld bytes, widest window %lld, set-aside %s)\n", (long long)total,
+                 count, (long long)most, (long long)widest,
+                 err != cudaSuccess ? cudaGetErrorString(err) : "0");
+    arl::l2_window_release(ctx);
     return ARL_OK;
   }
-  ctx->l2_aside = aside;
   // The regions in their order, each kept whole while the set-aside lasts; a region's window is
   // the region (at most the widest window) at a hit ratio of its kept bytes over the window's,
   // so its kept lines spread over it, or with AGENTRL_CUDA_L2_PERSIST_FIRST=1 its kept bytes.
@@ -109,6 +112,13 @@ arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases, const int64_t*
                                         float(double(held) / double(window))};
     kept[i] = held;
   }
+  // Said on stderr (the regions are set rarely), so that a benchmark's log shows what was kept.
+  int64_t sum = 0;
+  for (int32_t i = 0; i < ctx->l2_count; i++) sum += kept[i];
+  std::fprintf(stderr, "arl_l2_persist: %lld of %lld bytes kept in L2 (set-aside %lld, persisting "
+               "maximum %lld, widest window %lld): %d of %d regions%s\n", (long long)sum,
+               (long long)total, (long long)granted, (long long)most, (long long)widest,
+               ctx->l2_count, count, persist_first() ? ", their first bytes" : ", spread");
   return ARL_OK;
 }
 

@@ -98,7 +98,9 @@ ARL_API arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, in
  * none). Each call replaces the last call's regions; count 0 clears them. Regions must not
  * overlap. A graph keeps the windows of its recording, and a recording cannot change them. The
  * CPU library keeps nothing (kept all 0). The CUDA library keeps bytes only when
- * AGENTRL_CUDA_L2_PERSIST asks (see kernels/README.md), at most the device's persisting maximum.
+ * AGENTRL_CUDA_L2_PERSIST asks (see kernels/README.md), at most the device's persisting maximum,
+ * and says on stderr what it kept. The set-aside is the device's: a call on another context of
+ * the same device, or that context's destruction, resizes it.
  */
 #define ARL_L2_MAX_REGIONS 64
 ARL_API arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases /* [host] */,

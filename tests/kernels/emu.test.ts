@@ -732,14 +732,14 @@ Deno.test({
       import { tinyConfig } from ${JSON.stringify(path("../model/_qwen2_reference.ts"))};
       const k = Kernels.open({ device: "cuda" });
       // head dim 64, one kv head for two query heads: the decode chain's shapes
-      const cfg = tinyConfig({ vocab_size: 512, hidden_size: 128, intermediate_size: 256,
+      const cfg = tinyConfig({ vocab_size: 8192, hidden_size: 128, intermediate_size: 256,
         num_attention_heads: 2, num_key_value_heads: 1, head_dim: 64, tie_word_embeddings: true });
       const model = new Qwen2Model(k, cfg, { seed: 3, precision: "bf16" });
       const cache = model.createKvCache(1, 8);
       const one = (v) => Int32Array.of(v);
       const bits = [];
       for (let p = 0; p < 5; p++) {
-        const logits = model.forwardCached(cache, one((p * 37 + 5) % 512), one(p), one(0), one(0));
+        const logits = model.forwardCached(cache, one((p * 37 + 5) % 8192), one(p), one(0), one(0));
         bits.push(...new Uint32Array(logits.read().buffer));
       }
       console.log("bits " + bits.reduce((h, b) => (Math.imul(h, 31) + b) >>> 0, 7) + " of " + bits.length);
@@ -758,38 +758,47 @@ Deno.test({
       try { KernelGraph.record(k, () => l2Persist(k, [small])); console.log("recorded"); }
       catch (e) { console.log(e.message); }`;
     const said = /^emu: an L2 access-policy window of (\d+) bytes at hit ratio ([\d.]+)/;
+    const kept = /^arl_l2_persist: (.*)/;
     const run = async (env: Record<string, string>) => {
       const lines = await evalOnEmulator(script, env);
       const windows = lines.flatMap((l) => {
         const m = said.exec(l);
         return m ? [`${m[1]}@${m[2]}`] : [];
       });
-      return { windows, rest: lines.filter((l) => !said.test(l)) };
+      const reports = lines.flatMap((l) => kept.exec(l)?.[1] ?? []);
+      return { windows, reports, rest: lines.filter((l) => !said.test(l) && !kept.test(l)) };
     };
     const off = await run({});
-    const head = await run({ AGENTRL_CUDA_L2_PERSIST: "max" });
+    const spread = await run({ AGENTRL_CUDA_L2_PERSIST: "1" });
+    const first = await run({ AGENTRL_CUDA_L2_PERSIST: "1", AGENTRL_CUDA_L2_PERSIST_FIRST: "1" });
     const qkv = await run({
       AGENTRL_CUDA_L2_PERSIST: "max",
       AGENTRL_L2_OFFER: "qkv",
       AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1",
     });
-    const attn = await run({
-      AGENTRL_CUDA_L2_PERSIST: "1",
-      AGENTRL_CUDA_L2_PERSIST_FIRST: "1",
-      AGENTRL_L2_OFFER: "attn,head",
-    });
-    // bytes: the head 512 x 128, a layer's q|k|v 256 x 128 and o 128 x 128, all bf16
-    const [headBytes, qkvBytes, attnBytes] = [131072, 65536, 98304];
+    const attn = await run({ AGENTRL_CUDA_L2_PERSIST: "max", AGENTRL_L2_OFFER: "attn,head" });
+    // bytes: the head 8192 x 128 (2 MiB), a layer's q|k|v 256 x 128 and o 128 x 128, all bf16
+    const [headBytes, qkvBytes, attnBytes, mib] = [2097152, 65536, 98304, 1048576];
     assert.deepEqual(off.windows, [], off.rest.join("\n"));
-    assert.deepEqual(head.windows, [`${headBytes}@1.000`]);
+    assert.deepEqual(off.reports, [], "nothing asked, nothing said");
+    // a 1 MiB set-aside for the 2 MiB head: spread over it at half, or its first MiB
+    assert.deepEqual(spread.windows, [`${headBytes}@0.500`]);
+    assert.deepEqual(first.windows, [`${mib}@1.000`]);
     assert.deepEqual(qkv.windows, [`${qkvBytes}@1.000`, `${qkvBytes}@1.000`], "one a layer");
     assert.deepEqual(attn.windows, [
       `${attnBytes}@1.000`,
       `${attnBytes}@1.000`,
       `${headBytes}@1.000`,
     ]);
-    assert.match(off.rest[0]!, /^bits \d+ of 2560$/);
-    for (const r of [head, qkv, attn]) assert.equal(r.rest[0], off.rest[0], "no logit changes");
+    assert.match(
+      spread.reports[0]!,
+      /^1048576 of 2097152 bytes kept in L2 \(set-aside 1048576, persisting maximum 39321600, widest window 134217728\): 1 of 1 regions, spread$/,
+    );
+    assert.match(first.reports[0]!, /: 1 of 1 regions, their first bytes$/);
+    assert.match(off.rest[0]!, /^bits \d+ of 40960$/);
+    for (const r of [spread, first, qkv, attn]) {
+      assert.equal(r.rest[0], off.rest[0], "no logit changes");
+    }
     assert.equal(off.rest[1], `regions ${headBytes}`, "the head by default");
     assert.equal(qkv.rest[1], `regions ${qkvBytes},${qkvBytes}`);
     assert.equal(attn.rest[1], `regions ${attnBytes},${attnBytes},${headBytes}`);
@@ -802,7 +811,7 @@ Deno.test({
     ]);
     assert.match(off.rest[6]!, /arl_l2_persist: a graph recording cannot change the L2 regions/);
     const most = 3 * (50 * 1024 * 1024 / 4);
-    assert.equal(head.rest[2], `kept ${most},0`, "the device's maximum, in the regions' order");
-    assert.equal(attn.rest[2], `kept ${1 << 20},0`, "the 1 MiB cap");
+    assert.equal(attn.rest[2], `kept ${most},0`, "the device's maximum, in the regions' order");
+    assert.equal(spread.rest[2], `kept ${mib},0`, "the 1 MiB cap");
   },
 });
