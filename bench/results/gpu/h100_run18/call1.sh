@@ -40,6 +40,7 @@ timeout 210 $D run -A bench/gpu/decode_ab.ts --runs 2 --variant default: \
   --variant qkv_in_attn_l2_qkv:AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1,$L2,AGENTRL_L2_OFFER=qkv \
   > "$OUT/ab.log" 2>&1
 echo "decode_ab rc $? ($((SECONDS - T0)) s)"
+pkill -f "bench/gpu/bench.ts" # (a run that decode_ab's timeout left behind)
 tail -8 "$OUT/ab.log"
 B="timeout 30 $D run -A bench/gpu/bench.ts --decode-only"
 echo "== chain times, default"
