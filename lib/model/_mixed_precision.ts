@@ -20,14 +20,18 @@ export type Precision = "f32" | "bf16";
 
 /**
  * The precision a model uses: the option when given, else `AGENTRL_PRECISION`
- * (`f32` or `bf16`), else bf16 on CUDA and f32 on the CPU (where bf16 would
- * only add a conversion).
+ * (`f32` or `bf16`; `env` reads it, the environment by default), else bf16 on CUDA and f32 on
+ * the CPU (where bf16 would only add a conversion).
  */
-export function resolvePrecision(kernels: Kernels, option?: Precision): Precision {
+export function resolvePrecision(
+  kernels: Kernels,
+  option?: Precision,
+  env: () => string | undefined = () => Deno.env.get("AGENTRL_PRECISION"),
+): Precision {
   let value: string | undefined = option;
   let from = "the precision option";
   if (value === undefined) {
-    value = Deno.env.get("AGENTRL_PRECISION") || undefined;
+    value = env() || undefined;
     from = "AGENTRL_PRECISION";
   }
   if (value === undefined) return kernels.device === "cuda" ? "bf16" : "f32";

@@ -103,23 +103,21 @@ Deno.test("bf16 model: the copy follows loadNamed, markParamsChanged and an Adam
 });
 
 Deno.test("precision: the option, AGENTRL_PRECISION, the device default, and a bad value", () => {
+  // (AGENTRL_PRECISION through resolvePrecision's reader: the suite runs its files in parallel in
+  // one process, so a test must not change the environment that others read)
   using k = Kernels.open({ threads: 1 });
-  const saved = Deno.env.get("AGENTRL_PRECISION");
-  try {
-    Deno.env.delete("AGENTRL_PRECISION");
-    assert.equal(resolvePrecision(k), "f32"); // the CPU's default
-    assert.equal(resolvePrecision(k, "bf16"), "bf16");
-    Deno.env.set("AGENTRL_PRECISION", "bf16");
-    assert.equal(resolvePrecision(k), "bf16");
-    assert.equal(resolvePrecision(k, "f32"), "f32");
-    Deno.env.set("AGENTRL_PRECISION", "fp8");
-    assert.throws(() => resolvePrecision(k), /AGENTRL_PRECISION must be f32 or bf16, got 'fp8'/);
-    assert.throws(
-      () => new Qwen2Model(k, tinyConfig(), { precision: "half" as "f32" }),
-      /the precision option must be f32 or bf16, got 'half'/,
-    );
-  } finally {
-    if (saved === undefined) Deno.env.delete("AGENTRL_PRECISION");
-    else Deno.env.set("AGENTRL_PRECISION", saved);
-  }
+  const env = (value?: string) => () => value;
+  assert.equal(resolvePrecision(k, undefined, env()), "f32"); // the CPU's default
+  assert.equal(resolvePrecision(k, undefined, env("")), "f32");
+  assert.equal(resolvePrecision(k, "bf16", env()), "bf16");
+  assert.equal(resolvePrecision(k, undefined, env("bf16")), "bf16");
+  assert.equal(resolvePrecision(k, "f32", env("bf16")), "f32");
+  assert.throws(
+    () => resolvePrecision(k, undefined, env("fp8")),
+    /AGENTRL_PRECISION must be f32 or bf16, got 'fp8'/,
+  );
+  assert.throws(
+    () => new Qwen2Model(k, tinyConfig(), { precision: "half" as "f32" }),
+    /the precision option must be f32 or bf16, got 'half'/,
+  );
 });
