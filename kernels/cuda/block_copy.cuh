@@ -116,8 +116,9 @@ __device__ inline void block_copy_wait_all(uint64_t* bar) {
   __syncthreads();
 }
 
-// Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint, nothing in the
-// emulator. Hopper: bulk prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector.
+// Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint. Hopper: bulk
+// prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector. The emulator reads the
+// range's first and last bytes, so that a range past its buffer faults there.
 __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const char* base = static_cast<const char*>(p);
@@ -134,8 +135,11 @@ __device__ inline void prefetch_l2(const void* p, int64_t bytes) {
   for (int64_t o = int64_t(threadIdx.x) * 32; o < bytes; o += int64_t(blockDim.x) * 32)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(base + o)));
 #else
-  (void)p;
-  (void)bytes;
+  if (bytes > 0) {
+    const volatile char* c = static_cast<const volatile char*>(p);
+    (void)c[0];
+    (void)c[bytes - 1];
+  }
 #endif
 }
 

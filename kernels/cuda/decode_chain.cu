@@ -658,6 +658,17 @@ bool kv_prefetch() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_NEXT_QKV=1: kernel 4 asks L2 for the next layer's q|k|v rows (when the
+// layers come in one arl_decode_layers_bf16 call), so that kernel 1 of that layer finds them
+// there (off by default until a GPU times it).
+bool next_qkv_asked() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_DECODE_NEXT_QKV");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return value;
+}
+
 // Kernel 3 lets kernel 4 start (and copy its weights) only once its own gate and up rows are in,
 // so that their copies do not share the memory system (1-5% faster on the H100);
 // AGENTRL_CUDA_DECODE_MLP_TRIGGER=early lets it start at kernel 3's start (a baseline).
@@ -920,6 +931,10 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   mlp_args.rmax = int32_t(rmax);
   mlp_args.eps = eps;
   mlp_args.late_trigger = mlp_late_trigger() ? 1 : 0;
+  if (next_qkv_asked() && ctx->decode_next_qkv != nullptr) {
+    mlp_args.next_qkv = ctx->decode_next_qkv;
+    mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)
+  }
   launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, decode_gate_up_kernel,
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);

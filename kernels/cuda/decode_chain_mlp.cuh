@@ -100,6 +100,8 @@ struct MlpArgs {
   int32_t rmax;  // x rows of the most that a block of kernel 4 takes
   float eps;
   int late_trigger;  // kernel 3 lets kernel 4 start only once its own gate and up rows are in
+  const uint16_t* next_qkv;  // null, or the next layer's q|k|v rows for kernel 4 to ask L2 for
+  int64_t next_qkv_bytes;    // (a multiple of 16)
 };
 
 // A kernel's spans, summed by thread 0 of each block at its end: its early (start -> pdl_wait
@@ -255,6 +257,11 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   const int64_t down_bytes = int64_t(rows) * a.f * 2;
   block_copy_arm(bar, down_bytes);
   block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bar);
+  if (a.next_qkv != nullptr) {  // (AGENTRL_CUDA_DECODE_NEXT_QKV: this block's share, to L2)
+    const int64_t units = a.next_qkv_bytes / 16;
+    const int64_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
+    prefetch_l2(reinterpret_cast<const char*>(a.next_qkv) + u0 * 16, (u1 - u0) * 16);
+  }
   pdl_wait();
   const unsigned long long t1 = all ? global_ns() : 0;
   const int32_t fpairs = a.f / 2;

@@ -199,8 +199,10 @@ Deno.test({
   ignore,
   async fn() {
     // Three subprocesses at once (the runner is otherwise one core at a time). The reversed one
-    // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1) and the
-    // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0), the
+    // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1), the
+    // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0) and kernel 4
+    // asking L2 for the next layer's q|k|v rows (AGENTRL_CUDA_DECODE_NEXT_QKV=1: the emulator
+    // reads each prefetched range's ends, so a range past the weights faults), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1) and decodeLayer's q|k|v in kernel 2
     // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1).
@@ -211,10 +213,12 @@ Deno.test({
           AGENTRL_KERNELS_CUDA: EMU_LIB,
           AGENTRL_CUDA_EMU_ORDER: order,
           AGENTRL_OPS_SKIP: "(many units)",
-          ...(order === "forward"
-            ? {}
-            : order === "reverse"
-            ? { AGENTRL_CUDA_GEMV_STREAM: "1", AGENTRL_CUDA_DECODE_ATTN_CLUSTER: "0" }
+          ...(order === "forward" ? {} : order === "reverse"
+            ? {
+              AGENTRL_CUDA_GEMV_STREAM: "1",
+              AGENTRL_CUDA_DECODE_ATTN_CLUSTER: "0",
+              AGENTRL_CUDA_DECODE_NEXT_QKV: "1",
+            }
             : {
               AGENTRL_CUDA_GEMV_STREAM: "2",
               AGENTRL_CUDA_DECODE_TOKEN: "1",
@@ -232,7 +236,7 @@ Deno.test({
         orders[i] === "forward"
           ? ""
           : orders[i] === "reverse"
-          ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0"
+          ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
