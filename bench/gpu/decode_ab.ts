@@ -8,7 +8,7 @@
  *
  * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--small]
  * [--variant NAME:ENV=VALUE,ENV=VALUE]...` (default: 3 runs, cuda, the variants `default`,
- * `qkv_in_attn` = `AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1`, `l2_head` = `AGENTRL_CUDA_L2_PERSIST=max`
+ * `kernel1` = `AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0`, `l2_head` = `AGENTRL_CUDA_L2_PERSIST=max`
  * `l2_qkv` = that with `AGENTRL_L2_OFFER=qkv`, and `next_qkv` = `AGENTRL_CUDA_DECODE_NEXT_QKV=1`). Exits 1 if a run fails (its output's end
  * is printed), 2 on a bad argument.
  *
@@ -31,7 +31,7 @@ export interface DecodeRates {
 /** The variants compared when none is given. */
 export const DEFAULT_VARIANTS: Variant[] = [
   { name: "default", env: {} },
-  { name: "qkv_in_attn", env: { AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1" } },
+  { name: "kernel1", env: { AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "0" } },
   { name: "l2_head", env: { AGENTRL_CUDA_L2_PERSIST: "max" } },
   { name: "l2_qkv", env: { AGENTRL_CUDA_L2_PERSIST: "max", AGENTRL_L2_OFFER: "qkv" } },
   { name: "next_qkv", env: { AGENTRL_CUDA_DECODE_NEXT_QKV: "1" } },

@@ -28,8 +28,8 @@
 # decode_nopdl without programmatic dependent launch (AGENTRL_CUDA_PDL=0). By default each layer
 # is one arl_decode_layer_bf16 call (four chained kernels); decode_layer runs the separate fused
 # calls instead (AGENTRL_DECODE_LAYER=0), decode_chain_times the default with its blocks' time
-# stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_qkv_in_attn the chain with kernel 1's work
-# inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1, three kernels a layer), decode_l2_head
+# stamps (AGENTRL_CUDA_DECODE_CHAIN_TIMES=1), decode_qkv_in_attn the chain with kernel 1 of its
+# own (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0; by default kernel 2 does its work), decode_l2_head
 # the LM head's weights kept in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max; AGENTRL_L2_OFFER
 # picks other weights), decode_layer_coop
 # the call as one cooperative kernel
@@ -189,7 +189,7 @@ part decode_layer 60 env AGENTRL_DECODE_LAYER=0 "$DENO" run -A bench/gpu/bench.t
   tail -1 "$OUT/decode_layer.log"
 part decode_chain_times 60 env AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -4 "$OUT/decode_chain_times.log"
-part decode_qkv_in_attn 60 env AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 \
+part decode_qkv_in_attn 60 env AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0 \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_qkv_in_attn.log"
 part decode_l2_head 60 env AGENTRL_CUDA_L2_PERSIST=max \
   "$DENO" run -A bench/gpu/bench.ts --decode-only && tail -1 "$OUT/decode_l2_head.log"

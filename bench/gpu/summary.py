@@ -203,9 +203,9 @@ def main(out: str) -> int:
     value += f", graphs {g[1].strip()}" if g else ""
     row("decode", "batch 1: four chained kernels a layer (default) / separate calls "
         "(AGENTRL_DECODE_LAYER=0)", value, "info", "info")
-    value = versus(rates["decode_qkv_in_attn"], fused)
-    row("decode", "batch 1: q|k|v inside kernel 2 (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1) / the "
-        "default chain", value, "info", "info")
+    value = versus(fused, rates["decode_qkv_in_attn"])
+    row("decode", "batch 1: q|k|v inside kernel 2 (the default) / kernel 1 of its own "
+        "(AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0)", value, "info", "info")
     value = versus(rates["decode_l2_head"], fused)
     row("decode", "batch 1: the LM head in an L2 set-aside (AGENTRL_CUDA_L2_PERSIST=max) / the "
         "default", value, "info", "info")

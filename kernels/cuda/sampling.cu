@@ -20,6 +20,7 @@
 // CPU picks them with that probability). Exact logit ties are ordered as on the
 // CPU; -0 and +0 count as equal, as they compare on the CPU.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "../common/sample_slots.h"
@@ -433,6 +434,16 @@ struct GreedyPart {
 
 constexpr int kGreedyThreads = 256;
 
+// AGENTRL_CUDA_GREEDY_PDL=0: greedy_split_kernel is launched without programmatic dependent
+// launch (a baseline for benchmarks).
+bool greedy_pdl() {
+  static const bool value = [] {
+    const char* e = std::getenv("AGENTRL_CUDA_GREEDY_PDL");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return value;
+}
+
 __global__ void __launch_bounds__(kGreedyThreads)
     greedy_split_kernel(int32_t* tokens, float* logprobs, int32_t* ids, const float* logits,
                         int32_t v,
@@ -609,7 +620,7 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
     // being launched after it.
     err = arl::launch_with(
         ctx, greedy_split_kernel, dim3(unsigned(n), unsigned(splits)), dim3(kGreedyThreads), 0,
-        arl::pdl_attribute(), ctx->pdl, reinterpret_cast<int32_t*>(h + host.tok),
+        arl::pdl_attribute(), ctx->pdl && greedy_pdl(), reinterpret_cast<int32_t*>(h + host.tok),
         reinterpret_cast<float*>(h + host.lp), ids, logits, v,
         reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
         reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag));

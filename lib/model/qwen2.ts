@@ -83,7 +83,7 @@ import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
-import { envSwitchOff } from "./_env_switch.ts";
+import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
 import { InitRng } from "./_random.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
@@ -358,6 +358,11 @@ export class Qwen2Model implements Disposable {
   #decodeActs: { acts: DecodeActs; generation: number } | null = null;
   readonly #graphs: DecodeGraphs;
   readonly #noDecodeFusion = envSwitchOff("AGENTRL_DECODE_FUSION");
+  // Session 16's final norm inside the LM head's GEMV and session 17's head inside the decode
+  // graph, off by default: on an H100 the decode step was 1.076x and 1.029x faster without each
+  // (AGENTRL_DECODE_HEAD_NORM=1 and AGENTRL_DECODE_HEAD_GRAPH=1 bring them back, to compare).
+  readonly #headNormFused = envSwitchOn("AGENTRL_DECODE_HEAD_NORM");
+  readonly #headInGraph = envSwitchOn("AGENTRL_DECODE_HEAD_GRAPH");
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
@@ -815,9 +820,10 @@ export class Qwen2Model implements Disposable {
   #headKernels(h: HeadActs, xr: Tensor): void {
     const k = this.kernels;
     const eps = this.config.rms_norm_eps;
-    // Few rows on the GPU: the final norm rides in the LM head's GEMV (one kernel less a decode
-    // step), as the layers' norms do; AGENTRL_DECODE_FUSION=0 keeps the two calls.
-    if (k.device === "cuda" && h.r <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion) {
+    // The final norm rides in the LM head's GEMV only where asked (AGENTRL_DECODE_HEAD_NORM=1):
+    // each of the head's many blocks then finds the norm itself, which costs more than a kernel.
+    const fuse = !this.#noDecodeFusion && this.#headNormFused;
+    if (k.device === "cuda" && h.r <= DECODE_FUSION_MAX_ROWS && fuse) {
       rmsnormLinearForward(k, h.logits, xr, this.#wc.norm, this.#wc.head, null, eps);
     } else {
       rmsnormForward(k, h.hr, h.rstd, xr, this.#wc.norm, eps);
@@ -944,9 +950,11 @@ export class Qwen2Model implements Disposable {
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
     // graph on CUDA.
     const at = (t: Tensor) => Deno.UnsafePointer.value(t.ptrIn(k));
-    // Every row's logits in order (a decode step): the final norm and the LM head join the
-    // graph, so that on CUDA the head's GEMV follows the last layer with no launch between.
-    const h = allRowsInOrder(logitRows, n) ? bindHeadActs(this.#head, this.config, n) : null;
+    // Every row's logits in order (a decode step) and AGENTRL_DECODE_HEAD_GRAPH=1: the final
+    // norm and the LM head join the graph (slower on an H100: see #headInGraph).
+    const h = allRowsInOrder(logitRows, n) && this.#headInGraph
+      ? bindHeadActs(this.#head, this.config, n)
+      : null;
     const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(cache.k[0]!)} ${cache.numSlots} ` +
       `${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
     this.#graphs.run(key, () => {

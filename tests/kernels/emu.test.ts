@@ -593,7 +593,7 @@ Deno.test({
     `the CUDA library, emulated: the decode layer (chained kernels, q|k|v in kernel 2 or not) reports bad slots, positions and lengths at the next synchronizing call${why}`,
   ignore,
   async fn() {
-    // two heads a kv head, so that AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1 can take its path
+    // two heads a kv head, so that q|k|v in kernel 2 (the default; =0: kernel 1) can take its path
     const script = `import { decodeLayer, Kernels, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
@@ -620,7 +620,7 @@ Deno.test({
       k.close();`;
     for (const fused of [false, true]) {
       const env: Record<string, string> = { AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" };
-      if (fused) env.AGENTRL_CUDA_DECODE_QKV_IN_ATTN = "1";
+      env.AGENTRL_CUDA_DECODE_QKV_IN_ATTN = fused ? "1" : "0";
       const out = await evalOnEmulator(script, env);
       const lines = out.filter((t) => !/^decode chain/.test(t));
       const text = out.join("\n");
