@@ -8,9 +8,9 @@
  *
  * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--small]
  * [--variant NAME:ENV=VALUE,ENV=VALUE]...` (default: 3 runs, cuda, the variants `default`,
- * `kernel1` = `AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0`, `l2_head` = `AGENTRL_CUDA_L2_PERSIST=max`
- * `l2_qkv` = that with `AGENTRL_L2_OFFER=qkv`, and `next_qkv` = `AGENTRL_CUDA_DECODE_NEXT_QKV=1`). Exits 1 if a run fails (its output's end
- * is printed), 2 on a bad argument.
+ * `kernel1` = `AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0`, `l2_head` = `AGENTRL_CUDA_L2_PERSIST=max`,
+ * `l2_qkv` = that with `AGENTRL_L2_OFFER=qkv`, and `next_qkv` = `AGENTRL_CUDA_DECODE_NEXT_QKV=1`).
+ * Exits 1 if a run fails (its output's end is printed), 2 on a bad argument.
  *
  * @module
  */

@@ -112,14 +112,18 @@ inline arl_status check_decode_layers(arl_ctx* ctx, const char* fn,
   return ARL_OK;
 }
 
-// arl_decode_layers_bf16 as arl_decode_layer_bf16 (the library's own) once a layer.
+// arl_decode_layers_bf16 as arl_decode_layer_bf16 (the library's own) once a layer;
+// before_layer(i) runs before layer i's call (the CUDA library tells the layer what comes next).
+template <typename Before = void (*)(int32_t)>
 inline arl_status decode_layers_each(arl_ctx* ctx, float* x, float* qkv, float* attn,
                                      float* act, const arl_decode_layer_ptrs* layers,
                                      int32_t n_layers, const int32_t* slot,
                                      const int32_t* position, const int32_t* len, int32_t c,
                                      int32_t f, int32_t hq, int32_t hkv, int32_t d, int32_t s,
-                                     int32_t l, float eps, float theta, float scale) {
+                                     int32_t l, float eps, float theta, float scale,
+                                     Before before_layer = [](int32_t) {}) {
   for (int32_t i = 0; i < n_layers; i++) {
+    before_layer(i);
     const arl_decode_layer_ptrs& p = layers[i];
     if (arl_status st = arl_decode_layer_bf16(ctx, x, qkv, attn, act, p.ln1, p.w_qkv, p.b_qkv,
                                               p.w_o, p.ln2, p.w_gu, p.w_down, p.k_cache,

@@ -816,26 +816,22 @@ arl_status arl_decode_layers_bf16(arl_ctx* ctx, float* x, float* qkv, float* att
                                   float theta, float scale) {
   ARL_CTX(ctx);
   ARL_DECODE_LAYERS_ARGS(ctx);
-  // Layers [first, first + n) a call each, each told the next layer's q|k|v rows (so that the
-  // chain's kernel 4 can ask L2 for them: AGENTRL_CUDA_DECODE_NEXT_QKV).
-  auto one_by_one = [&](int32_t first, int32_t n) {
-    for (int32_t i = first; i < first + n; i++) {
-      const arl_decode_layer_ptrs& p = layers[i];
-      ctx->decode_next_qkv = i + 1 < n_layers ? layers[i + 1].w_qkv : nullptr;
-      const arl_status st = arl_decode_layer_bf16(
-          ctx, x, qkv, attn, act, p.ln1, p.w_qkv, p.b_qkv, p.w_o, p.ln2, p.w_gu, p.w_down,
-          p.k_cache, p.v_cache, slot, position, len, c, f, hq, hkv, d, s, l, eps, theta, scale);
-      ctx->decode_next_qkv = nullptr;
-      if (st != ARL_OK) return st;
-    }
-    return arl_status(ARL_OK);
-  };
   // (more layers than a launch takes: a launch each kTokMaxLayers)
   for (int32_t first = 0; first < n_layers; first += kTokMaxLayers) {
     const int32_t n = std::min(kTokMaxLayers, n_layers - first);
     arl_status st = decode_token(ctx, __func__, x, qkv, attn, act, layers + first, n, slot,
                                  position, len, c, f, hq, hkv, d, s, l, eps, theta, scale);
-    if (st == ARL_ERR_UNSUPPORTED) st = one_by_one(first, n);
+    if (st == ARL_ERR_UNSUPPORTED) {
+      // a call a layer, each told the next layer's q|k|v rows (so that the chain's kernel 4 can
+      // ask L2 for them: AGENTRL_CUDA_DECODE_NEXT_QKV)
+      st = arl::decode_layers_each(
+          ctx, x, qkv, attn, act, layers + first, n, slot, position, len, c, f, hq, hkv, d, s, l,
+          eps, theta, scale, [&](int32_t i) {
+            const int32_t next = first + i + 1;
+            ctx->decode_next_qkv = next < n_layers ? layers[next].w_qkv : nullptr;
+          });
+      ctx->decode_next_qkv = nullptr;
+    }
     if (st != ARL_OK) return st;
   }
   return ARL_OK;

@@ -366,8 +366,7 @@ export class Qwen2Model implements Disposable {
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
-  #l2Asked = false; // weights offered to the L2 cache (forwardCached, on CUDA)
-  #l2Offered: Tensor[] = [];
+  #l2Offered: Tensor[] | null = null; // weights offered to the L2 cache (null: not yet)
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
   #disposed = false;
@@ -928,13 +927,11 @@ export class Qwen2Model implements Disposable {
     }
     const k = this.kernels;
     this.#syncLow(); // before the layers' graph is recorded or replayed
-    if (!this.#l2Asked && k.device === "cuda") {
+    if (this.#l2Offered === null && k.device === "cuda") {
       // What every step reads (the LM head by default; AGENTRL_L2_OFFER): kept in L2 where
       // AGENTRL_CUDA_L2_PERSIST asks, from before the first decode graph is recorded.
-      this.#l2Asked = true;
-      const regions = l2OfferRegions(l2OfferFromEnv(), this.#wc.head, this.#low?.layers ?? null);
-      l2Persist(k, regions);
-      this.#l2Offered = regions;
+      this.#l2Offered = l2OfferRegions(l2OfferFromEnv(), this.#wc.head, this.#low?.layers ?? null);
+      l2Persist(k, this.#l2Offered);
     }
     const d = this.#decodeViews(n);
     // tokens (unless on the device), positions, slots and lens (positions + 1) in one copy
@@ -1150,7 +1147,7 @@ export class Qwen2Model implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     this.releaseWorkspaces();
-    if (l2Regions(this.kernels).some((t) => this.#l2Offered.includes(t))) {
+    if (l2Regions(this.kernels).some((t) => this.#l2Offered?.includes(t))) {
       l2Persist(this.kernels, []); // (regions of another model replaced these: left alone)
     }
     this.#low?.[Symbol.dispose]();
