@@ -8,8 +8,9 @@
  *
  * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--small]
  * [--variant NAME:ENV=VALUE,ENV=VALUE]...` (default: 3 runs, cuda, the variants `default`,
- * `kernel1` = `AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0`, `l2_head` = `AGENTRL_CUDA_L2_PERSIST=max`,
- * `l2_qkv` = that with `AGENTRL_L2_OFFER=qkv`, and `next_qkv` = `AGENTRL_CUDA_DECODE_NEXT_QKV=1`).
+ * `attn_wait` = `AGENTRL_CUDA_DECODE_ATTN_TRIGGER=wait`, `attn_merge` = that `=merge`,
+ * `down_rows` = `AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows`, and `wait_rows` = `attn_wait` with
+ * `down_rows`).
  * Exits 1 if a run fails (its output's end is printed), 2 on a bad argument.
  *
  * @module
@@ -31,10 +32,13 @@ export interface DecodeRates {
 /** The variants compared when none is given. */
 export const DEFAULT_VARIANTS: Variant[] = [
   { name: "default", env: {} },
-  { name: "kernel1", env: { AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "0" } },
-  { name: "l2_head", env: { AGENTRL_CUDA_L2_PERSIST: "max" } },
-  { name: "l2_qkv", env: { AGENTRL_CUDA_L2_PERSIST: "max", AGENTRL_L2_OFFER: "qkv" } },
-  { name: "next_qkv", env: { AGENTRL_CUDA_DECODE_NEXT_QKV: "1" } },
+  { name: "attn_wait", env: { AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "wait" } },
+  { name: "attn_merge", env: { AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "merge" } },
+  { name: "down_rows", env: { AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows" } },
+  {
+    name: "wait_rows",
+    env: { AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "wait", AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows" },
+  },
 ];
 
 /** Parses `NAME:ENV=VALUE,ENV=VALUE` (`NAME:` alone: no change); throws saying what is wrong. */

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -64,6 +65,11 @@ constexpr size_t attn_qkv_smem_bytes(int d, int c) {
   return 4 * (attn_qkv_smem_floats(d) + c + d);
 }
 constexpr int kAttnClusterSplits = 8;  // a head's splits as one thread-block cluster (portable)
+// When kernel 2 lets kernel 3 start (and copy its gate and up rows):
+// AGENTRL_CUDA_DECODE_ATTN_TRIGGER=start (the default), wait (once kernel 4 of the layer before
+// has finished, so that its copy of the down rows does not share the memory system with kernel
+// 3's) or merge (once the head's records are merged).
+enum AttnTrigger { kAttnTriggerStart, kAttnTriggerWait, kAttnTriggerMerge };
 
 // Thread-block clusters (Hopper): the head's splits share their records through distributed
 // shared memory and meet at the cluster's hardware barrier. arrive and wait are split so that a
@@ -236,6 +242,7 @@ struct AttnOArgs {
   int* flag;
   int64_t* flag_index;
   int kv_prefetch;  // ask L2 for the split's keys and values before the wait
+  int trigger_at;   // when kernel 3 may start: an AttnTrigger
   // kQkv only: kernel 1's inputs, and a barrier word a kv head (its group_blocks blocks)
   const float* x;
   const float* ln1;
@@ -277,7 +284,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   const int h = int(blockIdx.x) / a.splits, r = int(blockIdx.x) % a.splits;
   const int32_t row0 = int32_t(int64_t(r) * a.c / a.splits);
   const int32_t row1 = int32_t(int64_t(r + 1) * a.c / a.splits);
-  arl::pdl_trigger();
+  if (a.trigger_at == kAttnTriggerStart) arl::pdl_trigger();
   // The split's keys and values into L2 before the wait (a hint): the slot and the length are
   // final already (the caller's copies), and L2 sees kernel 1's write of the new row anyway.
   if (a.kv_prefetch && tid == 0) {
@@ -319,6 +326,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     load_w_o();
   }
   arl::pdl_wait();
+  if (a.trigger_at == kAttnTriggerWait) arl::pdl_trigger();
   const bool all = a.times != nullptr && tid == 0;
   const unsigned long long t1 = all ? arl::global_ns() : 0;
   if (all) atomicAdd(a.times + kSpanAttnEarlyAll, t1 - t0);
@@ -453,6 +461,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   }
   __syncthreads();
   phase(kStampAttnMerge);
+  if (a.trigger_at == kAttnTriggerMerge) arl::pdl_trigger();
   float hv[8];
 #pragma unroll
   for (int e = 0; e < 8; e++) hv[e] = head_out[sub * 8 + e];
@@ -483,6 +492,14 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     if (qkv_last != 0 && t1 > qkv_last && t1 - qkv_last < 20000) {
       atomicAdd(a.times + kSpanAttnAfterQkv, t1 - qkv_last);
       if (qkv_last > qkv0 && qkv0 != 0) atomicAdd(a.times + kSpanQkvSpread, qkv_last - qkv0);
+    }
+    // kernel 4 of the layer before: its last block's end to this wait, and its blocks' spread
+    const unsigned long long down_last = a.times[kStampDownEndMax];
+    if (kQkv && down_last != 0 && t1 > down_last && t1 - down_last < 20000 &&
+        down_last >= down_end) {
+      atomicAdd(a.times + kSpanAttnAfterDown, t1 - down_last);
+      atomicAdd(a.times + kSpanAttnDownSpread, down_last - down_end);
+      atomicAdd(a.times + kSpanAttnDownGaps, 1ull);
     }
     // (20 us or more: across tokens; 2 ms or more: between runs, not counted)
     if (down_end != 0 && t1 > down_end && t1 - down_end < 2000000) {
@@ -681,6 +698,36 @@ bool mlp_late_trigger() {
   return value;
 }
 
+// A switch's value among `names` (index 0 when unset), read once per switch; an unknown value
+// keeps index 0 and says so on stderr.
+int switch_choice(const char* env, std::initializer_list<const char*> names) {
+  const char* e = std::getenv(env);
+  if (e == nullptr) return 0;
+  int i = 0;
+  for (const char* name : names) {
+    if (std::strcmp(e, name) == 0) return i;
+    i++;
+  }
+  std::string known;
+  for (const char* name : names) known += std::string(known.empty() ? "" : ", ") + name;
+  std::fprintf(stderr, "agentrl: %s=%s is not one of %s; using %s\n", env, e, known.c_str(),
+               *names.begin());
+  return 0;
+}
+
+int attn_trigger_at() {
+  static const int value =
+      switch_choice("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", {"start", "wait", "merge"});
+  return value;
+}
+
+// AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows: kernel 4 lets kernel 2 of the next layer start only once
+// its own down rows are in (default start: at its start).
+bool down_late_trigger() {
+  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_DOWN_TRIGGER", {"start", "rows"});
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span, printed as means at exit (null when
 // off).
 void print_chain_times(const unsigned long long* host) {
@@ -718,6 +765,19 @@ void print_chain_times(const unsigned long long* host) {
   if (host[kSpanQkvInAttn] != 0)
     std::fprintf(stderr, "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers\n",
                  host[kSpanQkvInAttn]);
+  if (host[kSpanAttnDownGaps] != 0) {
+    const double nk = 1e3 * double(host[kSpanAttnDownGaps]);
+    std::fprintf(stderr,
+                 "decode chain, kernel 4's last block ends %.2f us after its block 0, and the "
+                 "next kernel 2's wait returns %.2f us after that (mean of %llu; kernel 2 lets "
+                 "kernel 3 start at its %s, kernel 4 lets kernel 2 start at its %s)\n",
+                 host[kSpanAttnDownSpread] / nk, host[kSpanAttnAfterDown] / nk,
+                 host[kSpanAttnDownGaps],
+                 attn_trigger_at() == kAttnTriggerStart  ? "start"
+                 : attn_trigger_at() == kAttnTriggerWait ? "wait"
+                                                         : "merge",
+                 down_late_trigger() ? "rows' landing" : "start");
+  }
   std::fprintf(stderr,
                "decode chain, kernel 2, us (block 0, from its wait): q, slot and length %.2f; "
                "keys and values %.2f; the head's barrier %.2f (mean over blocks %.2f); records "
@@ -892,6 +952,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   attn_args.flag = ctx->flag;
   attn_args.flag_index = ctx->flag_index;
   attn_args.kv_prefetch = kv_prefetch() ? 1 : 0;
+  attn_args.trigger_at = attn_trigger_at();
   attn_args.x = x;
   attn_args.ln1 = ln1;
   attn_args.w_qkv = w_qkv;
@@ -932,6 +993,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   mlp_args.rmax = int32_t(rmax);
   mlp_args.eps = eps;
   mlp_args.late_trigger = mlp_late_trigger() ? 1 : 0;
+  mlp_args.down_late_trigger = down_late_trigger() ? 1 : 0;
   if (next_qkv_asked() && ctx->decode_next_qkv != nullptr) {
     mlp_args.next_qkv = ctx->decode_next_qkv;
     mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)

@@ -83,6 +83,10 @@ enum Span {
   kStampAttnMerge,
   kStampDownEndMax,
   kSpanQkvInAttn,     // layers whose q|k|v rows kernel 2 found (AGENTRL_CUDA_DECODE_QKV_IN_ATTN)
+  kSpanAttnAfterDown,   // kernel 4 (its last block) ends -> kernel 2 (block 0) returns from its
+                        // wait (kernel 2 right after kernel 4: no kernel 1; within a token)
+  kSpanAttnDownSpread,  // kernel 4: block 0 ends -> its last block ends (the same layers)
+  kSpanAttnDownGaps,    // how many of those
   kTimesWords
 };
 
@@ -100,6 +104,7 @@ struct MlpArgs {
   int32_t rmax;  // x rows of the most that a block of kernel 4 takes
   float eps;
   int late_trigger;  // kernel 3 lets kernel 4 start only once its own gate and up rows are in
+  int down_late_trigger;  // kernel 4 lets the next kernel start only once its down rows are in
   const uint16_t* next_qkv;  // null, or the next layer's q|k|v rows for kernel 4 to ask L2 for
   int64_t next_qkv_bytes;    // (a multiple of 16)
 };
@@ -251,7 +256,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   uint16_t* down = reinterpret_cast<uint16_t*>(mlp_smem);
   float* sums = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
   uint64_t* bar = reinterpret_cast<uint64_t*>(sums + kDownWarps * kDownRows);
-  pdl_trigger();
+  if (!a.down_late_trigger) pdl_trigger();
   block_copy_init(bar);
   __syncthreads();
   const int64_t down_bytes = int64_t(rows) * a.f * 2;
@@ -288,6 +293,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
       }
       if (!landed) {  // (every thread at once: the chunk count is the block's)
         block_copy_wait_all<0>(bar);
+        if (a.down_late_trigger) pdl_trigger();
         landed = true;
       }
 #pragma unroll
@@ -317,7 +323,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
     }
     __syncthreads();  // (sums is used again)
   }
-  if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block)
+  if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block; exiting triggers)
   if (all) {
     add_spans(a.times,
               {kSpanDownEarlyAll, kSpanDownWorkAll, kSpanDownEarly, kSpanDownWork, kSpanDownGap,
