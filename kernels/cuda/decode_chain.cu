@@ -274,6 +274,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   float(*partial)[D] = reinterpret_cast<float(*)[D]>(red + 32);
   float* head_out = red + 32 + kAttnWarps * D;
   int& passed = *reinterpret_cast<int*>(head_out + D);  // (the barrier's outcome)
+  int& len_early = *reinterpret_cast<int*>(head_out + D + 1);  // (kQkv: len, read before the wait)
   float* merged = head_out + D + 4;  // the head's records (splits of D + 2)
   float* own = merged + kAttnMaxSplits * (D + 2);  // (as a cluster: this block's record)
   float* xs = reinterpret_cast<float*>(attn_smem) + attn_qkv_smem_floats(D);  // (kQkv: x ln1)
@@ -318,6 +319,10 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     const int32_t group_size = a.hq / a.hkv, kv_head = h / group_size;
     const int32_t group_block = (h % group_size) * a.splits + r;
     const int32_t group_blocks = group_size * a.splits;
+    // The length before the wait too, as the slot and the position in the rotations: no kernel of
+    // the chain writes them (the caller's copies, or kernels without PDL that have finished), so
+    // after the wait the block reads all three from shared memory, not L2.
+    if (tid == 0) len_early = a.len[0];
     qkv_pair_rotations<kAttnWarps>(rotations, h, r, group_block, group_blocks, kv_head, a.rope);
     qkv_pair_rows(tid >> 5, h, r, group_block, group_blocks, a.hq, a.hkv, kv_head, pair.head,
                   pair.o);
@@ -341,19 +346,29 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
                    blockIdx.x == 0 && tid < 32, a.rope, tid & 31);
     load_w_o();
     __syncthreads();
-    if (tid == 0) {
-      const int32_t group_size = a.hq / a.hkv;
-      kv_before = arl::group_arrive(a.kv_barriers + h / group_size,
-                                    unsigned(group_size * a.splits), h % group_size == 0 && r == 0);
-    }
+    // The cluster's arrival first, so that the kv head's fence and atomic overlap its barrier;
+    // only the split that holds the new position waits for the kv word, so only it needs the word
+    // as found (the others signal with a release reduction).
     cluster_arrive();
+    if (tid == 0) {
+      const int32_t group_size = a.hq / a.hkv, pos = rotations[0].pos, n = len_early;
+      const int32_t share = (n + a.splits - 1) / a.splits, j0 = min(n, r * share);
+      unsigned* word = a.kv_barriers + h / group_size;
+      const unsigned count = unsigned(group_size * a.splits);
+      const bool leader = h % group_size == 0 && r == 0;
+      if (pos >= j0 && pos < min(n, j0 + share))
+        kv_before = arl::group_arrive(word, count, leader);
+      else
+        arl::group_signal(word, count, leader);
+    }
     cluster_wait();
     qv = tid < D ? cluster_load(qsh + tid, q_owner(tid)) * a.scale : 0.0f;
   } else {
     // q goes with the slot and the length (one round trip), before they are checked
     qv = tid < D ? a.qkv[h * D + tid] * a.scale : 0.0f;
   }
-  const int32_t slot = a.slot[0], len = a.len[0];
+  // (kQkv: warp 0 always has a q pair, so its rotation holds the slot and the position)
+  const int32_t slot = kQkv ? rotations[0].slot : a.slot[0], len = kQkv ? len_early : a.len[0];
   if (slot < 0 || slot >= a.s || len < 1 || len > a.l) {  // every block returns (no waits)
     if (tid == 0 && blockIdx.x == 0) {
       const bool bad_slot = slot < 0 || slot >= a.s;
@@ -386,7 +401,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
   const int32_t j_begin = min(len, r * share), j_end = min(len, j_begin + share);
   if constexpr (kQkv) {
     // the split that holds the new position waits until its kv head's rows are in the cache
-    const int32_t pos = a.rope.positions[0];
+    const int32_t pos = rotations[0].pos;
     if (pos >= j_begin && pos < j_end) {
       if (tid == 0 && !arl::group_wait(a.kv_barriers + kvh, kv_before, kStallNs))
         arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);

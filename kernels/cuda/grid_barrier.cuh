@@ -17,6 +17,17 @@ __device__ inline unsigned group_arrive(unsigned* word, unsigned count, bool lea
   __threadfence();
   return atomicAdd(word, leader ? 0x80000000u - (count - 1) : 1u);
 }
+// group_arrive for a block that will not wait (the word as found is not needed): a release
+// reduction, so the thread does not wait for the atomic's round trip.
+__device__ inline void group_signal(unsigned* word, unsigned count, bool leader) {
+  const unsigned add = leader ? 0x80000000u - (count - 1) : 1u;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(AGENTRL_CUDA_EMU)
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(word), "r"(add) : "memory");
+#else
+  __threadfence();
+  atomicAdd(word, add);
+#endif
+}
 __device__ inline bool group_wait(const unsigned* word, unsigned before,
                                   unsigned long long timeout_ns = 0) {
   const volatile unsigned* w = word;

@@ -202,7 +202,8 @@ Deno.test({
     // takes the streaming one-row GEMV wherever it fits (AGENTRL_CUDA_GEMV_STREAM=1), the
     // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0) and kernel 4
     // asking L2 for the next layer's q|k|v rows (AGENTRL_CUDA_DECODE_NEXT_QKV=1: the emulator
-    // reads each prefetched range's ends, so a range past the weights faults), the
+    // reads each prefetched range's ends, so a range past the weights faults) with the chain's
+    // late starts (AGENTRL_CUDA_DECODE_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1) and decodeLayer's q|k|v in kernel 2
     // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1).
@@ -218,6 +219,8 @@ Deno.test({
               AGENTRL_CUDA_GEMV_STREAM: "1",
               AGENTRL_CUDA_DECODE_ATTN_CLUSTER: "0",
               AGENTRL_CUDA_DECODE_NEXT_QKV: "1",
+              AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "merge",
+              AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows",
             }
             : {
               AGENTRL_CUDA_GEMV_STREAM: "2",
@@ -236,7 +239,8 @@ Deno.test({
         orders[i] === "forward"
           ? ""
           : orders[i] === "reverse"
-          ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1"
+          ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1, " +
+            "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
@@ -646,9 +650,9 @@ Deno.test({
     `the CUDA library, emulated: the chained decode layer gives the same bits in every block order (q|k|v in kernel 2 or not), and the cooperative kernel and the separate calls agree with it${why}`,
   ignore,
   async fn() {
-    // Qwen2.5-0.5B's attention with a narrower MLP at position 300: nine key splits a head and
-    // 132 blocks in each MLP kernel, whose sums (o projection per head, down rows) have a fixed
-    // order.
+    // Qwen2.5-0.5B's attention with a narrower MLP at positions 300 and 301: nine key splits a
+    // head and 132 blocks in each MLP kernel, whose sums (o projection per head, down rows) have a
+    // fixed order.
     const script = `import { decodeLayer, Kernels, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
@@ -671,8 +675,11 @@ Deno.test({
       const x = f32(c, 2);
       const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
       const one = (v) => Tensor.from(k, Int32Array.of(v));
-      decodeLayer(k, x, w, { kCache, vCache, slot: one(0), position: one(pos), len: one(pos + 1),
-        hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
+      // two steps: the second finds the kv heads' barrier words with their top bits flipped
+      for (const p of [pos, pos + 1]) {
+        decodeLayer(k, x, w, { kCache, vCache, slot: one(0), position: one(p), len: one(p + 1),
+          hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
+      }
       const out = [...x.read(), ...rows.attn.read(), ...rows.act.read()];
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
@@ -696,7 +703,7 @@ Deno.test({
         AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
         AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
       });
-      const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 1 layers/.test(t));
+      const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
