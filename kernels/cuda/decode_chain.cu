@@ -780,6 +780,13 @@ void print_chain_times(const unsigned long long* host) {
   if (host[kSpanQkvInAttn] != 0)
     std::fprintf(stderr, "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers\n",
                  host[kSpanQkvInAttn]);
+  std::fprintf(stderr,
+               "decode chain, kernel 3, us from its wait: r and its norm's sum %.2f (block 0), "
+               "%.2f (mean), then its rows in by %.2f (block 0), %.2f (mean); kernel 4: act's "
+               "first pairs and its rows in %.2f (block 0), %.2f (mean)\n",
+               host[kSpanMlpResidual] / n, host[kSpanMlpResidualAll] / nm,
+               host[kSpanMlpGateUp] / n, host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
+               host[kSpanDownLandedAll] / nd);
   if (host[kSpanAttnDownGaps] != 0) {
     const double nk = 1e3 * double(host[kSpanAttnDownGaps]);
     std::fprintf(stderr,

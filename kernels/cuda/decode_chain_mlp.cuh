@@ -87,6 +87,12 @@ enum Span {
                         // wait (kernel 2 right after kernel 4: no kernel 1; within a token)
   kSpanAttnDownSpread,  // kernel 4: block 0 ends -> its last block ends (the same layers)
   kSpanAttnDownGaps,    // how many of those
+  kSpanMlpResidual,     // kernel 3, block 0: pdl_wait returns -> r and its square sum found
+                        // (before the wait for its gate and up rows)
+  kSpanMlpResidualAll,  // ... summed over kernel 3's blocks
+  kSpanDownLanded,      // kernel 4, block 0: pdl_wait returns -> act's first pairs loaded and its
+                        // down rows in
+  kSpanDownLandedAll,   // ... summed over kernel 4's blocks
   kTimesWords
 };
 
@@ -134,7 +140,7 @@ __device__ inline void add_spans(unsigned long long* times, const KernelSpans& s
 inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {
   return size_t(4 * wmax * c + 4 * c + 8 * wmax + 16 * 8 + 16);
 }
-// Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums and an mbarrier.
+// Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, an mbarrier and a stamp.
 inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
   return size_t(2 * rmax * f + 4 * kDownWarps * kDownRows + 16);
 }
@@ -201,6 +207,11 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   }
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (lane == 0) red[warp] = ss;
+  if (all) {  // (thread 0's r and sum: the residual's span, before the rows' wait)
+    const unsigned long long t_res = global_ns();
+    atomicAdd(a.times + kSpanMlpResidualAll, t_res - t1);
+    if (timing) atomicAdd(a.times + kSpanMlpResidual, t_res - t1);
+  }
   block_copy_wait_all<0>(bar);  // (and a block barrier: every thread's xn, red)
   if (a.late_trigger) pdl_trigger();
   const unsigned long long t_gu = all ? global_ns() : 0;
@@ -256,6 +267,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   uint16_t* down = reinterpret_cast<uint16_t*>(mlp_smem);
   float* sums = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
   uint64_t* bar = reinterpret_cast<uint64_t*>(sums + kDownWarps * kDownRows);
+  unsigned long long* landed_at = reinterpret_cast<unsigned long long*>(bar + 1);  // (a stamp)
   if (!a.down_late_trigger) pdl_trigger();
   block_copy_init(bar);
   __syncthreads();
@@ -295,6 +307,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
         block_copy_wait_all<0>(bar);
         if (a.down_late_trigger) pdl_trigger();
         landed = true;
+        if (all) *landed_at = global_ns();
       }
 #pragma unroll
       for (int k = 0; k < kDownRows; k++) {
@@ -324,6 +337,10 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
     __syncthreads();  // (sums is used again)
   }
   if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block; exiting triggers)
+  if (all && landed) {
+    atomicAdd(a.times + kSpanDownLandedAll, *landed_at - t1);
+    if (timing) atomicAdd(a.times + kSpanDownLanded, *landed_at - t1);
+  }
   if (all) {
     add_spans(a.times,
               {kSpanDownEarlyAll, kSpanDownWorkAll, kSpanDownEarly, kSpanDownWork, kSpanDownGap,
