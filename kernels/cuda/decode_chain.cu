@@ -743,6 +743,13 @@ bool down_late_trigger() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_MLP_HALVES=1: kernel 3's rows come in two halves, each on its own
+// mbarrier, and its warps dot the first half while the second lands (an experiment, off).
+bool mlp_halves() {
+  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_MLP_HALVES", {"0", "1"}) == 1;
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span, printed as means at exit (null when
 // off).
 void print_chain_times(const unsigned long long* host) {
@@ -782,11 +789,15 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanQkvInAttn]);
   std::fprintf(stderr,
                "decode chain, kernel 3, us from its wait: r and its norm's sum %.2f (block 0), "
-               "%.2f (mean), then its rows in by %.2f (block 0), %.2f (mean); kernel 4: act's "
+               "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean); kernel 4: act's "
                "first pairs and its rows in %.2f (block 0), %.2f (mean)\n",
                host[kSpanMlpResidual] / n, host[kSpanMlpResidualAll] / nm,
-               host[kSpanMlpGateUp] / n, host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
+               host[kSpanMlpHalves] != 0 ? "rows' first half" : "rows", host[kSpanMlpGateUp] / n,
+               host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
                host[kSpanDownLandedAll] / nd);
+  if (host[kSpanMlpHalves] != 0)
+    std::fprintf(stderr, "decode chain, kernel 3's rows in two halves: %llu layers\n",
+                 host[kSpanMlpHalves]);
   if (host[kSpanAttnDownGaps] != 0) {
     const double nk = 1e3 * double(host[kSpanAttnDownGaps]);
     std::fprintf(stderr,
@@ -865,7 +876,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
   // in shared memory (nothing waits for another block: any grid runs).
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
-    for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel),
+    for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel<1>),
+                               reinterpret_cast<const void*>(decode_gate_up_kernel<2>),
                                reinterpret_cast<const void*>(decode_down_kernel)}) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                ctx->max_smem) != cudaSuccess) {
@@ -1020,7 +1032,9 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     mlp_args.next_qkv = ctx->decode_next_qkv;
     mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)
   }
-  launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, decode_gate_up_kernel,
+  const auto gate_up = mlp_halves() && wmax >= 4 ? decode_gate_up_kernel<2>
+                                                  : decode_gate_up_kernel<1>;
+  launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up,
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;

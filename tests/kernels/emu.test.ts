@@ -684,7 +684,7 @@ Deno.test({
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
     for (
-      const [order, layerPath, qkvInAttn] of [
+      const [order, layerPath, qkvInAttn, halves] of [
         ["forward", "chain", "0"],
         ["reverse", "chain", "0"],
         ["shuffle", "chain", "0"],
@@ -695,6 +695,8 @@ Deno.test({
         ["shuffle", "chain", "1"],
         // every other cluster held back: the split that reads the new key must wait for it
         ["lag", "chain", "1"],
+        // kernel 3's rows in two halves (AGENTRL_CUDA_DECODE_MLP_HALVES=1): the same sums
+        ["shuffle", "chain", "0", "halves"],
       ]
     ) {
       const lines = await evalOnEmulator(script, {
@@ -702,9 +704,12 @@ Deno.test({
         AGENTRL_CUDA_DECODE_LAYER: layerPath!,
         AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
         AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
+        AGENTRL_CUDA_DECODE_MLP_HALVES: halves === "halves" ? "1" : "0",
       });
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
+      const inHalves = lines.some((t) => /kernel 3's rows in two halves: 2 layers/.test(t));
+      assert.equal(inHalves, halves === "halves", `${order} ${layerPath} ${halves ?? ""}`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
@@ -712,7 +717,8 @@ Deno.test({
     assert.deepEqual(others[1], chain, "shuffled block order: other bits");
     // q|k|v in kernel 2: x's norm sums in another order (within fp32 rounding of the chain's),
     // the same bits in every block order
-    const fusedRuns = others.slice(4);
+    const fusedRuns = others.slice(4, 8);
+    assert.deepEqual(others[8], chain, "kernel 3's rows in two halves: other bits");
     assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
     assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
     assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");
