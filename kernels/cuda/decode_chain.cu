@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
       unsigned* word = a.kv_barriers + h / group_size;
       const unsigned count = unsigned(group_size * a.splits);
       const bool leader = h % group_size == 0 && r == 0;
-      if (pos >= j0 && pos < min(n, j0 + share))
+      if (n >= 1 && n <= a.l && pos >= j0 && pos < min(n, j0 + share))  // (a bad len: none)
         kv_before = arl::group_arrive(word, count, leader);
       else
         arl::group_signal(word, count, leader);
