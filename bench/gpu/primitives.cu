@@ -2,6 +2,8 @@
 //   - streaming a buffer far larger than L2 with one 512-thread block per SM, three ways (loads
 //     into registers; cp.async into a ring of shared-memory slots; Hopper bulk copies into such
 //     a ring), against many blocks per SM reading the same bytes (the reference);
+//   - one-shot copies of 32-200 KiB a block into shared memory, launch after launch (plain, and
+//     as programmatic dependent launches), as the decode chain's kernels 3 and 4 copy weights;
 //   - one grid-wide barrier of that grid (a one-word barrier as the decode layer kernel's, and
 //     cooperative_groups' grid sync);
 //   - one dependent read from L2 and from DRAM (a single thread chasing pointers; the DRAM one
@@ -139,6 +141,58 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// One-shot copies, as the decode chain's kernels 3 and 4 make them: each launch, block b copies
+// the next `shot_words` 16-byte words of its share (from word `at`) into shared memory at once
+// (bulk copies of 32 KiB on one mbarrier), waits for them and sums them. With Pdl the launches
+// are programmatic dependents: each lets the next start at once, and the next issues its copies
+// before its griddepcontrol.wait, while this one may still run (where both fit an SM).
+template <bool Pdl>
+__global__ void __launch_bounds__(kThreads, 1)
+    read_oneshot(const uint4* __restrict__ p, int64_t per_block, int64_t at, int shot_words,
+                 unsigned long long* total) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) uint8_t shared[];
+  uint64_t* bar = reinterpret_cast<uint64_t*>(shared);
+  uint8_t* buf = shared + 1024;
+  if (Pdl) asm volatile("griddepcontrol.launch_dependents;");
+  const uint4* q = p + blockIdx.x * per_block + at;
+  const int n = int(min(int64_t(shot_words), per_block - at));
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(bar)) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && n > 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(bar)),
+                 "r"(uint32_t(n) * 16u)
+                 : "memory");
+    constexpr int kPieceWords = 32 * 1024 / 16;
+    for (int w = 0; w < n; w += kPieceWords) {
+      const uint32_t bytes = uint32_t(min(kPieceWords, n - w)) * 16u;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+          "[%3];" ::"r"(smem(buf + int64_t(w) * 16)),
+          "l"(__cvta_generic_to_global(q + w)), "r"(bytes), "r"(smem(bar))
+          : "memory");
+    }
+  }
+  if (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  uint64_t s = 0;
+  if (n > 0) {
+    wait_parity(smem(bar), 0);
+    const uint4* v = reinterpret_cast<const uint4*>(buf);
+    for (int t = threadIdx.x; t < n; t += kThreads) s += words_sum(v[t]);
+  }
+  add_sum(s, total);
+#else
+  (void)p;
+  (void)per_block;
+  (void)at;
+  (void)shot_words;
+  (void)total;
+#endif
+}
+
 // Grid-wide barriers, n of them: the decode layer kernel's (grid_barrier.cuh), or cg's.
 template <bool Groups>
 __global__ void __launch_bounds__(kThreads, 1) barriers(unsigned* word, int n) {
@@ -252,6 +306,43 @@ int main(int argc, char** argv) {
               }));
       }
     }
+  }
+
+  // one-shot copies of 32-200 KiB a block, launch after launch over the whole buffer, plain and
+  // as programmatic dependents (the chain's kernels copy 68 KiB and 137 KiB a block)
+  if (major >= 9) {
+    const size_t most = std::min<size_t>(200 * 1024, prop.sharedMemPerBlockOptin - 1024);
+    // (a blocking stream of its own: programmatic launches on the legacy stream may serialize,
+    // and the timer's events on the legacy stream still bracket this stream's work)
+    cudaStream_t own;
+    CHECK(cudaStreamCreate(&own));
+    for (const bool pdl : {false, true}) {
+      const auto kernel = pdl ? read_oneshot<true> : read_oneshot<false>;
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(1024 + most)));
+      for (const int shot_kb : {32, 68, 132, 200}) {
+        const size_t shot = std::min<size_t>(size_t(shot_kb) * 1024, most);
+        const int shot_words = int(shot / 16);
+        cudaLaunchAttribute attribute = {};
+        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(unsigned(sms));
+        config.blockDim = dim3(kThreads);
+        config.dynamicSmemBytes = 1024 + shot;
+        config.stream = own;
+        config.attrs = pdl ? &attribute : nullptr;
+        config.numAttrs = pdl ? 1 : 0;
+        check("read, 1 block/SM, one-shot copies of " + std::to_string(shot / 1024) + " KiB" +
+                  (pdl ? ", programmatic dependent launches" : ", launch after launch"),
+              stream([&] {
+                for (int64_t at = 0; at < per_block; at += shot_words)
+                  CHECK(cudaLaunchKernelEx(&config, kernel, (const uint4*)buffer, per_block, at,
+                                           shot_words, total));
+              }));
+      }
+    }
+    CHECK(cudaStreamDestroy(own));
   }
 
   // grid barriers: a cooperative grid of one block per SM

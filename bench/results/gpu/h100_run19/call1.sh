@@ -11,6 +11,8 @@
 #     (wait_rows), and kernel 3's rows in two halves (mlp_halves, and with down_rows);
 #   - the chain's time stamps (kernel 4's spread, kernel 3's residual apart from its rows' wait,
 #     kernel 4's landing) for the default, down_rows and attn_wait;
+#   - one-shot copies of 32-200 KiB a block (bench/gpu/primitives.cu), plain and under PDL, against
+#     the ring and many blocks;
 #   - the full benchmark once (the fraction of the bound at the default).
 set -u
 T0=$SECONDS
@@ -51,6 +53,13 @@ for v in default DOWN_TRIGGER=rows ATTN_TRIGGER=wait MLP_HALVES=1; do
   env "${e[@]}" AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 $B > "$OUT/times_${v%%=*}.log" 2>&1
   tail -7 "$OUT/times_${v%%=*}.log"
 done
+# one-shot copies against the ring and the reference (bench/gpu/primitives.cu, new in session 19)
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+timeout 120 "$NVCC" -O3 -std=c++17 -arch=sm_90 bench/gpu/primitives.cu -o /tmp/primitives \
+  > "$OUT/primitives_build.log" 2>&1 &&
+  timeout 60 /tmp/primitives > "$OUT/primitives.log" 2>&1
+echo "primitives rc $? ($((SECONDS - T0)) s)"
+grep -E "reference|one-shot|ring 2 x 64|wrong" "$OUT/primitives.log"
 timeout 100 $D run -A bench/gpu/bench.ts > "$OUT/bench.log" 2>&1
 echo "bench rc $? ($((SECONDS - T0)) s)"
 grep -E "copy bandwidth GB/s|batch 1:|fraction" "$OUT/bench.log"
