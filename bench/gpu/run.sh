@@ -40,8 +40,8 @@
 # one-row GEMV (AGENTRL_CUDA_GEMV_STREAM=1, an experiment); decode_stream_wide gives it only the
 # GEMVs with two column groups a block or more (AGENTRL_CUDA_GEMV_STREAM=2).
 # primitives (bench/gpu/primitives.cu) measures the building blocks of a one-block-per-SM kernel:
-# streaming rates (loads, cp.async and bulk-copy rings) against many blocks per SM, a grid
-# barrier, and a dependent read from L2 and from DRAM. decode_structure
+# streaming rates (loads, cp.async and bulk-copy rings, one-shot copies) against many blocks per
+# SM, a grid barrier, and a dependent read from L2 and from DRAM. decode_structure
 # (bench/gpu/decode_structure.cu) times one batch-1 token of the benchmark model as kernels
 # that only read their bytes, for each way of cutting it into kernels (5, 2 or 1 a layer in a
 # graph, or one cooperative kernel with grid barriers): each structure's floor as a fraction of
