@@ -74,6 +74,21 @@ __device__ inline void wait_parity(uint32_t bar, uint32_t parity) {
 }
 #endif
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Thread 0's part of a bulk copy: the bytes that `bar` (shared) is to expect, and one copy of
+// `bytes` from src (global) to dst (shared) that completes on it.
+__device__ inline void expect_bytes(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+      ::"r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar)
+      : "memory");
+}
+#endif
+
 // One block per SM streaming its share through `slots` shared-memory slots of `slot` bytes:
 // a slot is refilled with the next chunk once the block has read it. Bulk: thread 0 issues
 // one bulk copy per chunk (Hopper's copy engine); else every thread issues cp.async for its
@@ -103,14 +118,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t bar = smem(bars + s), dst = smem(ring + int64_t(s) * slot);
     if (Bulk) {
       if (threadIdx.x == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                     "r"(uint32_t(n) * 16u)
-                     : "memory");
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-            "[%3];" ::"r"(dst),
-            "l"(__cvta_generic_to_global(q + c * words)), "r"(uint32_t(n) * 16u), "r"(bar)
-            : "memory");
+        expect_bytes(bar, uint32_t(n) * 16u);
+        bulk_copy(dst, q + c * words, uint32_t(n) * 16u, bar);
       }
     } else {
       for (int t = threadIdx.x; t < n; t += kThreads)
@@ -163,18 +172,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (threadIdx.x == 0 && n > 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(bar)),
-                 "r"(uint32_t(n) * 16u)
-                 : "memory");
+    expect_bytes(smem(bar), uint32_t(n) * 16u);
     constexpr int kPieceWords = 32 * 1024 / 16;
-    for (int w = 0; w < n; w += kPieceWords) {
-      const uint32_t bytes = uint32_t(min(kPieceWords, n - w)) * 16u;
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-          "[%3];" ::"r"(smem(buf + int64_t(w) * 16)),
-          "l"(__cvta_generic_to_global(q + w)), "r"(bytes), "r"(smem(bar))
-          : "memory");
-    }
+    for (int w = 0; w < n; w += kPieceWords)
+      bulk_copy(smem(buf + int64_t(w) * 16), q + w, uint32_t(min(kPieceWords, n - w)) * 16u,
+                smem(bar));
   }
   if (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
   uint64_t s = 0;
