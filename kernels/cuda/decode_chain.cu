@@ -743,10 +743,11 @@ bool down_late_trigger() {
   return value;
 }
 
-// AGENTRL_CUDA_DECODE_MLP_HALVES=1: kernel 3's rows come in two halves, each on its own
-// mbarrier, and its warps dot the first half while the second lands (an experiment, off).
-bool mlp_halves() {
-  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_MLP_HALVES", {"0", "1"}) == 1;
+// AGENTRL_CUDA_DECODE_MLP_PIECES=2|4: kernel 3's rows come in that many pieces, each on its own
+// mbarrier, and its warps dot each piece as it lands (an experiment; 1 by default).
+int mlp_pieces() {
+  static const int value =
+      1 << switch_choice("AGENTRL_CUDA_DECODE_MLP_PIECES", {"1", "2", "4"});
   return value;
 }
 
@@ -792,12 +793,12 @@ void print_chain_times(const unsigned long long* host) {
                "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean); kernel 4: act's "
                "first pairs and its rows in %.2f (block 0), %.2f (mean)\n",
                host[kSpanMlpResidual] / n, host[kSpanMlpResidualAll] / nm,
-               host[kSpanMlpHalves] != 0 ? "rows' first half" : "rows", host[kSpanMlpGateUp] / n,
+               host[kSpanMlpPieced] != 0 ? "rows' first piece" : "rows", host[kSpanMlpGateUp] / n,
                host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
                host[kSpanDownLandedAll] / nd);
-  if (host[kSpanMlpHalves] != 0)
-    std::fprintf(stderr, "decode chain, kernel 3's rows in two halves: %llu layers\n",
-                 host[kSpanMlpHalves]);
+  if (host[kSpanMlpPieced] != 0)
+    std::fprintf(stderr, "decode chain, kernel 3's rows in %llu pieces: %llu layers\n",
+                 host[kSpanMlpPieces], host[kSpanMlpPieced]);
   if (host[kSpanAttnDownGaps] != 0) {
     const double nk = 1e3 * double(host[kSpanAttnDownGaps]);
     std::fprintf(stderr,
@@ -878,6 +879,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
     for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel<1>),
                                reinterpret_cast<const void*>(decode_gate_up_kernel<2>),
+                               reinterpret_cast<const void*>(decode_gate_up_kernel<4>),
                                reinterpret_cast<const void*>(decode_down_kernel)}) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                ctx->max_smem) != cudaSuccess) {
@@ -1032,8 +1034,11 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     mlp_args.next_qkv = ctx->decode_next_qkv;
     mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)
   }
-  const auto gate_up = mlp_halves() && wmax >= 4 ? decode_gate_up_kernel<2>
-                                                  : decode_gate_up_kernel<1>;
+  // (pieces of at least one column pair each, in the widest block)
+  const int pieces = wmax >= 2 * mlp_pieces() ? mlp_pieces() : 1;
+  const auto gate_up = pieces == 4   ? decode_gate_up_kernel<4>
+                       : pieces == 2 ? decode_gate_up_kernel<2>
+                                     : decode_gate_up_kernel<1>;
   launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up,
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);

@@ -93,7 +93,8 @@ enum Span {
   kSpanDownLanded,      // kernel 4, block 0: pdl_wait returns -> act's first pairs loaded and its
                         // down rows in
   kSpanDownLandedAll,   // ... summed over kernel 4's blocks
-  kSpanMlpHalves,       // layers whose kernel 3 took its rows in two halves
+  kSpanMlpPieced,       // layers whose kernel 3 took its rows in pieces
+  kSpanMlpPieces,       // (how many pieces, the last time)
   kTimesWords
 };
 
@@ -136,10 +137,24 @@ __device__ inline void add_spans(unsigned long long* times, const KernelSpans& s
   times[s.blocks] = gridDim.x;
 }
 
+constexpr int kMlpMaxPieces = 4;  // kernel 3's rows in up to 4 pieces, an mbarrier each
+
 // Kernel 3's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), x * ln2 (c), the
-// dots (2 wmax), 16 doubles and two mbarriers (one a half of the rows).
+// dots (2 wmax), 16 doubles and kMlpMaxPieces mbarriers.
 inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {
-  return size_t(4 * wmax * c + 4 * c + 8 * wmax + 16 * 8 + 16);
+  return size_t(4 * wmax * c + 4 * c + 8 * wmax + 16 * 8 + 8 * kMlpMaxPieces);
+}
+
+// Waits for piece k of kPieces (block_copy_wait_all): off Hopper each block_copy is a commit
+// group, two a piece, so piece k is in once at most 2 (kPieces - 1 - k) newer groups are pending.
+template <int kPieces>
+__device__ inline void block_copy_wait_piece(uint64_t* bars, int k) {
+  switch (kPieces - 1 - k) {
+    case 0: block_copy_wait_all<0>(bars + k); break;
+    case 1: block_copy_wait_all<2>(bars + k); break;
+    case 2: block_copy_wait_all<4>(bars + k); break;
+    default: block_copy_wait_all<6>(bars + k); break;
+  }
 }
 // Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, an mbarrier and a stamp.
 inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
@@ -147,12 +162,12 @@ inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
 }
 
 // Kernel 3: block b takes act's units (column pairs) [b U / G, (b + 1) U / G) of U = f / 2, and
-// writes r's rows [b c / G, (b + 1) c / G) for kernel 4. kHalves == 2
-// (AGENTRL_CUDA_DECODE_MLP_HALVES=1): its gate and up rows come in two halves of its columns,
-// each on its own mbarrier, and the warps dot the first half while the second lands.
-template <int kHalves>
+// writes r's rows [b c / G, (b + 1) c / G) for kernel 4. kPieces > 1
+// (AGENTRL_CUDA_DECODE_MLP_PIECES=2|4): its gate and up rows come in pieces of its columns, each
+// on its own mbarrier, and the warps dot each piece as it lands, while the next ones land.
+template <int kPieces>
 __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs a) {
-  static_assert(kHalves == 1 || kHalves == 2, "the rows in one piece or two halves");
+  static_assert(kPieces == 1 || kPieces == 2 || kPieces == 4, "the rows in 1, 2 or 4 pieces");
   extern __shared__ uint4 mlp_smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool all = a.times != nullptr && tid == 0;
@@ -167,16 +182,17 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);
   if (!a.late_trigger) pdl_trigger();
   // The block's gate and up rows and the norm's weight (no kernel's output) before pdl_wait;
-  // half k: columns [cut[k], cut[k + 1]) of its w, gate rows then up rows.
-  const int32_t cut[3] = {0, kHalves == 2 ? w / 2 : w, w};
-  for (int k = 0; k < kHalves; k++) block_copy_init(bar + k);
+  // piece k: columns [cut(k), cut(k + 1)) of its w (none, where w < kPieces), its gate rows then
+  // its up rows, from shared row 2 cut(k) on (one piece: the w gate rows, then the w up rows).
+  const auto cut = [w](int k) { return w * k / kPieces; };
+  for (int k = 0; k < kPieces; k++) block_copy_init(bar + k);
   __syncthreads();
-  for (int k = 0; k < kHalves; k++) {
-    const int64_t slice = int64_t(cut[k + 1] - cut[k]) * a.c * 2;
+  for (int k = 0; k < kPieces; k++) {
+    const int64_t slice = int64_t(cut(k + 1) - cut(k)) * a.c * 2;
     block_copy_arm(bar + k, 2 * slice);
-    block_copy(gu + int64_t(cut[k]) * a.c, a.w_gu + int64_t(j0 + cut[k]) * a.c, slice, bar + k);
-    block_copy(gu + int64_t(w + cut[k]) * a.c, a.w_gu + (int64_t(a.f) + j0 + cut[k]) * a.c,
-               slice, bar + k);
+    uint16_t* at = gu + int64_t(2 * cut(k)) * a.c;
+    block_copy(at, a.w_gu + int64_t(j0 + cut(k)) * a.c, slice, bar + k);
+    block_copy(at + slice / 2, a.w_gu + (int64_t(a.f) + j0 + cut(k)) * a.c, slice, bar + k);
   }
   for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[i] = __ldg(a.ln2 + i);
   pdl_wait();
@@ -222,26 +238,25 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
     atomicAdd(a.times + kSpanMlpResidualAll, t_res - t1);
     if (timing) atomicAdd(a.times + kSpanMlpResidual, t_res - t1);
   }
-  // (off Hopper, each block_copy is a commit group: with halves, the second's two are newer)
-  block_copy_wait_all<2 * (kHalves - 1)>(bar);  // (and a block barrier: every thread's xn, red)
-  if (a.late_trigger && kHalves == 1) pdl_trigger();
-  const unsigned long long t_gu = all ? global_ns() : 0;  // (with halves: the first half in)
+  block_copy_wait_piece<kPieces>(bar, 0);  // (and a block barrier: every thread's xn, red)
+  if (a.late_trigger && kPieces == 1) pdl_trigger();
+  const unsigned long long t_gu = all ? global_ns() : 0;  // (with pieces: the first one in)
   double total = 0.0;
   for (int v = 0; v < kGateUpWarps; v++) total += red[v];
   const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
-  // Half by half, warp v dots the half's rows v, v + W, v + 2 W, ... (W warps; n of them: the
-  // half's gate rows, then its up rows), kDotRows of them at a time, 8 columns a lane and load
+  // Piece by piece, warp v dots the piece's rows v, v + W, v + 2 W, ... (W warps; n of them: the
+  // piece's gate rows, then its up rows), kDotRows of them at a time, 8 columns a lane and load
   // (c % 8 == 0: the rows and xn are 16-byte aligned).
   const int32_t chunks = a.c / 8;
   const float4* xn4 = reinterpret_cast<const float4*>(xn);
-  for (int k = 0; k < kHalves; k++) {
-    if (k == 1) {
-      block_copy_wait_all<0>(bar + 1);
-      if (a.late_trigger) pdl_trigger();
-    }
-    const int32_t half = cut[k + 1] - cut[k], n = 2 * half;
-    // the half's t-th row: gate row cut[k] + t, or up row w + cut[k] + t - half
-    const auto row_of = [&](int32_t t) { return t < half ? cut[k] + t : w + cut[k] + t - half; };
+#pragma unroll
+  for (int k = 0; k < kPieces; k++) {
+    if (k > 0) block_copy_wait_piece<kPieces>(bar, k);
+    if (k == kPieces - 1 && k > 0 && a.late_trigger) pdl_trigger();
+    const int32_t from = cut(k), cols = cut(k + 1) - from, n = 2 * cols;
+    const uint16_t* rows = gu + int64_t(2 * from) * a.c;  // the piece's n rows
+    // the dot of the piece's t-th row: gate column from + t, or up column from + t - cols
+    const auto dot_of = [&](int32_t t) { return t < cols ? from + t : w + from + t - cols; };
     for (int32_t q0 = warp; q0 < n; q0 += kGateUpWarps * kDotRows) {
       float sum[kDotRows];
 #pragma unroll
@@ -252,15 +267,15 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
         for (int r = 0; r < kDotRows; r++) {
           const int32_t t = q0 + r * kGateUpWarps;  // (the same for the whole warp)
           if (t < n)
-            sum[r] = dot8(reinterpret_cast<const uint4*>(gu + int64_t(row_of(t)) * a.c)[i], x0,
-                          x1, sum[r]);
+            sum[r] = dot8(reinterpret_cast<const uint4*>(rows + int64_t(t) * a.c)[i], x0, x1,
+                          sum[r]);
         }
       }
 #pragma unroll
       for (int r = 0; r < kDotRows; r++) {
         const int32_t t = q0 + r * kGateUpWarps;
         for (int o = 16; o > 0; o >>= 1) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
-        if (lane == 0 && t < n) dots[row_of(t)] = sum[r] * rstd;
+        if (lane == 0 && t < n) dots[dot_of(t)] = sum[r] * rstd;
       }
     }
   }
@@ -273,7 +288,10 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
               timing, t0, t1, global_ns());
     atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
     if (timing) atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
-    if (timing && kHalves == 2) atomicAdd(a.times + kSpanMlpHalves, 1ull);
+    if (timing && kPieces > 1) {
+      atomicAdd(a.times + kSpanMlpPieced, 1ull);
+      a.times[kSpanMlpPieces] = kPieces;
+    }
   }
 }
 

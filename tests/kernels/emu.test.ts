@@ -684,7 +684,7 @@ Deno.test({
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
     for (
-      const [order, layerPath, qkvInAttn, halves] of [
+      const [order, layerPath, qkvInAttn, pieces] of [
         ["forward", "chain", "0"],
         ["reverse", "chain", "0"],
         ["shuffle", "chain", "0"],
@@ -695,8 +695,9 @@ Deno.test({
         ["shuffle", "chain", "1"],
         // every other cluster held back: the split that reads the new key must wait for it
         ["lag", "chain", "1"],
-        // kernel 3's rows in two halves (AGENTRL_CUDA_DECODE_MLP_HALVES=1): the same sums
-        ["shuffle", "chain", "0", "halves"],
+        // kernel 3's rows in 2 and 4 pieces (AGENTRL_CUDA_DECODE_MLP_PIECES): the same sums
+        ["shuffle", "chain", "0", "2"],
+        ["reverse", "chain", "0", "4"],
       ]
     ) {
       const lines = await evalOnEmulator(script, {
@@ -704,12 +705,12 @@ Deno.test({
         AGENTRL_CUDA_DECODE_LAYER: layerPath!,
         AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
         AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
-        AGENTRL_CUDA_DECODE_MLP_HALVES: halves === "halves" ? "1" : "0",
+        AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
       });
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
-      const inHalves = lines.some((t) => /kernel 3's rows in two halves: 2 layers/.test(t));
-      assert.equal(inHalves, halves === "halves", `${order} ${layerPath} ${halves ?? ""}`);
+      const inPieces = lines.find((t) => /kernel 3's rows in \d+ pieces: 2 layers/.test(t));
+      assert.equal(inPieces?.match(/in (\d+) pieces/)?.[1], pieces, `${order} ${layerPath}`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
@@ -718,7 +719,8 @@ Deno.test({
     // q|k|v in kernel 2: x's norm sums in another order (within fp32 rounding of the chain's),
     // the same bits in every block order
     const fusedRuns = others.slice(4, 8);
-    assert.deepEqual(others[8], chain, "kernel 3's rows in two halves: other bits");
+    assert.deepEqual(others[8], chain, "kernel 3's rows in 2 pieces: other bits");
+    assert.deepEqual(others[9], chain, "kernel 3's rows in 4 pieces: other bits");
     assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
     assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
     assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");
