@@ -116,6 +116,17 @@ __device__ inline void block_copy_wait_all(uint64_t* bar) {
   __syncthreads();
 }
 
+// Waits for one mbarrier's bytes, for the waiting threads only on Hopper (the bytes are visible to
+// each thread that saw the barrier complete); elsewhere for all of the block's copies, with a
+// block barrier (every thread calls it then).
+__device__ inline void block_copy_wait_own(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  block_copy_wait<0>(bar);
+#else
+  block_copy_wait_all<0>(bar);
+#endif
+}
+
 // Asks L2 to fetch `bytes` (a multiple of 16) at p (16-byte aligned): a hint. Hopper: bulk
 // prefetches of 16 KiB each; older GPUs: one prefetch per 32-byte sector. The emulator reads the
 // range's first and last bytes, so that a range past its buffer faults there.

@@ -751,6 +751,13 @@ int mlp_pieces() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
+// own mbarrier, and each warp starts once its own columns are in (an experiment, off).
+bool down_pieces_asked() {
+  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_DOWN_PIECES", {"0", "1"}) == 1;
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES=1: the device sums of Span, printed as means at exit (null when
 // off).
 void print_chain_times(const unsigned long long* host) {
@@ -796,6 +803,9 @@ void print_chain_times(const unsigned long long* host) {
                host[kSpanMlpPieced] != 0 ? "rows' first piece" : "rows", host[kSpanMlpGateUp] / n,
                host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
                host[kSpanDownLandedAll] / nd);
+  if (host[kSpanDownPieced] != 0)
+    std::fprintf(stderr, "decode chain, kernel 4's rows by its warps' columns: %llu layers\n",
+                 host[kSpanDownPieced]);
   if (host[kSpanMlpPieced] != 0)
     std::fprintf(stderr, "decode chain, kernel 3's rows in %llu pieces: %llu layers\n",
                  host[kSpanMlpPieces], host[kSpanMlpPieced]);
@@ -880,7 +890,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel<1>),
                                reinterpret_cast<const void*>(decode_gate_up_kernel<2>),
                                reinterpret_cast<const void*>(decode_gate_up_kernel<4>),
-                               reinterpret_cast<const void*>(decode_down_kernel)}) {
+                               reinterpret_cast<const void*>(decode_down_kernel<false>),
+                               reinterpret_cast<const void*>(decode_down_kernel<true>)}) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                ctx->max_smem) != cudaSuccess) {
         cudaGetLastError();
@@ -1043,7 +1054,10 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;
-  launch_pdl_reading(ctx, down_read.w, down_read.bytes, decode_down_kernel,
+  // (each warp's columns on its own barrier where they start 16-byte aligned)
+  const bool down_pieces = down_pieces_asked() && (f / 2) % (4 * kDownWarps) == 0;
+  launch_pdl_reading(ctx, down_read.w, down_read.bytes,
+                     down_pieces ? decode_down_kernel<true> : decode_down_kernel<false>,
                      dim3(unsigned(down_blocks)), dim3(kDownThreads), down_smem_bytes(f, rmax),
                      mlp_args);
   return check_launch(ctx, fn);

@@ -95,6 +95,7 @@ enum Span {
   kSpanDownLandedAll,   // ... summed over kernel 4's blocks
   kSpanMlpPieced,       // layers whose kernel 3 took its rows in pieces
   kSpanMlpPieces,       // (how many pieces, the last time)
+  kSpanDownPieced,      // layers whose kernel 4 took its rows by its warps' columns
   kTimesWords
 };
 
@@ -156,9 +157,10 @@ __device__ inline void block_copy_wait_piece(uint64_t* bars, int k) {
     default: block_copy_wait_all<6>(bars + k); break;
   }
 }
-// Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, an mbarrier and a stamp.
+// Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, a stamp and an mbarrier
+// a warp.
 inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
-  return size_t(2 * rmax * f + 4 * kDownWarps * kDownRows + 16);
+  return size_t(2 * rmax * f + 4 * kDownWarps * kDownRows + 8 + 8 * kDownWarps);
 }
 
 // Kernel 3: block b takes act's units (column pairs) [b U / G, (b + 1) U / G) of U = f / 2, and
@@ -298,6 +300,10 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
 // Kernel 4: block b takes x's rows [b c / G, (b + 1) c / G) (rows <= rmax). Warp v takes act's
 // column pairs [v P / W, (v + 1) P / W) of P = f / 2 for all the block's rows (kDownPairs pairs a
 // lane held at once, kDownRows rows at a time); the warps' sums are added in warp order.
+// kWarpPieces (AGENTRL_CUDA_DECODE_DOWN_PIECES=1, where P is a multiple of 4 W): on Hopper each
+// warp's columns of the rows come on its own mbarrier, in warp order, and each warp starts once
+// its own columns are in.
+template <bool kWarpPieces>
 __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   extern __shared__ uint4 mlp_smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -307,14 +313,28 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   const int32_t r0 = share_begin(a.c), rows = share_end(a.c) - r0;
   uint16_t* down = reinterpret_cast<uint16_t*>(mlp_smem);
   float* sums = reinterpret_cast<float*>(down + int64_t(a.rmax) * a.f);
-  uint64_t* bar = reinterpret_cast<uint64_t*>(sums + kDownWarps * kDownRows);
-  unsigned long long* landed_at = reinterpret_cast<unsigned long long*>(bar + 1);  // (a stamp)
+  unsigned long long* landed_at =  // (a stamp)
+      reinterpret_cast<unsigned long long*>(sums + kDownWarps * kDownRows);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(landed_at + 1);  // (one, or one a warp)
+  const int32_t fpairs = a.f / 2;
   if (!a.down_late_trigger) pdl_trigger();
-  block_copy_init(bar);
+  for (int v = 0; v < (kWarpPieces ? kDownWarps : 1); v++) block_copy_init(bars + v);
   __syncthreads();
-  const int64_t down_bytes = int64_t(rows) * a.f * 2;
-  block_copy_arm(bar, down_bytes);
-  block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bar);
+  if constexpr (kWarpPieces) {
+    // warp v's columns [2 v P / W, 2 (v + 1) P / W) of each row (16-byte aligned: 4 W | P)
+    for (int v = 0; v < kDownWarps; v++) {
+      const int64_t c0 = 2 * (int64_t(v) * fpairs / kDownWarps);
+      const int64_t bytes = 2 * (2 * (int64_t(v + 1) * fpairs / kDownWarps) - c0);
+      block_copy_arm(bars + v, bytes * rows);
+      for (int32_t row = 0; row < rows; row++)
+        block_copy(down + int64_t(row) * a.f + c0, a.w_down + int64_t(r0 + row) * a.f + c0, bytes,
+                   bars + v);
+    }
+  } else {
+    const int64_t down_bytes = int64_t(rows) * a.f * 2;
+    block_copy_arm(bars, down_bytes);
+    block_copy(down, a.w_down + int64_t(r0) * a.f, down_bytes, bars);
+  }
   if (a.next_qkv != nullptr) {  // (AGENTRL_CUDA_DECODE_NEXT_QKV: this block's share, to L2)
     const int64_t units = a.next_qkv_bytes / 16;
     const int64_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
@@ -322,7 +342,6 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
   }
   pdl_wait();
   const unsigned long long t1 = all ? global_ns() : 0;
-  const int32_t fpairs = a.f / 2;
   const int32_t p0 = int32_t(int64_t(warp) * fpairs / kDownWarps);
   const int32_t p1 = int32_t(int64_t(warp + 1) * fpairs / kDownWarps);
   const float2* act2 = reinterpret_cast<const float2*>(a.act);
@@ -345,7 +364,10 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
         av[t] = i < p1 ? __ldcg(act2 + i) : make_float2(0.0f, 0.0f);
       }
       if (!landed) {  // (every thread at once: the chunk count is the block's)
-        block_copy_wait_all<0>(bar);
+        if constexpr (kWarpPieces)
+          block_copy_wait_own(bars + warp);
+        else
+          block_copy_wait_all<0>(bars);
         if (a.down_late_trigger) pdl_trigger();
         landed = true;
         if (all) *landed_at = global_ns();
@@ -377,7 +399,12 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
     }
     __syncthreads();  // (sums is used again)
   }
-  if (!landed) block_copy_wait_all<0>(bar);  // (no copy outlives the block; exiting triggers)
+  if (!landed) {  // (no copy outlives the block; exiting triggers)
+    if constexpr (kWarpPieces)
+      block_copy_wait_own(bars + warp);
+    else
+      block_copy_wait_all<0>(bars);
+  }
   if (all && landed) {
     atomicAdd(a.times + kSpanDownLandedAll, *landed_at - t1);
     if (timing) atomicAdd(a.times + kSpanDownLanded, *landed_at - t1);
@@ -388,6 +415,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
                kStampMlpEnd, kStampDownEnd, kSpanDownBlocks},
               timing, t0, t1, global_ns());
     if (timing) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer timed)
+    if (timing && kWarpPieces) atomicAdd(a.times + kSpanDownPieced, 1ull);
     atomicMax(a.times + kStampDownEndMax, global_ns());
   }
 }

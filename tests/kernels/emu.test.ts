@@ -697,6 +697,7 @@ Deno.test({
         ["lag", "chain", "1"],
         // kernel 3's rows in 2 and 4 pieces (AGENTRL_CUDA_DECODE_MLP_PIECES): the same sums
         ["shuffle", "chain", "0", "2"],
+        // ... and 4 pieces, with kernel 4's rows by its warps' columns (_DOWN_PIECES=1)
         ["reverse", "chain", "0", "4"],
       ]
     ) {
@@ -706,11 +707,14 @@ Deno.test({
         AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
         AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
         AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
+        AGENTRL_CUDA_DECODE_DOWN_PIECES: pieces === "4" ? "1" : "0",
       });
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
       const inPieces = lines.find((t) => /kernel 3's rows in \d+ pieces: 2 layers/.test(t));
       assert.equal(inPieces?.match(/in (\d+) pieces/)?.[1], pieces, `${order} ${layerPath}`);
+      const downPieces = lines.some((t) => /kernel 4's rows by its warps' columns: 2 l/.test(t));
+      assert.equal(downPieces, pieces === "4", `${order} ${layerPath}: kernel 4's pieces`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
@@ -720,7 +724,7 @@ Deno.test({
     // the same bits in every block order
     const fusedRuns = others.slice(4, 8);
     assert.deepEqual(others[8], chain, "kernel 3's rows in 2 pieces: other bits");
-    assert.deepEqual(others[9], chain, "kernel 3's rows in 4 pieces: other bits");
+    assert.deepEqual(others[9], chain, "kernel 3's rows in 4 pieces, kernel 4's too: other bits");
     assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
     assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
     assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");

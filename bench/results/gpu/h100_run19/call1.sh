@@ -8,8 +8,8 @@
 #     session's default (the length read before the wait, the cluster's arrival before the kv
 #     word), kernel 2 letting kernel 3 start at its wait or after its merge (attn_wait,
 #     attn_merge), kernel 4 letting kernel 2 start once its rows are in (down_rows), both
-#     (wait_rows), and kernel 3's rows in 2 or 4 pieces (pieces2, pieces4, and 2 with
-#     down_rows);
+#     (wait_rows), kernel 3's rows in 2 or 4 pieces (pieces2, pieces4, and 2 with
+#     down_rows), and kernel 4's rows by its warps' columns (down_pieces);
 #   - the chain's time stamps (kernel 4's spread, kernel 3's residual apart from its rows' wait,
 #     kernel 4's landing) for the default, down_rows and attn_wait;
 #   - one-shot copies of 32-200 KiB a block (bench/gpu/primitives.cu), plain and under PDL, against
@@ -21,7 +21,7 @@ xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
 xz -d -c .dev/s19.so.xz > /tmp/s19.so
 xz -d -c .dev/s18b.so.xz > /tmp/s18b.so
 # a library without this session's switches would time the default five times: refuse it
-grep -q "AGENTRL_CUDA_DECODE_MLP_PIECES" /tmp/s19.so || { echo "stale .dev/s19.so.xz"; exit 1; }
+grep -q "AGENTRL_CUDA_DECODE_DOWN_PIECES" /tmp/s19.so || { echo "stale .dev/s19.so.xz"; exit 1; }
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s19.so
 D=/tmp/deno
 nvidia-smi -L | head -1
@@ -31,7 +31,7 @@ timeout 120 $D run -A bench/gpu/ops_compare.ts > "$OUT/ops.log" 2>&1
 echo "ops rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops.log")"
 grep -E " FAIL( |$)" "$OUT/ops.log" | head -5
 AGENTRL_CUDA_DECODE_ATTN_TRIGGER=wait AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows \
-  AGENTRL_CUDA_DECODE_MLP_PIECES=4 AGENTRL_OPS_ONLY="decodeLayer|decode with graphs" timeout 60 \
+  AGENTRL_CUDA_DECODE_MLP_PIECES=4 AGENTRL_CUDA_DECODE_DOWN_PIECES=1 AGENTRL_OPS_ONLY="decodeLayer|decode with graphs" timeout 60 \
   $D run -A bench/gpu/ops_compare.ts > "$OUT/ops_late.log" 2>&1
 echo "ops late starts rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/ops_late.log")"
 grep -E " FAIL( |$)" "$OUT/ops_late.log" | head -5
@@ -43,6 +43,7 @@ timeout 240 $D run -A bench/gpu/decode_ab.ts --runs 3 \
   --variant wait_rows:${P}_ATTN_TRIGGER=wait,${P}_DOWN_TRIGGER=rows \
   --variant pieces2:${P}_MLP_PIECES=2 --variant pieces4:${P}_MLP_PIECES=4 \
   --variant rows_pieces2:${P}_DOWN_TRIGGER=rows,${P}_MLP_PIECES=2 \
+  --variant down_pieces:${P}_DOWN_PIECES=1 \
   > "$OUT/ab.log" 2>&1
 echo "decode_ab rc $? ($((SECONDS - T0)) s)"
 pkill -f "bench/gpu/bench.ts" # (a run that decode_ab's timeout left behind)
