@@ -117,13 +117,14 @@ __device__ inline void block_copy_wait_all(uint64_t* bar) {
 }
 
 // Waits for one mbarrier's bytes, for the waiting threads only on Hopper (the bytes are visible to
-// each thread that saw the barrier complete); elsewhere for all of the block's copies, with a
-// block barrier (every thread calls it then).
+// each thread that saw the barrier complete); elsewhere for all but the newest `later` commit
+// groups, with a block barrier (every thread calls it then).
+template <int later = 0>
 __device__ inline void block_copy_wait_own(uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   block_copy_wait<0>(bar);
 #else
-  block_copy_wait_all<0>(bar);
+  block_copy_wait_all<later>(bar);
 #endif
 }
 

@@ -798,10 +798,12 @@ void print_chain_times(const unsigned long long* host) {
   std::fprintf(stderr,
                "decode chain, kernel 3, us from its wait: r and its norm's sum %.2f (block 0), "
                "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean); kernel 4: act's "
-               "first pairs and its rows in %.2f (block 0), %.2f (mean)\n",
+               "first pairs and %s in %.2f (block 0), %.2f (mean)\n",
                host[kSpanMlpResidual] / n, host[kSpanMlpResidualAll] / nm,
                host[kSpanMlpPieced] != 0 ? "rows' first piece" : "rows", host[kSpanMlpGateUp] / n,
-               host[kSpanMlpGateUpAll] / nm, host[kSpanDownLanded] / n,
+               host[kSpanMlpGateUpAll] / nm,
+               host[kSpanDownPieced] != 0 ? "warp 0's columns" : "its rows",
+               host[kSpanDownLanded] / n,
                host[kSpanDownLandedAll] / nd);
   if (host[kSpanDownPieced] != 0)
     std::fprintf(stderr, "decode chain, kernel 4's rows by its warps' columns: %llu layers\n",
@@ -1055,7 +1057,15 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                      mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;
   // (each warp's columns on its own barrier where they start 16-byte aligned)
-  const bool down_pieces = down_pieces_asked() && (f / 2) % (4 * kDownWarps) == 0;
+  // (Hopper only: elsewhere the pieces' cp.async groups are waited for together anyway)
+  const bool down_pieces = down_pieces_asked() && (f / 2) % (4 * kDownWarps) == 0 &&
+                           cached(ctx->device, "compute capability", [ctx] {
+                             int major = 0;
+                             if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                                        ctx->device) != cudaSuccess)
+                               cudaGetLastError();
+                             return major;
+                           }) >= 9;
   launch_pdl_reading(ctx, down_read.w, down_read.bytes,
                      down_pieces ? decode_down_kernel<true> : decode_down_kernel<false>,
                      dim3(unsigned(down_blocks)), dim3(kDownThreads), down_smem_bytes(f, rmax),

@@ -146,15 +146,24 @@ inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {
   return size_t(4 * wmax * c + 4 * c + 8 * wmax + 16 * 8 + 8 * kMlpMaxPieces);
 }
 
-// Waits for piece k of kPieces (block_copy_wait_all): off Hopper each block_copy is a commit
-// group, two a piece, so piece k is in once at most 2 (kPieces - 1 - k) newer groups are pending.
+// Waits for piece k of kPieces: piece 0 with a block barrier (block_copy_wait_all), the later
+// ones in each thread alone on Hopper (block_copy_wait_own). Off Hopper each block_copy is a
+// commit group, two a piece, so piece k is in once at most 2 (kPieces - 1 - k) newer groups are
+// pending.
+template <int kPieces, int kPending>
+__device__ inline void block_copy_wait_piece_at(uint64_t* bar, int k) {
+  if (k == 0)
+    block_copy_wait_all<kPending>(bar);
+  else
+    block_copy_wait_own<kPending>(bar);
+}
 template <int kPieces>
 __device__ inline void block_copy_wait_piece(uint64_t* bars, int k) {
   switch (kPieces - 1 - k) {
-    case 0: block_copy_wait_all<0>(bars + k); break;
-    case 1: block_copy_wait_all<2>(bars + k); break;
-    case 2: block_copy_wait_all<4>(bars + k); break;
-    default: block_copy_wait_all<6>(bars + k); break;
+    case 0: block_copy_wait_piece_at<kPieces, 0>(bars + k, k); break;
+    case 1: block_copy_wait_piece_at<kPieces, 2>(bars + k, k); break;
+    case 2: block_copy_wait_piece_at<kPieces, 4>(bars + k, k); break;
+    default: block_copy_wait_piece_at<kPieces, 6>(bars + k, k); break;
   }
 }
 // Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, a stamp and an mbarrier
