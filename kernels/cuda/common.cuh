@@ -73,6 +73,7 @@ struct arl_ctx {
   cudaEvent_t upload_done[4];  // each slot's copy, recorded on the stream
   bool upload_pending[4];
   int upload_next;
+  int cc_major;  // the device's compute capability, major (9: Hopper)
   const uint16_t* decode_next_qkv;  // the next layer's q|k|v rows while arl_decode_layers_bf16
                                     // runs a layer (null: none; AGENTRL_CUDA_DECODE_NEXT_QKV)
   arl::L2Window l2_windows[ARL_L2_MAX_REGIONS];  // arl_l2_persist's kept regions

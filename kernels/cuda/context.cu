@@ -382,6 +382,7 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
   ctx->pdl = major >= 9 && probe.ptxVersion >= 90 &&
              !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
   ctx->max_smem = max_smem;
+  ctx->cc_major = major;
   int cooperative = 0, l2 = 0;  // (0 when the runtime does not say)
   if (cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ctx->device) !=
           cudaSuccess ||

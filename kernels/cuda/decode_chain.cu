@@ -70,6 +70,7 @@ constexpr int kAttnClusterSplits = 8;  // a head's splits as one thread-block cl
 // has finished, so that its copy of the down rows does not share the memory system with kernel
 // 3's) or merge (once the head's records are merged).
 enum AttnTrigger { kAttnTriggerStart, kAttnTriggerWait, kAttnTriggerMerge };
+constexpr const char* kAttnTriggerNames[] = {"start", "wait", "merge"};
 
 // Thread-block clusters (Hopper): the head's splits share their records through distributed
 // shared memory and meet at the cluster's hardware barrier. arrive and wait are split so that a
@@ -352,11 +353,13 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     cluster_arrive();
     if (tid == 0) {
       const int32_t group_size = a.hq / a.hkv, pos = rotations[0].pos, n = len_early;
-      const int32_t share = (n + a.splits - 1) / a.splits, j0 = min(n, r * share);
+      // (the wait's key range below, in arithmetic that cannot overflow on a bad len; a bad
+      // len or position only decides which of the two counts the block in)
+      const int32_t share = n >= 1 ? (n - 1) / a.splits + 1 : 0, j0 = min(n, r * share);
       unsigned* word = a.kv_barriers + h / group_size;
       const unsigned count = unsigned(group_size * a.splits);
       const bool leader = h % group_size == 0 && r == 0;
-      if (n >= 1 && n <= a.l && pos >= j0 && pos < min(n, j0 + share))  // (a bad len: none)
+      if (n >= 1 && pos >= j0 && pos - j0 < min(share, n - j0))
         kv_before = arl::group_arrive(word, count, leader);
       else
         arl::group_signal(word, count, leader);
@@ -713,26 +716,26 @@ bool mlp_late_trigger() {
   return value;
 }
 
-// A switch's value among `names` (index 0 when unset), read once per switch; an unknown value
-// keeps index 0 and says so on stderr.
-int switch_choice(const char* env, std::initializer_list<const char*> names) {
+// A switch's value among the n `names` (index 0 when unset), read once per switch; an unknown
+// value keeps index 0 and says so on stderr.
+int switch_choice(const char* env, const char* const* names, int n) {
   const char* e = std::getenv(env);
   if (e == nullptr) return 0;
-  int i = 0;
-  for (const char* name : names) {
-    if (std::strcmp(e, name) == 0) return i;
-    i++;
-  }
+  for (int i = 0; i < n; i++)
+    if (std::strcmp(e, names[i]) == 0) return i;
   std::string known;
-  for (const char* name : names) known += std::string(known.empty() ? "" : ", ") + name;
+  for (int i = 0; i < n; i++) known += std::string(i == 0 ? "" : ", ") + names[i];
   std::fprintf(stderr, "agentrl: %s=%s is not one of %s; using %s\n", env, e, known.c_str(),
-               *names.begin());
+               names[0]);
   return 0;
+}
+int switch_choice(const char* env, std::initializer_list<const char*> names) {
+  return switch_choice(env, names.begin(), int(names.size()));
 }
 
 int attn_trigger_at() {
-  static const int value =
-      switch_choice("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", {"start", "wait", "merge"});
+  static const int value = switch_choice("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", kAttnTriggerNames,
+                                         int(std::size(kAttnTriggerNames)));
   return value;
 }
 
@@ -818,10 +821,7 @@ void print_chain_times(const unsigned long long* host) {
                  "next kernel 2's wait returns %.2f us after that (mean of %llu; kernel 2 lets "
                  "kernel 3 start at its %s, kernel 4 lets kernel 2 start at its %s)\n",
                  host[kSpanAttnDownSpread] / nk, host[kSpanAttnAfterDown] / nk,
-                 host[kSpanAttnDownGaps],
-                 attn_trigger_at() == kAttnTriggerStart  ? "start"
-                 : attn_trigger_at() == kAttnTriggerWait ? "wait"
-                                                         : "merge",
+                 host[kSpanAttnDownGaps], kAttnTriggerNames[attn_trigger_at()],
                  down_late_trigger() ? "rows' landing" : "start");
   }
   std::fprintf(stderr,
@@ -1058,14 +1058,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   if (arl_status st = check_launch(ctx, fn)) return st;
   // (each warp's columns on its own barrier where they start 16-byte aligned)
   // (Hopper only: elsewhere the pieces' cp.async groups are waited for together anyway)
-  const bool down_pieces = down_pieces_asked() && (f / 2) % (4 * kDownWarps) == 0 &&
-                           cached(ctx->device, "compute capability", [ctx] {
-                             int major = 0;
-                             if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                                        ctx->device) != cudaSuccess)
-                               cudaGetLastError();
-                             return major;
-                           }) >= 9;
+  const bool down_pieces =
+      down_pieces_asked() && (f / 2) % (4 * kDownWarps) == 0 && ctx->cc_major >= 9;
   launch_pdl_reading(ctx, down_read.w, down_read.bytes,
                      down_pieces ? decode_down_kernel<true> : decode_down_kernel<false>,
                      dim3(unsigned(down_blocks)), dim3(kDownThreads), down_smem_bytes(f, rmax),

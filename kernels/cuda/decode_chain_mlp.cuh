@@ -150,7 +150,7 @@ inline size_t gate_up_smem_bytes(int64_t c, int64_t wmax) {
 // ones in each thread alone on Hopper (block_copy_wait_own). Off Hopper each block_copy is a
 // commit group, two a piece, so piece k is in once at most 2 (kPieces - 1 - k) newer groups are
 // pending.
-template <int kPieces, int kPending>
+template <int kPending>
 __device__ inline void block_copy_wait_piece_at(uint64_t* bar, int k) {
   if (k == 0)
     block_copy_wait_all<kPending>(bar);
@@ -160,10 +160,10 @@ __device__ inline void block_copy_wait_piece_at(uint64_t* bar, int k) {
 template <int kPieces>
 __device__ inline void block_copy_wait_piece(uint64_t* bars, int k) {
   switch (kPieces - 1 - k) {
-    case 0: block_copy_wait_piece_at<kPieces, 0>(bars + k, k); break;
-    case 1: block_copy_wait_piece_at<kPieces, 2>(bars + k, k); break;
-    case 2: block_copy_wait_piece_at<kPieces, 4>(bars + k, k); break;
-    default: block_copy_wait_piece_at<kPieces, 6>(bars + k, k); break;
+    case 0: block_copy_wait_piece_at<0>(bars + k, k); break;
+    case 1: block_copy_wait_piece_at<2>(bars + k, k); break;
+    case 2: block_copy_wait_piece_at<4>(bars + k, k); break;
+    default: block_copy_wait_piece_at<6>(bars + k, k); break;
   }
 }
 // Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, a stamp and an mbarrier
@@ -326,6 +326,13 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
       reinterpret_cast<unsigned long long*>(sums + kDownWarps * kDownRows);
   uint64_t* bars = reinterpret_cast<uint64_t*>(landed_at + 1);  // (one, or one a warp)
   const int32_t fpairs = a.f / 2;
+  // waits for this warp's rows (with warp pieces, its own columns of them)
+  const auto wait_rows = [&] {
+    if constexpr (kWarpPieces)
+      block_copy_wait_own(bars + warp);
+    else
+      block_copy_wait_all<0>(bars);
+  };
   if (!a.down_late_trigger) pdl_trigger();
   for (int v = 0; v < (kWarpPieces ? kDownWarps : 1); v++) block_copy_init(bars + v);
   __syncthreads();
@@ -373,10 +380,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
         av[t] = i < p1 ? __ldcg(act2 + i) : make_float2(0.0f, 0.0f);
       }
       if (!landed) {  // (every thread at once: the chunk count is the block's)
-        if constexpr (kWarpPieces)
-          block_copy_wait_own(bars + warp);
-        else
-          block_copy_wait_all<0>(bars);
+        wait_rows();
         if (a.down_late_trigger) pdl_trigger();
         landed = true;
         if (all) *landed_at = global_ns();
@@ -408,12 +412,7 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
     }
     __syncthreads();  // (sums is used again)
   }
-  if (!landed) {  // (no copy outlives the block; exiting triggers)
-    if constexpr (kWarpPieces)
-      block_copy_wait_own(bars + warp);
-    else
-      block_copy_wait_all<0>(bars);
-  }
+  if (!landed) wait_rows();  // (no copy outlives the block; exiting triggers)
   if (all && landed) {
     atomicAdd(a.times + kSpanDownLandedAll, *landed_at - t1);
     if (timing) atomicAdd(a.times + kSpanDownLanded, *landed_at - t1);
