@@ -116,12 +116,14 @@ __device__ inline void pdl_wait() {
 #endif
 }
 
-// The GPU's global timer in ns (0 in the CUDA emulator).
+// The GPU's global timer in ns (the host's steady clock in the CUDA emulator).
 __device__ inline unsigned long long global_ns() {
 #if defined(__CUDA_ARCH__)
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#elif defined(AGENTRL_CUDA_EMU)
+  return emu::global_ns();
 #else
   return 0;
 #endif

@@ -73,6 +73,9 @@ void sync_warp();
 // others run. Only a cooperative launch runs its blocks together; in an ordinary one a spin on
 // another block's write never ends and is reported as a deadlock.
 void spin();
+// %globaltimer's stand-in: the host's steady clock in ns, so that a kernel's wait with a time
+// limit gives up (and reports) in the emulator as on a GPU.
+unsigned long long global_ns();
 // Thread-block clusters (a launch with a cluster dimension runs its blocks together, as a
 // cooperative one): the cluster barrier's two halves (every thread of the cluster arrives, then
 // waits for the others' arrivals), and the address of the same shared-memory byte in the

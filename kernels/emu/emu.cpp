@@ -147,10 +147,19 @@ struct Block {
 Block g_single;          // the block of an ordinary launch
 Block* g_cur = &g_single;  // the block whose fiber runs
 
-// Threads that spun (__nanosleep: waiting for a value another thread writes) in this pass, and
-// passes in a row in which every thread that ran only spun (past kMaxIdlePasses: a deadlock).
+// Threads that spun (__nanosleep: waiting for a value another thread writes) in this pass. A
+// run of passes in which every thread that ran only spun is a deadlock once it is longer than
+// kMaxIdlePasses or kMaxIdleNs of the host's clock (the clock bounds a big grid, whose passes are
+// slow; it is longer than the kernels' own 5 s stall limits, which global_ns lets fire first).
 int g_spins = 0;
 constexpr int kMaxIdlePasses = 1 << 20;
+constexpr unsigned long long kMaxIdleNs = 20000000000ull;
+
+// A run of passes without progress: how many, and when it began (global_ns).
+struct IdleRun {
+  int passes = 0;
+  unsigned long long since = 0;
+};
 
 std::mutex g_launch_mutex;
 char* g_stacks = nullptr;
@@ -284,11 +293,16 @@ int run_ready(Block& b) {
 
 // After a pass in which `ran` threads ran: whether it made progress (a thread that ran did
 // more than spin), counting the passes in a row without.
-bool progressed(int ran, int* idle) {
+bool progressed(int ran, IdleRun* idle) {
   const bool only_spun = ran > 0 && ran == g_spins;
   g_spins = 0;
-  *idle = only_spun ? *idle + 1 : 0;
-  return ran > 0 && *idle <= kMaxIdlePasses;
+  if (!only_spun) {
+    idle->passes = 0;
+    return ran > 0;
+  }
+  if (idle->passes++ == 0) idle->since = emu::global_ns();
+  return idle->passes <= kMaxIdlePasses &&
+         ((idle->passes & 255) != 0 || emu::global_ns() - idle->since <= kMaxIdleNs);
 }
 
 void report_deadlock(const Block& b) {
@@ -300,7 +314,7 @@ void report_deadlock(const Block& b) {
 bool run_block(const dim3& index) {
   Block& b = g_single;
   start_block(b, index, [](int t) { return initial_sp(stack_of(t), kStackBytes, t); });
-  int idle = 0;
+  IdleRun idle;
   while (b.live > 0) {
     if (!progressed(run_ready(b), &idle)) {
       report_deadlock(b);
@@ -330,7 +344,7 @@ bool run_grid(std::vector<Block>& blocks, const std::vector<dim3>& indices, unsi
     const dim3& at = indices[i];
     return (at.x + gridDim.x * (at.y + gridDim.y * at.z)) / cluster % 2 == 1;
   };
-  int idle = 0;
+  IdleRun idle;
   for (uint64_t pass = 0; live(); pass++) {
     if (g_order == Order::kShuffle) std::shuffle(order.begin(), order.end(), g_rng);
     int ran = 0;
@@ -519,6 +533,11 @@ void sync_block() {
 void spin() {
   g_spins++;
   yield();  // still ready: it runs again in the next pass
+}
+
+unsigned long long global_ns() {
+  using namespace std::chrono;
+  return uint64_t(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
 void cluster_arrive() {

@@ -64,6 +64,7 @@ function buildHarness(): Promise<string> {
       "-std=c++17",
       "-O1",
       `-I${emu}`,
+      `-I${path("../../kernels/cuda/")}`,
       `${dir}/harness.cpp`,
       `${emu}emu.cpp`,
       "-o",
@@ -106,6 +107,7 @@ Deno.test({
       "divergent barriers error": "cudaErrorLaunchFailure",
       "handshake, ordinary launch": "cudaErrorLaunchFailure",
       "handshake, cooperative launch": "cudaSuccess 1 1",
+      "timed wait, cooperative launch": "cudaSuccess passed 0 waited 1",
       "2048 threads": "cudaErrorInvalidConfiguration",
       "64 KiB shared": "cudaErrorInvalidValue",
       "64 KiB shared after the attribute": "cudaSuccess",
@@ -182,6 +184,7 @@ Deno.test({
     const { code, text } = await run(nvcc!, [
       "-std=c++17",
       "-arch=sm_80",
+      `-I${path("../../kernels/cuda/")}`,
       "-c",
       path("./emu_harness.cu"),
       "-o",

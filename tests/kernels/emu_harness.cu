@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "grid_barrier.cuh"
+
 using namespace nvcuda;
 
 __global__ void shuffles(int* out) {
@@ -94,6 +96,19 @@ __global__ void handshake(int* flags, int* out) {
   const volatile int* other = flags + (1 - blockIdx.x);
   while (*other == 0) __nanosleep(10);
   out[blockIdx.x] = 1;
+}
+
+// Block 0 waits at most 2 ms (the global timer) for a barrier of 3 blocks that only 2 reach:
+// out[0] = whether the wait passed, out[1] = whether it waited the 2 ms.
+__global__ void timed_wait(unsigned* word, int* out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x != 0) {
+    arl::group_signal(word, 3, false);
+    return;
+  }
+  const unsigned long long start = arl::global_ns();
+  out[0] = arl::group_wait(word, arl::group_arrive(word, 3, true), 2000000ull);
+  out[1] = arl::global_ns() - start >= 2000000ull;
 }
 
 __global__ void add_one(float* x, int n) {
@@ -231,6 +246,14 @@ int main(int argc, char** argv) {
   const cudaError_t launched = cudaLaunchKernelEx(&together, handshake, ints, ints + 2);
   cudaMemcpy(s.data(), ints + 2, 2 * sizeof(int), cudaMemcpyDeviceToHost);
   std::printf("handshake, cooperative launch: %s %d %d\n", cudaGetErrorName(launched), s[0], s[1]);
+
+  // the same cooperative launch: a wait with a time limit gives up (the emulator's timer runs)
+  cudaMemset(ints, 0, 4 * sizeof(int));
+  const cudaError_t timed = cudaLaunchKernelEx(&together, timed_wait,
+                                               reinterpret_cast<unsigned*>(ints), ints + 2);
+  cudaMemcpy(s.data(), ints + 2, 2 * sizeof(int), cudaMemcpyDeviceToHost);
+  std::printf("timed wait, cooperative launch: %s passed %d waited %d\n",
+              cudaGetErrorName(timed), s[0], s[1]);
 
   racy<<<1, 2>>>(ints);
   cudaMemcpy(s.data(), ints, sizeof(int), cudaMemcpyDeviceToHost);
