@@ -40,6 +40,7 @@
 #include "decode_split.cuh"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
+#include "tail_times.cuh"
 #include "time_sums.cuh"
 
 namespace {
@@ -253,6 +254,28 @@ struct AttnOArgs {
   float eps;
   unsigned* kv_barriers;
 };
+
+// The step's tail before a token's first layer (tail_times.cuh), where its stamps came in order
+// after the last layer's kernel 4 (down_last: its last block's end) and before t1 (kernel 2's
+// wait returns): each span's sum, and a token counted.
+__device__ inline void tail_spans(unsigned long long* times, unsigned long long down_last,
+                                  unsigned long long t1) {
+  using namespace arl;
+  const unsigned long long at[8] = {down_last,
+                                    times[kTailNormStart],
+                                    times[kTailNormEnd],
+                                    times[kTailGreedyWait],
+                                    times[kTailGreedyEnd],
+                                    times[kTailEmbedStart],
+                                    times[kTailEmbedEnd],
+                                    t1};
+#pragma unroll
+  for (int i = 1; i < 8; i++)
+    if (at[i - 1] == 0 || at[i] < at[i - 1]) return;
+#pragma unroll
+  for (int i = 0; i < 7; i++) atomicAdd(times + kTailSpanToNorm + i, at[i + 1] - at[i]);
+  atomicAdd(times + kTailSpanTokens, 1ull);
+}
 
 // Kernel 2: block h * splits + r. Keys as arl_attention_decode splits them; o rows
 // [r c / splits, (r + 1) c / splits), D / 8 threads a row (a 16-byte load each). kCluster: the
@@ -523,7 +546,10 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     if (down_end != 0 && t1 > down_end && t1 - down_end < 2000000) {
       const bool token = t1 - down_end >= 20000;
       atomicAdd(a.times + (token ? kSpanTokenGap : kSpanAttnGap), t1 - down_end);
-      if (token) atomicAdd(a.times + kSpanTokens, 1ull);
+      if (token) {
+        atomicAdd(a.times + kSpanTokens, 1ull);
+        tail_spans(a.times, down_last, t1);
+      }
     }
     a.times[kStampAttnEnd] = t2;
     a.times[kSpanAttnBlocks] = gridDim.x;
@@ -837,10 +863,24 @@ void print_chain_times(const unsigned long long* host) {
                  "decode chain, between tokens (the last layer's end to the first layer's "
                  "attention): %.1f us, mean of %llu\n",
                  host[kSpanTokenGap] / (1e3 * double(host[kSpanTokens])), host[kSpanTokens]);
+  if (host[arl::kTailSpanTokens] != 0) {
+    const double nt = 1e3 * double(host[arl::kTailSpanTokens]);
+    const auto span = [&](arl::TailWord w) { return host[w] / nt; };
+    std::fprintf(stderr,
+                 "decode chain, between tokens, us (mean of %llu): the last layer's last block "
+                 "-> the final norm %.2f, the norm %.2f; -> the sampling's wait (the LM head) "
+                 "%.2f; the sampling %.2f; -> the embedding (the ids' copy, the graph's launch) "
+                 "%.2f; the embedding %.2f; -> the first layer's attention wait %.2f\n",
+                 host[arl::kTailSpanTokens], span(arl::kTailSpanToNorm),
+                 span(arl::kTailSpanNorm), span(arl::kTailSpanHead), span(arl::kTailSpanGreedy),
+                 span(arl::kTailSpanToEmbed), span(arl::kTailSpanEmbed),
+                 span(arl::kTailSpanToAttn));
+  }
 }
 
-static_assert(kTimesWords <= arl::kTimeSumsMaxWords, "the chain's time sums need more words");
-arl::TimeSums g_chain_times{"AGENTRL_CUDA_DECODE_CHAIN_TIMES", kTimesWords, print_chain_times,
+static_assert(kTimesWords <= arl::kTailBase, "the chain's words overlap the tail's");
+static_assert(arl::kTailEnd <= arl::kTimeSumsMaxWords, "the chain's time sums need more words");
+arl::TimeSums g_chain_times{"AGENTRL_CUDA_DECODE_CHAIN_TIMES", arl::kTailEnd, print_chain_times,
                             nullptr, -1};
 
 unsigned long long* chain_times(arl_ctx* ctx) { return arl::time_sums(ctx, g_chain_times); }
@@ -850,6 +890,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 }  // namespace
 
 namespace arl {
+
+unsigned long long* decode_chain_times(arl_ctx* ctx) { return chain_times(ctx); }
 
 arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv, float* attn,
                               float* act, const float* ln1, const uint16_t* w_qkv,

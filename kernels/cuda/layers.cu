@@ -5,6 +5,7 @@
 
 #include "common.cuh"
 #include "rope.cuh"
+#include "tail_times.cuh"
 
 namespace {
 
@@ -70,8 +71,11 @@ arl_status check_tokens(arl_ctx* ctx, const char* fn, const int32_t* tokens, int
 
 // One block per row: out (T, C) = wte[tokens]. A token id outside [0, V) writes zeros and is a
 // deferred error (no synchronize here: a decode step's embedding does not stall the host).
+// (times: the decode chain's stamps, tail_times.cuh; null unless timed)
 __global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte,
-                                         int32_t v, int32_t c, int* flag, int64_t* flag_index) {
+                                         int32_t v, int32_t c, int* flag, int64_t* flag_index,
+                                         unsigned long long* times) {
+  arl::tail_stamp_start(times, arl::kTailEmbedStart);
   arl::pdl_trigger();  // a GEMV after it may start streaming its weights
   const int64_t row = blockIdx.x;
   const int32_t id = tokens[row];
@@ -80,10 +84,11 @@ __global__ void embedding_forward_kernel(float* out, const int32_t* tokens, cons
     if (threadIdx.x == 0)
       arl_set_flag(flag, flag_index, arl::kDeferredEmbeddingToken, (row << 32) | uint32_t(id));
     for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = 0.0f;
-    return;
+  } else {
+    const float* src = wte + int64_t(id) * c;
+    for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = src[j];
   }
-  const float* src = wte + int64_t(id) * c;
-  for (int32_t j = threadIdx.x; j < c; j += blockDim.x) dst[j] = src[j];
+  arl::tail_stamp_end(times, arl::kTailEmbedEnd);
 }
 
 // One block per row: dwte[tokens[row]] += dout[row] (atomics: tokens may repeat).
@@ -96,9 +101,12 @@ __global__ void embedding_backward_kernel(float* dwte, const float* dout, const 
 }
 
 // One block per row, sum of squares in double as on the CPU.
+// (times: the decode chain's stamps, tail_times.cuh; null unless timed)
 __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x,
-                                       const float* weight, int32_t c, float eps) {
+                                       const float* weight, int32_t c, float eps,
+                                       unsigned long long* times) {
   __shared__ double shared[32];
+  arl::tail_stamp_start(times, arl::kTailNormStart);
   arl::pdl_trigger();  // a GEMV after it may start streaming its weights
   const int64_t row = blockIdx.x;
   const float* xi = x + row * c;
@@ -109,6 +117,7 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x,
   const float r = float(1.0 / sqrt(ss / c + eps));
   if (threadIdx.x == 0) rstd[row] = r;
   for (int32_t j = threadIdx.x; j < c; j += blockDim.x) oi[j] = xi[j] * r * weight[j];
+  arl::tail_stamp_end(times, arl::kTailNormEnd);
 }
 
 // Rows blockIdx.x, +gridDim.x, ...: dx written. With partial non-null, each thread sums
@@ -301,8 +310,8 @@ arl_status arl_embedding_forward(arl_ctx* ctx, float* out, const int32_t* tokens
   ARL_POSITIVE(ctx, c);
   ARL_PRODUCT(ctx, v, c);
   ARL_PRODUCT(ctx, t, c);
-  embedding_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, tokens, wte, v, c, ctx->flag,
-                                                              ctx->flag_index);
+  embedding_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(
+      out, tokens, wte, v, c, ctx->flag, ctx->flag_index, arl::decode_chain_times(ctx));
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }
@@ -335,7 +344,8 @@ arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const floa
   ARL_POSITIVE(ctx, c);
   ARL_PRODUCT(ctx, t, c);
   if (!(eps >= 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0", __func__);
-  rmsnorm_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, rstd, x, weight, c, eps);
+  rmsnorm_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, rstd, x, weight, c, eps,
+                                                            arl::decode_chain_times(ctx));
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -25,6 +25,7 @@
 
 #include "../common/sample_slots.h"
 #include "common.cuh"
+#include "tail_times.cuh"
 
 namespace {
 
@@ -425,7 +426,8 @@ __global__ void __launch_bounds__(kThreads)
 // exp, double sum, as sample_kernel's greedy pass); the row's last block to finish resets the
 // row's counter, merges the records and writes the token and its log-prob, and row 0's also
 // copies the deferred-error flag. tokens, logprobs and flag_out are pinned host memory (written
-// through the mapping: no copy after the kernel); ids (device memory) may be null.
+// through the mapping: no copy after the kernel); ids (device memory) may be null. times: the
+// decode chain's stamps (tail_times.cuh), null unless timed.
 struct GreedyPart {
   double sum;
   float max;
@@ -447,12 +449,14 @@ bool greedy_pdl() {
 __global__ void __launch_bounds__(kGreedyThreads)
     greedy_split_kernel(int32_t* tokens, float* logprobs, int32_t* ids, const float* logits,
                         int32_t v,
-                        GreedyPart* parts, int* done, const int64_t* flag, int64_t* flag_out) {
+                        GreedyPart* parts, int* done, const int64_t* flag, int64_t* flag_out,
+                        unsigned long long* times) {
   __shared__ float wmax[kGreedyThreads / 32];
   __shared__ uint32_t warg[kGreedyThreads / 32];
   __shared__ double wsum[kGreedyThreads / 32];
   __shared__ bool last;
   arl::pdl_wait();  // (launched early behind the LM head: see start_sample)
+  arl::tail_stamp_start(times, arl::kTailGreedyWait);
   const int32_t r = blockIdx.x, b = blockIdx.y, splits = gridDim.y;
   const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const float* x = logits + int64_t(r) * v;
@@ -514,6 +518,7 @@ __global__ void __launch_bounds__(kGreedyThreads)
     flag_out[0] = __ldcg(flag);
     flag_out[1] = __ldcg(flag + 1);
   }
+  arl::tail_stamp_end(times, arl::kTailGreedyEnd);
 }
 
 // The host memory of a sampling, in its slot's pinned buffer: results first (written by the
@@ -623,7 +628,8 @@ arl_status start_sample(arl_ctx* ctx, const char* fn, bool own, int64_t* ticket,
         arl::pdl_attribute(), ctx->pdl && greedy_pdl(), reinterpret_cast<int32_t*>(h + host.tok),
         reinterpret_cast<float*>(h + host.lp), ids, logits, v,
         reinterpret_cast<GreedyPart*>(dev + o_res), ctx->greedy_done,
-        reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag));
+        reinterpret_cast<const int64_t*>(ctx->flag), reinterpret_cast<int64_t*>(h + host.flag),
+        arl::decode_chain_times(ctx));
     if (err == cudaSuccess) err = cudaGetLastError();
   } else {
     std::memcpy(h + host.seed, seeds, rows * 8);

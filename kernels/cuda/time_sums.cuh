@@ -8,7 +8,7 @@
 
 namespace arl {
 
-constexpr int kTimeSumsMaxWords = 64;
+constexpr int kTimeSumsMaxWords = 80;
 
 struct TimeSums {
   const char* env;  // the switch
