@@ -19,6 +19,7 @@
 #include "../common/attention_checks.h"
 #include "common.cuh"
 #include "decode_chain.cuh"
+#include "env_switch.h"
 
 namespace {
 
@@ -678,16 +679,15 @@ void launch_decode(arl_ctx* ctx, float* out, float* partial, const float* q, con
 
 // AGENTRL_CUDA_ATTENTION: "generic" runs the generic fp32 kernels for every call, "fp32" the
 // fp32 kernels for the _bf16 calls too (baselines for comparing kernels); unset, the best.
-const char* attention_override() {
-  static const char* value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_ATTENTION");
-    return e == nullptr ? "" : e;
-  }();
+enum AttentionOverride { kAttentionBest = -1, kAttentionGeneric, kAttentionFp32 };
+AttentionOverride attention_override() {
+  static const AttentionOverride value =
+      AttentionOverride(arl::env_choice("AGENTRL_CUDA_ATTENTION", {"generic", "fp32"}, -1));
   return value;
 }
 
 // The head-dim-64 fp32 kernels, unless AGENTRL_CUDA_ATTENTION=generic.
-bool use_d64(int32_t d) { return d == d64::D && std::strcmp(attention_override(), "generic") != 0; }
+bool use_d64(int32_t d) { return d == d64::D && attention_override() != kAttentionGeneric; }
 
 // The tensor-core kernels: head dims 64 and 128, every row 16-byte aligned, shared memory for
 // the pass (backward needs the most: head dim 128 takes 119 KB, more than GPUs of compute
@@ -701,8 +701,7 @@ bool tensor_core_shape(const arl_ctx* ctx, bool backward, int32_t d,
               : (backward ? std::max(tc::Shape<128>::kDqBytes, tc::Shape<128>::kDkdvBytes)
                           : tc::Shape<128>::kForwardBytes);
   if (need + 64 > size_t(ctx->max_smem)) return false;  // 64: the kernels' static variables
-  const char* o = attention_override();
-  if (std::strcmp(o, "fp32") == 0 || std::strcmp(o, "generic") == 0) return false;
+  if (attention_override() != kAttentionBest) return false;
   for (const float* p : rows)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return true;

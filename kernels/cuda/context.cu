@@ -7,6 +7,7 @@
 
 #include "common.cuh"
 #include "cublas_loader.h"
+#include "env_switch.h"
 #include "time_sums.cuh"
 
 namespace {
@@ -378,9 +379,8 @@ arl_ctx* arl_ctx_create(int32_t num_threads) {
     delete ctx;
     return nullptr;
   }
-  const char* pdl = std::getenv("AGENTRL_CUDA_PDL");
-  ctx->pdl = major >= 9 && probe.ptxVersion >= 90 &&
-             !(pdl != nullptr && std::strcmp(pdl, "0") == 0);
+  static const bool pdl_allowed = arl::env_flag("AGENTRL_CUDA_PDL", true);
+  ctx->pdl = major >= 9 && probe.ptxVersion >= 90 && pdl_allowed;
   ctx->max_smem = max_smem;
   ctx->cc_major = major;
   int cooperative = 0, l2 = 0;  // (0 when the runtime does not say)

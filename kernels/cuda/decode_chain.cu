@@ -38,6 +38,7 @@
 #include "decode_chain_mlp.cuh"
 #include "decode_chain_qkv.cuh"
 #include "decode_split.cuh"
+#include "env_switch.h"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
 #include "tail_times.cuh"
@@ -630,20 +631,15 @@ int attn_blocks_per_sm() {
 // arl_rmsnorm_qkv_rope_forward_bf16 (288 blocks for Qwen2.5-0.5B) instead of decode_qkv_kernel
 // (a warp a RoPE pair, a block per SM): a baseline for benchmarks.
 bool qkv_gemv() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_CHAIN_QKV");
-    return e != nullptr && std::strcmp(e, "gemv") == 0;
-  }();
+  static const bool value =
+      arl::env_choice("AGENTRL_CUDA_DECODE_CHAIN_QKV", {"pairs", "gemv"}) == 1;
   return value;
 }
 
 // Whether kernel 2 runs a head's splits as a thread-block cluster: the device launches clusters
 // (Hopper and later, and the CUDA emulator) and AGENTRL_CUDA_DECODE_ATTN_CLUSTER is not 0.
 bool attn_cluster(arl_ctx* ctx) {
-  static const bool allowed = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_ATTN_CLUSTER");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool allowed = arl::env_flag("AGENTRL_CUDA_DECODE_ATTN_CLUSTER", true);
   return allowed && cached(ctx->device, "cluster launch", [ctx] {
     int yes = 0;
     if (cudaDeviceGetAttribute(&yes, cudaDevAttrClusterLaunch, ctx->device) != cudaSuccess) {
@@ -674,10 +670,7 @@ int prefer_shared(K kernel) {
 // launched: the default since session 18 (1.020x batch-1 decode on an H100);
 // AGENTRL_CUDA_DECODE_QKV_IN_ATTN=0 keeps kernel 1 (a baseline).
 bool qkv_in_attn_asked() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_QKV_IN_ATTN");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool value = arl::env_flag("AGENTRL_CUDA_DECODE_QKV_IN_ATTN", true);
   return value;
 }
 
@@ -713,10 +706,7 @@ bool qkv_in_attn_resident(arl_ctx* ctx, int c, int clusters) {
 // AGENTRL_CUDA_DECODE_KV_PREFETCH=0: kernel 2 does not ask L2 for its keys and values before its
 // wait (a baseline for benchmarks).
 bool kv_prefetch() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_KV_PREFETCH");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool value = arl::env_flag("AGENTRL_CUDA_DECODE_KV_PREFETCH", true);
   return value;
 }
 
@@ -724,10 +714,7 @@ bool kv_prefetch() {
 // layers come in one arl_decode_layers_bf16 call), so that kernel 1 of that layer finds them
 // there (off by default until a GPU times it).
 bool next_qkv_asked() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_NEXT_QKV");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
+  static const bool value = arl::env_flag("AGENTRL_CUDA_DECODE_NEXT_QKV", false);
   return value;
 }
 
@@ -735,40 +722,22 @@ bool next_qkv_asked() {
 // so that their copies do not share the memory system (1-5% faster on the H100);
 // AGENTRL_CUDA_DECODE_MLP_TRIGGER=early lets it start at kernel 3's start (a baseline).
 bool mlp_late_trigger() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_MLP_TRIGGER");
-    return e == nullptr || std::strcmp(e, "early") != 0;
-  }();
+  static const bool value =
+      arl::env_choice("AGENTRL_CUDA_DECODE_MLP_TRIGGER", {"late", "early"}) == 0;
   return value;
 }
 
-// A switch's value among the n `names` (index 0 when unset), read once per switch; an unknown
-// value keeps index 0 and says so on stderr.
-int switch_choice(const char* env, const char* const* names, int n) {
-  const char* e = std::getenv(env);
-  if (e == nullptr) return 0;
-  for (int i = 0; i < n; i++)
-    if (std::strcmp(e, names[i]) == 0) return i;
-  std::string known;
-  for (int i = 0; i < n; i++) known += std::string(i == 0 ? "" : ", ") + names[i];
-  std::fprintf(stderr, "agentrl: %s=%s is not one of %s; using %s\n", env, e, known.c_str(),
-               names[0]);
-  return 0;
-}
-int switch_choice(const char* env, std::initializer_list<const char*> names) {
-  return switch_choice(env, names.begin(), int(names.size()));
-}
-
 int attn_trigger_at() {
-  static const int value = switch_choice("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", kAttnTriggerNames,
-                                         int(std::size(kAttnTriggerNames)));
+  static const int value = arl::env_choice("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", kAttnTriggerNames,
+                                           int(std::size(kAttnTriggerNames)));
   return value;
 }
 
 // AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows: kernel 4 lets kernel 2 of the next layer start only once
 // its own down rows are in (default start: at its start).
 bool down_late_trigger() {
-  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_DOWN_TRIGGER", {"start", "rows"});
+  static const bool value =
+      arl::env_choice("AGENTRL_CUDA_DECODE_DOWN_TRIGGER", {"start", "rows"}) == 1;
   return value;
 }
 
@@ -776,14 +745,14 @@ bool down_late_trigger() {
 // mbarrier, and its warps dot each piece as it lands (an experiment; 1 by default).
 int mlp_pieces() {
   static const int value =
-      1 << switch_choice("AGENTRL_CUDA_DECODE_MLP_PIECES", {"1", "2", "4"});
+      1 << arl::env_choice("AGENTRL_CUDA_DECODE_MLP_PIECES", {"1", "2", "4"});
   return value;
 }
 
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
-  static const bool value = switch_choice("AGENTRL_CUDA_DECODE_DOWN_PIECES", {"0", "1"}) == 1;
+  static const bool value = arl::env_flag("AGENTRL_CUDA_DECODE_DOWN_PIECES", false);
   return value;
 }
 

@@ -27,6 +27,7 @@
 // (after common.cuh: the checks need its context)
 #include "../common/decode_layer.h"
 #include "decode_chain.cuh"
+#include "env_switch.h"
 #include "gemv.cuh"
 #include "grid_barrier.cuh"
 #include "time_sums.cuh"
@@ -441,13 +442,8 @@ enum LayerPath { kPathChain, kPathCoop, kPathSteps };
 
 LayerPath layer_path() {
   static const LayerPath value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_LAYER");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "chain") == 0) return kPathChain;
-    if (std::strcmp(e, "coop") == 0) return kPathCoop;
-    if (std::strcmp(e, "steps") == 0 || std::strcmp(e, "0") == 0) return kPathSteps;
-    std::fprintf(stderr, "AGENTRL_CUDA_DECODE_LAYER=%s: expected chain, coop or steps; ignored\n",
-                 e);
-    return kPathChain;
+    const int i = arl::env_choice("AGENTRL_CUDA_DECODE_LAYER", {"chain", "coop", "steps", "0"});
+    return i == 0 ? kPathChain : i == 1 ? kPathCoop : kPathSteps;
   }();
   return value;
 }
@@ -455,13 +451,9 @@ LayerPath layer_path() {
 // AGENTRL_CUDA_DECODE_PREFETCH: the Prefetch it names, or -1 (unset: chosen by size).
 int prefetch_override() {
   static const int value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_PREFETCH");
-    if (e == nullptr || *e == '\0') return -1;
-    if (std::strcmp(e, "all") == 0) return int(kPrefetchAll);
-    if (std::strcmp(e, "phase") == 0) return int(kPrefetchPhase);
-    if (std::strcmp(e, "none") == 0) return int(kPrefetchNone);
-    std::fprintf(stderr, "AGENTRL_CUDA_DECODE_PREFETCH=%s: expected all, phase or none\n", e);
-    return -1;
+    const int i = arl::env_choice("AGENTRL_CUDA_DECODE_PREFETCH", {"all", "phase", "none"}, -1);
+    constexpr Prefetch kByName[] = {kPrefetchAll, kPrefetchPhase, kPrefetchNone};
+    return i < 0 ? -1 : int(kByName[i]);
   }();
   return value;
 }

@@ -31,6 +31,7 @@
 #include "block_copy.cuh"
 #include "common.cuh"
 #include "decode_split.cuh"
+#include "env_switch.h"
 #include "gemv.cuh"
 #include "time_sums.cuh"
 #include "../common/decode_layer.h"
@@ -661,10 +662,7 @@ arl::TimeSums g_token_times{"AGENTRL_CUDA_DECODE_TOKEN_TIMES", kTmWords, print_t
 // chain a layer on an H100: bench/results/gpu/DECODE_NOTES.md, session 15) one
 // arl_decode_layer_bf16 call a layer.
 bool token_kernel_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_DECODE_TOKEN");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
+  static const bool on = arl::env_flag("AGENTRL_CUDA_DECODE_TOKEN", false);
   return on;
 }
 
@@ -756,8 +754,9 @@ arl_status decode_token(arl_ctx* ctx, const char* fn, float* x, float* qkv, floa
       int(std::min<int64_t>(kTokMaxSlots, (int64_t(ctx->max_smem) - fixed) / kTokSlotBytes));
   if (slots < 2) return ARL_ERR_UNSUPPORTED;
   // AGENTRL_CUDA_DECODE_TOKEN_SLOTS=n: at most n slots (a measurement's switch)
-  if (const char* e = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_SLOTS"))
-    slots = std::max(2, std::min(slots, std::atoi(e)));
+  static const int most_slots =
+      arl::env_int("AGENTRL_CUDA_DECODE_TOKEN_SLOTS", 2, 1 << 20, 1 << 20);
+  slots = std::min(slots, most_slots);
   const size_t shared = size_t(fixed) + size_t(slots) * kTokSlotBytes;
   if (!(d == 64 ? token_fits<64>(ctx, shared) : token_fits<128>(ctx, shared)))
     return ARL_ERR_UNSUPPORTED;
@@ -775,10 +774,10 @@ arl_status decode_token(arl_ctx* ctx, const char* fn, float* x, float* qkv, floa
   a.flag = ctx->flag;
   a.flag_index = ctx->flag_index;
   a.times = arl::time_sums(ctx, g_token_times);
-  const char* no_wait = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_NO_WAIT");
-  a.no_wait = no_wait != nullptr && std::strcmp(no_wait, "1") == 0;
-  const char* poll = std::getenv("AGENTRL_CUDA_DECODE_TOKEN_POLL_NS");
-  a.poll_ns = poll != nullptr ? std::max(0, std::min(100000, std::atoi(poll))) : 20;
+  static const bool no_wait = arl::env_flag("AGENTRL_CUDA_DECODE_TOKEN_NO_WAIT", false);
+  static const int poll_ns = arl::env_int("AGENTRL_CUDA_DECODE_TOKEN_POLL_NS", 0, 100000, 20);
+  a.no_wait = no_wait;
+  a.poll_ns = poll_ns;
   a.n_layers = n_layers;
   a.c = c;
   a.f = f;

@@ -7,6 +7,7 @@
 
 #include "common.cuh"
 #include "cublas_loader.h"
+#include "env_switch.h"
 
 namespace {
 
@@ -88,9 +89,9 @@ void load_cublas() {
     c.gemm = nullptr;
     return;
   }
-  const char* mode = std::getenv("AGENTRL_CUDA_MATMUL");
-  if (mode != nullptr && std::strcmp(mode, "fp32") == 0) c.compute = kCompute32F;
-  if (mode != nullptr && std::strcmp(mode, "bf16") == 0) c.compute = kCompute32FFast16BF;
+  const int mode = arl::env_choice("AGENTRL_CUDA_MATMUL", {"tf32", "fp32", "bf16"});
+  if (mode == 1) c.compute = kCompute32F;
+  if (mode == 2) c.compute = kCompute32FFast16BF;
 }
 
 // Fallback: C = alpha op(A) op(B) + beta C, row-major, 32x32 tiles in shared memory.

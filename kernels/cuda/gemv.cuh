@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common.cuh"
+#include "env_switch.h"
 
 namespace arl {
 
@@ -463,14 +464,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2)
 // those with at least two column groups a block (where loading the next group can overlap);
 // else 0 (an unknown value is reported once and ignored).
 inline int gemv_stream_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_GEMV_STREAM");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "0") == 0) return 0;
-    if (std::strcmp(e, "1") == 0) return 1;
-    if (std::strcmp(e, "2") == 0) return 2;
-    std::fprintf(stderr, "AGENTRL_CUDA_GEMV_STREAM=%s: expected 0, 1 or 2; ignored\n", e);
-    return 0;
-  }();
+  static const int mode = env_choice("AGENTRL_CUDA_GEMV_STREAM", {"0", "1", "2"});
   return mode;
 }
 

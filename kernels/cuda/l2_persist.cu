@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common.cuh"
+#include "env_switch.h"
 
 namespace {
 
@@ -30,10 +31,7 @@ int64_t persist_cap() {
 // AGENTRL_CUDA_L2_PERSIST_FIRST=1: a region's window is its first kept bytes (hit ratio 1), not
 // the whole region at a hit ratio of kept / bytes (its kept lines spread over the region).
 bool persist_first() {
-  static const bool first = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_L2_PERSIST_FIRST");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
+  static const bool first = arl::env_flag("AGENTRL_CUDA_L2_PERSIST_FIRST", false);
   return first;
 }
 

@@ -25,6 +25,7 @@
 
 #include "../common/sample_slots.h"
 #include "common.cuh"
+#include "env_switch.h"
 #include "tail_times.cuh"
 
 namespace {
@@ -439,10 +440,7 @@ constexpr int kGreedyThreads = 256;
 // AGENTRL_CUDA_GREEDY_PDL=0: greedy_split_kernel is launched without programmatic dependent
 // launch (a baseline for benchmarks).
 bool greedy_pdl() {
-  static const bool value = [] {
-    const char* e = std::getenv("AGENTRL_CUDA_GREEDY_PDL");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool value = arl::env_flag("AGENTRL_CUDA_GREEDY_PDL", true);
   return value;
 }
 
