@@ -795,11 +795,12 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanQkvInAttn]);
   std::fprintf(stderr,
                "decode chain, kernel 3, us from its wait: r and its norm's sum %.2f (block 0), "
-               "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean); kernel 4: act's "
-               "first pairs and %s in %.2f (block 0), %.2f (mean)\n",
+               "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean), every warp's dots "
+               "done by %.2f (block 0); kernel 4: act's first pairs and %s in %.2f (block 0), "
+               "%.2f (mean)\n",
                host[kSpanMlpResidual] / n, host[kSpanMlpResidualAll] / nm,
                host[kSpanMlpPieced] != 0 ? "rows' first piece" : "rows", host[kSpanMlpGateUp] / n,
-               host[kSpanMlpGateUpAll] / nm,
+               host[kSpanMlpGateUpAll] / nm, host[kSpanMlpDots] / n,
                host[kSpanDownPieced] != 0 ? "warp 0's columns" : "its rows",
                host[kSpanDownLanded] / n,
                host[kSpanDownLandedAll] / nd);

@@ -96,6 +96,7 @@ enum Span {
   kSpanMlpPieced,       // layers whose kernel 3 took its rows in pieces
   kSpanMlpPieces,       // (how many pieces, the last time)
   kSpanDownPieced,      // layers whose kernel 4 took its rows by its warps' columns
+  kSpanMlpDots,         // kernel 3, block 0: pdl_wait returns -> every warp's dots done
   kTimesWords
 };
 
@@ -291,7 +292,10 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
     }
   }
   __syncthreads();
+  // (block 0's stamp waits in shared memory: red is free once rstd is found)
+  if (timing) reinterpret_cast<unsigned long long*>(red)[0] = global_ns();
   for (int32_t q = tid; q < w; q += kGateUpThreads) a.act[j0 + q] = silu(dots[q]) * dots[w + q];
+  if (timing) atomicAdd(a.times + kSpanMlpDots, reinterpret_cast<unsigned long long*>(red)[0] - t1);
   if (all) {
     add_spans(a.times,
               {kSpanMlpEarlyAll, kSpanMlpActAll, kSpanMlpEarly, kSpanMlpAct, kSpanMlpGap,
