@@ -9,8 +9,8 @@
  * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--small]
  * [--variant NAME:ENV=VALUE,ENV=VALUE]...` (default: 3 runs, cuda, the variants `default`,
  * `attn_wait` = `AGENTRL_CUDA_DECODE_ATTN_TRIGGER=wait`, `down_rows` =
- * `AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows`, `wait_rows` = both, and `mlp_pieces2` =
- * `AGENTRL_CUDA_DECODE_MLP_PIECES=2`).
+ * `AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows`, `wait_rows` = both, `mlp_pieces2` =
+ * `AGENTRL_CUDA_DECODE_MLP_PIECES=2` and `dot_rows5` = `AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5`).
  * Exits 1 if a run fails (its output's end is printed), 2 on a bad argument.
  *
  * @module
@@ -39,6 +39,7 @@ export const DEFAULT_VARIANTS: Variant[] = [
     env: { AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "wait", AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows" },
   },
   { name: "mlp_pieces2", env: { AGENTRL_CUDA_DECODE_MLP_PIECES: "2" } },
+  { name: "dot_rows5", env: { AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: "5" } },
 ];
 
 /** Parses `NAME:ENV=VALUE,ENV=VALUE` (`NAME:` alone: no change); throws saying what is wrong. */

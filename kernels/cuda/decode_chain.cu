@@ -749,6 +749,14 @@ int mlp_pieces() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5: kernel 3's warps dot 5 rows at once instead of 4 (an
+// experiment: one pass for Qwen2.5-0.5B's 74 rows a block, x read once; 1 or 2 pieces only).
+bool mlp_wide_dots() {
+  static const bool value =
+      arl::env_choice("AGENTRL_CUDA_DECODE_MLP_DOT_ROWS", {"4", "5"}) == 1;
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
@@ -810,6 +818,9 @@ void print_chain_times(const unsigned long long* host) {
   if (host[kSpanMlpPieced] != 0)
     std::fprintf(stderr, "decode chain, kernel 3's rows in %llu pieces: %llu layers\n",
                  host[kSpanMlpPieces], host[kSpanMlpPieced]);
+  if (host[kSpanMlpWide] != 0)
+    std::fprintf(stderr, "decode chain, kernel 3's warps dot %d rows at once: %llu layers\n",
+                 kDotRowsWide, host[kSpanMlpWide]);
   if (host[kSpanAttnDownGaps] != 0) {
     const double nk = 1e3 * double(host[kSpanAttnDownGaps]);
     std::fprintf(stderr,
@@ -901,9 +912,12 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
   // in shared memory (nothing waits for another block: any grid runs).
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
-    for (const void* kernel : {reinterpret_cast<const void*>(decode_gate_up_kernel<1>),
-                               reinterpret_cast<const void*>(decode_gate_up_kernel<2>),
-                               reinterpret_cast<const void*>(decode_gate_up_kernel<4>),
+    for (const void* kernel :
+         {reinterpret_cast<const void*>(decode_gate_up_kernel<1, kDotRows>),
+          reinterpret_cast<const void*>(decode_gate_up_kernel<2, kDotRows>),
+          reinterpret_cast<const void*>(decode_gate_up_kernel<4, kDotRows>),
+          reinterpret_cast<const void*>(decode_gate_up_kernel<1, kDotRowsWide>),
+          reinterpret_cast<const void*>(decode_gate_up_kernel<2, kDotRowsWide>),
                                reinterpret_cast<const void*>(decode_down_kernel<false>),
                                reinterpret_cast<const void*>(decode_down_kernel<true>)}) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1061,9 +1075,13 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   }
   // (pieces of at least one column pair each, in the widest block)
   const int pieces = wmax >= 2 * mlp_pieces() ? mlp_pieces() : 1;
-  const auto gate_up = pieces == 4   ? decode_gate_up_kernel<4>
-                       : pieces == 2 ? decode_gate_up_kernel<2>
-                                     : decode_gate_up_kernel<1>;
+  const bool wide = mlp_wide_dots() && pieces < 4;  // (4 pieces would spill at 5 rows)
+  const auto gate_up = pieces == 4 ? decode_gate_up_kernel<4, kDotRows>
+                       : pieces == 2
+                           ? (wide ? decode_gate_up_kernel<2, kDotRowsWide>
+                                   : decode_gate_up_kernel<2, kDotRows>)
+                           : (wide ? decode_gate_up_kernel<1, kDotRowsWide>
+                                   : decode_gate_up_kernel<1, kDotRows>);
   launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up,
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);

@@ -29,6 +29,8 @@ constexpr int kDownRows = 8;       // x rows kernel 4's warps add up at once
 constexpr int kMlpMaxPerSm = 4;    // blocks an SM at most, where a block's weights do not fit
 constexpr int kDotRows = 4;        // gate|up rows a warp of kernel 3 dots at once (52 registers;
                                    // one row at a time fits 40, but was 5% slower on the H100)
+constexpr int kDotRowsWide = 5;    // AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5 (56 registers)
+constexpr int kGateUpRegisters = 56;  // (so that kernel 2 of the next layer fits beside 3 and 4)
 
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES: sums (ns) of spans, and a count of layers. "Block 0" spans
 // are block 0's (thread 0); the *All spans are summed over every block (thread 0).
@@ -97,6 +99,7 @@ enum Span {
   kSpanMlpPieces,       // (how many pieces, the last time)
   kSpanDownPieced,      // layers whose kernel 4 took its rows by its warps' columns
   kSpanMlpDots,         // kernel 3, block 0: pdl_wait returns -> every warp's dots done
+  kSpanMlpWide,         // layers whose kernel 3 dotted kDotRowsWide rows at once
   kTimesWords
 };
 
@@ -177,8 +180,12 @@ inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
 // writes r's rows [b c / G, (b + 1) c / G) for kernel 4. kPieces > 1
 // (AGENTRL_CUDA_DECODE_MLP_PIECES=2|4): its gate and up rows come in pieces of its columns, each
 // on its own mbarrier, and the warps dot each piece as it lands, while the next ones land.
-template <int kPieces>
-__global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs a) {
+// kRows: the rows a warp dots at once; kDotRowsWide (AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5) takes
+// Qwen2.5-0.5B's 74 rows a block in one pass of the warps instead of two (x read from shared
+// memory once instead of twice), with the same bits (each row is still one warp's, in the same
+// order).
+template <int kPieces, int kRows>
+__global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
   static_assert(kPieces == 1 || kPieces == 2 || kPieces == 4, "the rows in 1, 2 or 4 pieces");
   extern __shared__ uint4 mlp_smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -257,7 +264,7 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
   for (int v = 0; v < kGateUpWarps; v++) total += red[v];
   const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
   // Piece by piece, warp v dots the piece's rows v, v + W, v + 2 W, ... (W warps; n of them: the
-  // piece's gate rows, then its up rows), kDotRows of them at a time, 8 columns a lane and load
+  // piece's gate rows, then its up rows), kRows of them at a time, 8 columns a lane and load
   // (c % 8 == 0: the rows and xn are 16-byte aligned).
   const int32_t chunks = a.c / 8;
   const float4* xn4 = reinterpret_cast<const float4*>(xn);
@@ -269,14 +276,14 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
     const uint16_t* rows = gu + int64_t(2 * from) * a.c;  // the piece's n rows
     // the dot of the piece's t-th row: gate column from + t, or up column from + t - cols
     const auto dot_of = [&](int32_t t) { return t < cols ? from + t : w + from + t - cols; };
-    for (int32_t q0 = warp; q0 < n; q0 += kGateUpWarps * kDotRows) {
-      float sum[kDotRows];
+    for (int32_t q0 = warp; q0 < n; q0 += kGateUpWarps * kRows) {
+      float sum[kRows];
 #pragma unroll
-      for (int r = 0; r < kDotRows; r++) sum[r] = 0.0f;
+      for (int r = 0; r < kRows; r++) sum[r] = 0.0f;
       for (int32_t i = lane; i < chunks; i += 32) {
         const float4 x0 = xn4[2 * i], x1 = xn4[2 * i + 1];
 #pragma unroll
-        for (int r = 0; r < kDotRows; r++) {
+        for (int r = 0; r < kRows; r++) {
           const int32_t t = q0 + r * kGateUpWarps;  // (the same for the whole warp)
           if (t < n)
             sum[r] = dot8(reinterpret_cast<const uint4*>(rows + int64_t(t) * a.c)[i], x0, x1,
@@ -284,7 +291,7 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
         }
       }
 #pragma unroll
-      for (int r = 0; r < kDotRows; r++) {
+      for (int r = 0; r < kRows; r++) {
         const int32_t t = q0 + r * kGateUpWarps;
         for (int o = 16; o > 0; o >>= 1) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
         if (lane == 0 && t < n) dots[dot_of(t)] = sum[r] * rstd;
@@ -303,6 +310,7 @@ __global__ void __launch_bounds__(kGateUpThreads) decode_gate_up_kernel(MlpArgs 
               timing, t0, t1, global_ns());
     atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
     if (timing) atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
+    if (timing && kRows != kDotRows) atomicAdd(a.times + kSpanMlpWide, 1ull);
     if (timing && kPieces > 1) {
       atomicAdd(a.times + kSpanMlpPieced, 1ull);
       a.times[kSpanMlpPieces] = kPieces;

@@ -653,14 +653,15 @@ Deno.test({
     `the CUDA library, emulated: the chained decode layer gives the same bits in every block order (q|k|v in kernel 2 or not), and the cooperative kernel and the separate calls agree with it${why}`,
   ignore,
   async fn() {
-    // Qwen2.5-0.5B's attention with a narrower MLP at positions 300 and 301: nine key splits a
-    // head and 132 blocks in each MLP kernel, whose sums (o projection per head, down rows) have a
-    // fixed order.
+    // Qwen2.5-0.5B's attention with a narrower MLP (MLP_F: its width) at positions 300 and 301:
+    // nine key splits a head and 132 blocks in each MLP kernel, whose sums (o projection per head,
+    // down rows) have a fixed order.
     const script = `import { decodeLayer, Kernels, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
       const k = Kernels.open({ device: "cuda" });
-      const [c, f, hq, hkv, d, s, l, pos] = [896, 1216, 14, 2, 64, 1, 320, 300];
+      const f = Number(Deno.env.get("MLP_F"));
+      const [c, hq, hkv, d, s, l, pos] = [896, 14, 2, 64, 1, 320, 300];
       let seed = 7;
       const rand = (n, scale) => Float32Array.from({ length: n },
         () => (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5) * scale);
@@ -687,7 +688,7 @@ Deno.test({
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
     for (
-      const [order, layerPath, qkvInAttn, pieces] of [
+      const [order, layerPath, qkvInAttn, pieces, dotRows, mlpF] of [
         ["forward", "chain", "0"],
         ["reverse", "chain", "0"],
         ["shuffle", "chain", "0"],
@@ -702,6 +703,11 @@ Deno.test({
         ["shuffle", "chain", "0", "2"],
         // ... and 4 pieces, with kernel 4's rows by its warps' columns (_DOWN_PIECES=1)
         ["reverse", "chain", "0", "4"],
+        // Qwen2.5-0.5B's MLP (74 rows a block of kernel 3: two passes of its warps at 4 rows at
+        // once), then its warps at 5 rows (_MLP_DOT_ROWS: one pass), in 1 and 2 pieces
+        ["forward", "chain", "0", undefined, "4", "4864"],
+        ["shuffle", "chain", "0", undefined, "5", "4864"],
+        ["reverse", "chain", "0", "2", "5", "4864"],
       ]
     ) {
       const lines = await evalOnEmulator(script, {
@@ -711,6 +717,8 @@ Deno.test({
         AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
         AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
         AGENTRL_CUDA_DECODE_DOWN_PIECES: pieces === "4" ? "1" : "0",
+        AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: dotRows ?? "4",
+        MLP_F: mlpF ?? "1216",
       });
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
@@ -718,6 +726,8 @@ Deno.test({
       assert.equal(inPieces?.match(/in (\d+) pieces/)?.[1], pieces, `${order} ${layerPath}`);
       const downPieces = lines.some((t) => /kernel 4's rows by its warps' columns: 2 l/.test(t));
       assert.equal(downPieces, pieces === "4", `${order} ${layerPath}: kernel 4's pieces`);
+      const wide = lines.some((t) => /kernel 3's warps dot 5 rows at once: 2 layers/.test(t));
+      assert.equal(wide, dotRows === "5", `${order} ${layerPath}: kernel 3's 5 rows at once`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
@@ -728,6 +738,9 @@ Deno.test({
     const fusedRuns = others.slice(4, 8);
     assert.deepEqual(others[8], chain, "kernel 3's rows in 2 pieces: other bits");
     assert.deepEqual(others[9], chain, "kernel 3's rows in 4 pieces, kernel 4's too: other bits");
+    const [qwenMlp, ...wideRuns] = others.slice(10);
+    assert.deepEqual(wideRuns[0], qwenMlp, "kernel 3's warps at 5 rows at once: other bits");
+    assert.deepEqual(wideRuns[1], qwenMlp, "5 rows at once, in 2 pieces: other bits");
     assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
     assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
     assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");
