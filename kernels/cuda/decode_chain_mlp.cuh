@@ -195,7 +195,12 @@ __global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
   const int32_t j0 = 2 * share_begin(a.f / 2), w = 2 * share_end(a.f / 2) - j0;
   const int32_t r0 = share_begin(a.c), r1 = share_end(a.c);
   uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
+  // x * ln2 (then / rms), each 8-column chunk q's halves at 4 q and c / 2 + 4 q, so that the
+  // lanes' 16-byte loads of consecutive chunks hit distinct banks
   float* xn = reinterpret_cast<float*>(gu + int64_t(2) * a.wmax * a.c);
+  const auto xn_at = [half = a.c / 2](int32_t i) {
+    return (i & 4) * (half / 4) + i / 8 * 4 + (i & 3);
+  };
   float* dots = xn + a.c;
   double* red = reinterpret_cast<double*>(dots + 2 * a.wmax);
   uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);
@@ -213,7 +218,7 @@ __global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
     block_copy(at, a.w_gu + int64_t(j0 + cut(k)) * a.c, slice, bar + k);
     block_copy(at + slice / 2, a.w_gu + (int64_t(a.f) + j0 + cut(k)) * a.c, slice, bar + k);
   }
-  for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[i] = __ldg(a.ln2 + i);
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[xn_at(i)] = __ldg(a.ln2 + i);
   pdl_wait();
   const unsigned long long t1 = all ? global_ns() : 0;
   // r = x + the heads' o partials, added in head order; kResidualElems elements of a thread
@@ -246,7 +251,7 @@ __global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
       const int32_t i = base + e * kGateUpThreads;
       if (i >= a.c) continue;
       ss += double(v[e]) * v[e];
-      xn[i] *= v[e];
+      xn[xn_at(i)] *= v[e];
       if (i >= r0 && i < r1) a.res[i] = v[e];
     }
   }
@@ -267,7 +272,8 @@ __global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
   // piece's gate rows, then its up rows), kRows of them at a time, 8 columns a lane and load
   // (c % 8 == 0: the rows and xn are 16-byte aligned).
   const int32_t chunks = a.c / 8;
-  const float4* xn4 = reinterpret_cast<const float4*>(xn);
+  const float4* xn4 = reinterpret_cast<const float4*>(xn);  // (chunks' first halves)
+  const float4* xn4_hi = xn4 + chunks;                      // (their second halves)
 #pragma unroll
   for (int k = 0; k < kPieces; k++) {
     if (k > 0) block_copy_wait_piece<kPieces>(bar, k);
@@ -281,7 +287,7 @@ __global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
 #pragma unroll
       for (int r = 0; r < kRows; r++) sum[r] = 0.0f;
       for (int32_t i = lane; i < chunks; i += 32) {
-        const float4 x0 = xn4[2 * i], x1 = xn4[2 * i + 1];
+        const float4 x0 = xn4[i], x1 = xn4_hi[i];
 #pragma unroll
         for (int r = 0; r < kRows; r++) {
           const int32_t t = q0 + r * kGateUpWarps;  // (the same for the whole warp)
