@@ -80,8 +80,10 @@ __device__ inline void qkv_pair_load(QkvPair& p, const uint16_t* w, const float*
   p.b1 = p.head >= 0 && bias != nullptr ? __ldg(bias + j1) : 0.0f;
 }
 
-// After the wait, the whole block: x * ln1 into xg (shared memory, c floats) and x's RMSNorm
-// factor, returned to every thread (red: kWarps doubles of shared memory).
+// After the wait, the whole block: x * ln1 into xg (shared memory, c floats; each 8-column chunk
+// q's halves at float4 q and c / 8 + q, so that the lanes' loads in qkv_pair_store are free of
+// bank conflicts) and x's RMSNorm factor, returned to every thread (red: kWarps doubles of shared
+// memory).
 template <int kWarps>
 __device__ inline float qkv_norm_input(float* xg, double* red, const float* x, const float* ln1,
                                        int32_t c, float eps) {
@@ -91,7 +93,8 @@ __device__ inline float qkv_norm_input(float* xg, double* red, const float* x, c
     const float4 v = __ldcg(reinterpret_cast<const float4*>(x) + i);
     const float4 g = __ldg(reinterpret_cast<const float4*>(ln1) + i);
     ss += double(v.x) * v.x + double(v.y) * v.y + double(v.z) * v.z + double(v.w) * v.w;
-    reinterpret_cast<float4*>(xg)[i] = make_float4(v.x * g.x, v.y * g.y, v.z * g.z, v.w * g.w);
+    reinterpret_cast<float4*>(xg)[(i & 1) * (c / 8) + i / 2] =
+        make_float4(v.x * g.x, v.y * g.y, v.z * g.z, v.w * g.w);
   }
   for (int s = 16; s > 0; s >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, s);
   if (lane == 0) red[warp] = ss;
@@ -114,8 +117,8 @@ __device__ inline void qkv_pair_store(const QkvPair& p, const RopeRow& row, cons
   for (int t = 0; t < kQkvInAttnSteps; t++) {
     const int32_t i = lane + 32 * t;
     if (i >= chunks) break;
-    const float4 xv[2] = {reinterpret_cast<const float4*>(xg)[2 * i],
-                          reinterpret_cast<const float4*>(xg)[2 * i + 1]};
+    const float4 xv[2] = {reinterpret_cast<const float4*>(xg)[i],
+                          reinterpret_cast<const float4*>(xg)[chunks + i]};
     Wide16<uint16_t> u0, u1;
     u0.set(p.w0[t]);
     u1.set(p.w1[t]);
