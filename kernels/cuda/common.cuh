@@ -116,6 +116,15 @@ __device__ inline void pdl_wait() {
 #endif
 }
 
+// A kernel's register cap: __maxnreg__ (CUDA 12.4 and later); with an older nvcc, launch bounds
+// of its thread count (no cap under 128 registers for 512 threads).
+#if defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define ARL_MAX_REGISTERS(threads, registers) __maxnreg__(registers)
+#else
+#define ARL_MAX_REGISTERS(threads, registers) __launch_bounds__(threads)
+#endif
+
 // The GPU's global timer in ns (the host's steady clock in the CUDA emulator).
 __device__ inline unsigned long long global_ns() {
 #if defined(__CUDA_ARCH__)

@@ -185,7 +185,8 @@ inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
 // memory once instead of twice), with the same bits (each row is still one warp's, in the same
 // order).
 template <int kPieces, int kRows>
-__global__ void __maxnreg__(kGateUpRegisters) decode_gate_up_kernel(MlpArgs a) {
+__global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
+    decode_gate_up_kernel(MlpArgs a) {
   static_assert(kPieces == 1 || kPieces == 2 || kPieces == 4, "the rows in 1, 2 or 4 pieces");
   extern __shared__ uint4 mlp_smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
