@@ -537,9 +537,33 @@ arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
 
 // arl_upload_async: the bytes go into the next of four pinned slots (waiting for that slot's
 // copy of four calls ago, if it is still queued), and the copy from there is queued on the stream.
+// AGENTRL_CUDA_UPLOAD=kernel (an experiment): up to kUploadParamBytes go in the parameters of a
+// kernel that stores them, so that the stream holds no copy-engine transfer between kernels (a
+// decode step's placement, between one step's sampling and the next step's graph).
 namespace {
 constexpr int kUploadSlots = int(sizeof(arl_ctx::upload_done) / sizeof(cudaEvent_t));
 constexpr size_t kUploadSlotBytes = ARL_UPLOAD_ASYNC_BYTES;
+constexpr int kUploadParamBytes = 1024;
+
+struct UploadParams {
+  uint32_t words[kUploadParamBytes / 4];
+};
+
+__global__ void upload_kernel(unsigned char* dst, UploadParams src, int32_t bytes) {
+  const auto* from = reinterpret_cast<const unsigned char*>(src.words);
+  if ((reinterpret_cast<uintptr_t>(dst) & 3) == 0) {  // (whole words, then the tail's bytes)
+    for (int32_t i = threadIdx.x; i < bytes / 4; i += blockDim.x)
+      reinterpret_cast<uint32_t*>(dst)[i] = src.words[i];
+    for (int32_t i = bytes / 4 * 4 + threadIdx.x; i < bytes; i += blockDim.x) dst[i] = from[i];
+  } else {
+    for (int32_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = from[i];
+  }
+}
+
+bool upload_by_kernel() {
+  static const bool value = arl::env_choice("AGENTRL_CUDA_UPLOAD", {"copy", "kernel"}) == 1;
+  return value;
+}
 }  // namespace
 
 arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
@@ -551,6 +575,14 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
     return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
                      "%s: a copy from host memory cannot be recorded in a graph", __func__);
   if (bytes == 0) return ARL_OK;
+  if (bytes <= kUploadParamBytes && upload_by_kernel()) {
+    UploadParams params;
+    std::memcpy(params.words, src, size_t(bytes));
+    upload_kernel<<<1, 128, 0, ctx->stream>>>(static_cast<unsigned char*>(dst), params,
+                                              int32_t(bytes));
+    if (cudaError_t err = cudaGetLastError()) return arl::cuda_fail(ctx, __func__, err);
+    return ARL_OK;
+  }
   if (size_t(bytes) > kUploadSlotBytes) return arl_copy(ctx, dst, src, bytes);
   if (ctx->upload_host == nullptr) {
     if (cudaMallocHost(&ctx->upload_host, kUploadSlots * kUploadSlotBytes) != cudaSuccess) {

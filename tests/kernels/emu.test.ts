@@ -465,7 +465,7 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: writeAsync copies what the data held at the call, through its four pinned slots and past them${why}`,
+    `the CUDA library, emulated: writeAsync copies what the data held at the call, through its four pinned slots and past them, or in a kernel's parameters (AGENTRL_CUDA_UPLOAD=kernel)${why}`,
   ignore,
   async fn() {
     const script = `import { Kernels, KernelGraph, Tensor } from ${
@@ -484,18 +484,26 @@ Deno.test({
       const read = big.read();
       console.log(read[0] === 0 && read[19999] === 19999 ? "big ok" : "big wrong");
       try { KernelGraph.record(k, () => small[0].writeAsync(data)); console.log("recorded"); }
-      catch (e) { console.log(e.message); }`;
-    const lines = await evalOnEmulator(script);
-    assert.deepEqual(
-      JSON.parse(lines[0]!),
-      [1, 2, 3, 4, 5, 6].map((v) => new Array(5).fill(v)),
-      "each copy holds the data of its call",
-    );
-    assert.equal(lines[1], "big ok");
-    assert.match(
-      lines[2]!,
-      /arl_upload_async: a copy from host memory cannot be recorded in a graph/,
-    );
+      catch (e) { console.log(e.message); }
+      // 6 bytes at an address 2 bytes past a word (the kernel's byte path), between two others
+      const halves = new Tensor(k, [8], "bf16");
+      halves.write(Uint16Array.from({ length: 8 }, (_, i) => 100 + i));
+      Tensor.viewOf(halves, 2, [3]).writeAsync(Uint16Array.of(1, 2, 3));
+      console.log(JSON.stringify(Array.from(halves.read())));`;
+    for (const upload of ["copy", "kernel"]) {
+      const lines = await evalOnEmulator(script, { AGENTRL_CUDA_UPLOAD: upload });
+      assert.deepEqual(
+        JSON.parse(lines[0]!),
+        [1, 2, 3, 4, 5, 6].map((v) => new Array(5).fill(v)),
+        `${upload}: each copy holds the data of its call`,
+      );
+      assert.equal(lines[1], "big ok", upload);
+      assert.match(
+        lines[2]!,
+        /arl_upload_async: a copy from host memory cannot be recorded in a graph/,
+      );
+      assert.deepEqual(JSON.parse(lines[3]!), [100, 1, 2, 3, 104, 105, 106, 107], upload);
+    }
   },
 });
 

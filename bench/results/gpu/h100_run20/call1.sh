@@ -8,7 +8,7 @@
 #   - batch-1 decode in alternating processes (decode_ab, 3 rounds): s18, s19, this session's
 #     default (x in shared memory without bank conflicts in kernels 2 and 3), and each switch of
 #     sessions 19-20 alone (attn_wait, attn_merge, down_rows, pieces2, pieces4, dot_rows5,
-#     down_pieces), then two combinations;
+#     down_pieces, upload_kernel), then two combinations;
 #   - the switches that beat the default by more than 1% (pick.py), combined: the decode cases
 #     under them, decode_ab against the default, and bench.ts under them (the fraction);
 #   - the chain's time stamps (the tail between tokens, kernel 3's dots) for the default,
@@ -19,7 +19,9 @@ T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
 for v in s18b s19 s20; do xz -d -c .dev/$v.so.xz > /tmp/$v.so; done
 # a library without this session's switch would time the default in its place: refuse it
-grep -q "AGENTRL_CUDA_DECODE_MLP_DOT_ROWS" /tmp/s20.so || { echo "stale .dev/s20.so.xz"; exit 1; }
+for s in AGENTRL_CUDA_DECODE_MLP_DOT_ROWS AGENTRL_CUDA_UPLOAD; do
+  grep -q "$s" /tmp/s20.so || { echo "stale .dev/s20.so.xz: no $s"; exit 1; }
+done
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s20.so
 D=/tmp/deno
 P=AGENTRL_CUDA_DECODE
@@ -47,6 +49,7 @@ timeout 200 $D run -A bench/gpu/decode_ab.ts --runs 3 \
   --variant down_rows:${P}_DOWN_TRIGGER=rows \
   --variant pieces2:${P}_MLP_PIECES=2 --variant pieces4:${P}_MLP_PIECES=4 \
   --variant dot_rows5:${P}_MLP_DOT_ROWS=5 --variant down_pieces:${P}_DOWN_PIECES=1 \
+  --variant upload_kernel:AGENTRL_CUDA_UPLOAD=kernel \
   --variant wait_rows:${P}_ATTN_TRIGGER=wait,${P}_DOWN_TRIGGER=rows \
   --variant rows_dot5:${P}_DOWN_TRIGGER=rows,${P}_MLP_DOT_ROWS=5 \
   > "$OUT/ab.log" 2>&1
@@ -69,9 +72,9 @@ if [ -n "$BEST" ]; then
   grep -E "copy bandwidth GB/s|batch 1:|fraction" "$OUT/bench_best.log"
 fi
 B="timeout 30 $D run -A bench/gpu/bench.ts --decode-only"
-for v in default DOWN_TRIGGER=rows MLP_DOT_ROWS=5; do
+for v in default DOWN_TRIGGER=rows MLP_DOT_ROWS=5 UPLOAD=kernel; do
   echo "== chain times, $v"
-  case $v in default) e=() ;; *) e=("${P}_$v") ;; esac
+  case $v in default) e=() ;; UPLOAD=*) e=("AGENTRL_CUDA_$v") ;; *) e=("${P}_$v") ;; esac
   env "${e[@]}" ${P}_CHAIN_TIMES=1 $B > "$OUT/times_${v%%=*}.log" 2>&1
   tail -12 "$OUT/times_${v%%=*}.log"
 done

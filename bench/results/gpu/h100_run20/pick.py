@@ -15,6 +15,7 @@ SWITCHES = {
     "pieces4": ("AGENTRL_CUDA_DECODE_MLP_PIECES", "4"),
     "dot_rows5": ("AGENTRL_CUDA_DECODE_MLP_DOT_ROWS", "5"),
     "down_pieces": ("AGENTRL_CUDA_DECODE_DOWN_PIECES", "1"),
+    "upload_kernel": ("AGENTRL_CUDA_UPLOAD", "kernel"),
 }
 
 medians = {}
