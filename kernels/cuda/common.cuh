@@ -116,9 +116,10 @@ __device__ inline void pdl_wait() {
 #endif
 }
 
-// A kernel's register cap: __maxnreg__ (CUDA 12.4 and later); with an older nvcc, launch bounds
-// of its thread count (no cap under 128 registers for 512 threads).
-#if defined(__CUDACC_VER_MAJOR__) && \
+// A kernel's register cap on Hopper and later, where it decides which kernels share an SM:
+// __maxnreg__ (CUDA 12.4 and later). Elsewhere, and with an older nvcc, launch bounds of its
+// thread count (no cap under 128 registers for 512 threads).
+#if defined(__CUDACC_VER_MAJOR__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
     (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
 #define ARL_MAX_REGISTERS(threads, registers) __maxnreg__(registers)
 #else

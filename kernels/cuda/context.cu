@@ -540,16 +540,19 @@ arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
 // AGENTRL_CUDA_UPLOAD=kernel (an experiment): up to kUploadParamBytes go in the parameters of a
 // kernel that stores them, so that the stream holds no copy-engine transfer between kernels (a
 // decode step's placement, between one step's sampling and the next step's graph).
+extern "C++" {  // (templates, inside the file's extern "C" block)
 namespace {
 constexpr int kUploadSlots = int(sizeof(arl_ctx::upload_done) / sizeof(cudaEvent_t));
 constexpr size_t kUploadSlotBytes = ARL_UPLOAD_ASYNC_BYTES;
 constexpr int kUploadParamBytes = 1024;
 
+template <int kBytes>  // (64, 256 or 1024: a launch carries no more parameter bytes than it needs)
 struct UploadParams {
-  uint32_t words[kUploadParamBytes / 4];
+  uint32_t words[kBytes / 4];
 };
 
-__global__ void upload_kernel(unsigned char* dst, UploadParams src, int32_t bytes) {
+template <int kBytes>
+__global__ void upload_kernel(unsigned char* dst, UploadParams<kBytes> src, int32_t bytes) {
   const auto* from = reinterpret_cast<const unsigned char*>(src.words);
   if ((reinterpret_cast<uintptr_t>(dst) & 3) == 0) {  // (whole words, then the tail's bytes)
     for (int32_t i = threadIdx.x; i < bytes / 4; i += blockDim.x)
@@ -564,7 +567,17 @@ bool upload_by_kernel() {
   static const bool value = arl::env_choice("AGENTRL_CUDA_UPLOAD", {"copy", "kernel"}) == 1;
   return value;
 }
+
+template <int kBytes>
+cudaError_t upload_launch(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
+  UploadParams<kBytes> params{};
+  std::memcpy(params.words, src, size_t(bytes));
+  upload_kernel<kBytes><<<1, 128, 0, ctx->stream>>>(static_cast<unsigned char*>(dst), params,
+                                                    int32_t(bytes));
+  return cudaGetLastError();
+}
 }  // namespace
+}  // extern "C++"
 
 arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes) {
   ARL_CTX(ctx);
@@ -576,11 +589,10 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
                      "%s: a copy from host memory cannot be recorded in a graph", __func__);
   if (bytes == 0) return ARL_OK;
   if (bytes <= kUploadParamBytes && upload_by_kernel()) {
-    UploadParams params;
-    std::memcpy(params.words, src, size_t(bytes));
-    upload_kernel<<<1, 128, 0, ctx->stream>>>(static_cast<unsigned char*>(dst), params,
-                                              int32_t(bytes));
-    if (cudaError_t err = cudaGetLastError()) return arl::cuda_fail(ctx, __func__, err);
+    const cudaError_t err = bytes <= 64    ? upload_launch<64>(ctx, dst, src, bytes)
+                            : bytes <= 256 ? upload_launch<256>(ctx, dst, src, bytes)
+                                           : upload_launch<kUploadParamBytes>(ctx, dst, src, bytes);
+    if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
     return ARL_OK;
   }
   if (size_t(bytes) > kUploadSlotBytes) return arl_copy(ctx, dst, src, bytes);

@@ -53,7 +53,12 @@ constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kKeysPerStep = 4;       // keys a warp loads at once
 constexpr int kMaxSplitRows = 128;    // o-projection rows a key split writes at most
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
-constexpr unsigned long long kStallNs = 5000000000ull;  // a 5 s wait: the grid is not resident
+// a wait of 5 s: the grid is not resident (60 s in the CUDA emulator, whose kernels are slow)
+#ifdef AGENTRL_CUDA_EMU
+constexpr unsigned long long kStallNs = 60000000000ull;
+#else
+constexpr unsigned long long kStallNs = 5000000000ull;
+#endif
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
 // the warps' partial outputs, the head's output, a flag, the head's records and (as a cluster)
 // the block's own record.

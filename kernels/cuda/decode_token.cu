@@ -61,7 +61,12 @@ constexpr int kTokOwnAt = kTokRotAt + kTokRotUnits * 16;
 constexpr int kTokDotsAt = kTokOwnAt + kTokOwnRows * 4;
 constexpr int kTokTableAt = kTokDotsAt + kTokMaxSlots * kTokChunkUnits * 8;
 constexpr int kTokHeaderBytes = kTokTableAt + kTokMaxChunks * 16;
+// a wait of 5 s: the grid is not resident (60 s in the CUDA emulator, whose kernels are slow)
+#ifdef AGENTRL_CUDA_EMU
+constexpr unsigned long long kTokStallNs = 60000000000ull;
+#else
 constexpr unsigned long long kTokStallNs = 5000000000ull;
+#endif
 // Counters a layer: q|k|v rows done (blocks), heads merged, o rows done (blocks), act units
 // done (blocks), x rows done (blocks), then each head's splits done.
 enum : int { kCntQkv, kCntAttn, kCntR, kCntAct, kCntX, kCntHeads };

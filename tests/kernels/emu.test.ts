@@ -489,6 +489,8 @@ Deno.test({
       const halves = new Tensor(k, [8], "bf16");
       halves.write(Uint16Array.from({ length: 8 }, (_, i) => 100 + i));
       Tensor.viewOf(halves, 2, [3]).writeAsync(Uint16Array.of(1, 2, 3));
+      // and 6 bytes at a word (the kernel's word path, then its tail's bytes)
+      Tensor.viewOf(halves, 8, [3]).writeAsync(Uint16Array.of(4, 5, 6));
       console.log(JSON.stringify(Array.from(halves.read())));`;
     for (const upload of ["copy", "kernel"]) {
       const lines = await evalOnEmulator(script, { AGENTRL_CUDA_UPLOAD: upload });
@@ -502,7 +504,7 @@ Deno.test({
         lines[2]!,
         /arl_upload_async: a copy from host memory cannot be recorded in a graph/,
       );
-      assert.deepEqual(JSON.parse(lines[3]!), [100, 1, 2, 3, 104, 105, 106, 107], upload);
+      assert.deepEqual(JSON.parse(lines[3]!), [100, 1, 2, 3, 4, 5, 6, 107], upload);
     }
   },
 });

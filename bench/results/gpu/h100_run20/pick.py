@@ -33,4 +33,8 @@ if base:
         ratio = medians.get(name, 0.0) / base
         if ratio > 1.01 and ratio > best.get(var, (0.0, ""))[0]:
             best[var] = (ratio, value)
+# kernel 3 in 4 pieces dots 4 rows at once whatever MLP_DOT_ROWS says: keep the better of the two
+pieces, rows = "AGENTRL_CUDA_DECODE_MLP_PIECES", "AGENTRL_CUDA_DECODE_MLP_DOT_ROWS"
+if best.get(pieces, (0.0, ""))[1] == "4" and rows in best:
+    del best[rows if best[rows][0] < best[pieces][0] else pieces]
 print(" ".join(f"{var}={value}" for var, (_, value) in sorted(best.items())))
