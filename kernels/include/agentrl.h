@@ -350,8 +350,9 @@ ARL_API arl_status arl_rmsnorm_qkv_rope_forward_bf16(arl_ctx* ctx, float* y, con
  * and w_down (C, F) are bf16; b_qkv may be null; slot, position and len point to one int32
  * each (device memory), and bad values are deferred errors as in those calls. The CUDA
  * library reads slot, position and len before its kernels wait for the work queued before
- * the call: set them by copies (arl_copy, arl_upload_async) or from the host, not by a kernel
- * queued right before the call. The CUDA
+ * the call (only while a graph is recorded: direct calls start after that work): set them by
+ * copies (arl_copy, arl_upload_async, which is never recorded, whatever stores its bytes) or
+ * from the host, not by a kernel recorded right before the call. The CUDA
  * library runs it as one cooperative kernel (grid-wide barriers between the steps) where
  * D is 64 or 128, C, F and HQ D are multiples of 8 and the weights 16-byte aligned, and as
  * those calls otherwise.
