@@ -126,6 +126,15 @@ __device__ inline void pdl_wait() {
 #define ARL_MAX_REGISTERS(threads, registers) __launch_bounds__(threads)
 #endif
 
+// How long a wait among a grid's blocks may spin before it means the grid is not resident at
+// once (a deferred error, and the wait passes): 5 s of the global timer, 60 s in the CUDA
+// emulator, whose kernels are slow.
+#ifdef AGENTRL_CUDA_EMU
+constexpr unsigned long long kGridStallNs = 60000000000ull;
+#else
+constexpr unsigned long long kGridStallNs = 5000000000ull;
+#endif
+
 // The GPU's global timer in ns (the host's steady clock in the CUDA emulator).
 __device__ inline unsigned long long global_ns() {
 #if defined(__CUDA_ARCH__)

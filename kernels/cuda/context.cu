@@ -298,8 +298,12 @@ void print_time_sums() {
 }  // namespace
 
 unsigned long long* time_sums(arl_ctx* ctx, TimeSums& t) {
-  const char* e = std::getenv(t.env);
-  if (e == nullptr || std::strcmp(e, "1") != 0 || t.words > kTimeSumsMaxWords) return nullptr;
+  // (the switch is read once: the final norm and the embedding ask on every call)
+  if (t.on.load(std::memory_order_relaxed) < 0) {
+    const char* e = std::getenv(t.env);
+    t.on.store(e != nullptr && std::strcmp(e, "1") == 0 ? 1 : 0, std::memory_order_relaxed);
+  }
+  if (t.on.load(std::memory_order_relaxed) == 0 || t.words > kTimeSumsMaxWords) return nullptr;
   std::lock_guard<std::mutex> guard(g_time_sums_lock);
   if (t.sums == nullptr && !ctx->capturing) {
     const size_t bytes = size_t(t.words) * sizeof(unsigned long long);

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common.cuh"
 #include "block_copy.cuh"
@@ -53,12 +54,6 @@ constexpr int kAttnWarps = kAttnThreads / 32;
 constexpr int kKeysPerStep = 4;       // keys a warp loads at once
 constexpr int kMaxSplitRows = 128;    // o-projection rows a key split writes at most
 constexpr int kAttnMaxSplits = 16;    // key splits a head (their records fit shared memory)
-// a wait of 5 s: the grid is not resident (60 s in the CUDA emulator, whose kernels are slow)
-#ifdef AGENTRL_CUDA_EMU
-constexpr unsigned long long kStallNs = 60000000000ull;
-#else
-constexpr unsigned long long kStallNs = 5000000000ull;
-#endif
 // Kernel 2's shared memory for head dim d, in bytes: q, 32 slots (the warps' maxima and sums),
 // the warps' partial outputs, the head's output, a flag, the head's records and (as a cluster)
 // the block's own record.
@@ -435,7 +430,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     // the split that holds the new position waits until its kv head's rows are in the cache
     const int32_t pos = rotations[0].pos;
     if (pos >= j_begin && pos < j_end) {
-      if (tid == 0 && !arl::group_wait(a.kv_barriers + kvh, kv_before, kStallNs))
+      if (tid == 0 && !arl::group_wait(a.kv_barriers + kvh, kv_before, arl::kGridStallNs))
         arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
       __syncthreads();
     }
@@ -483,7 +478,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     cluster_arrive();
   } else {
     // Publish the record and wait for the head's other splits (split 0 leads their barrier).
-    if (!arl::group_barrier(a.barriers + h, a.splits, r == 0, kStallNs, &passed)) {
+    if (!arl::group_barrier(a.barriers + h, a.splits, r == 0, arl::kGridStallNs, &passed)) {
       if (tid == 0) arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeStall, h);
       return;
     }
@@ -762,6 +757,16 @@ bool mlp_wide_dots() {
   return value;
 }
 
+// Kernel 3 for rows in `pieces` pieces (1, 2 or 4), its warps at kDotRowsWide rows at once where
+// `wide` (not with 4 pieces, which would spill).
+using GateUpKernel = void (*)(MlpArgs);
+GateUpKernel gate_up_kernel(int pieces, bool wide) {
+  if (pieces == 4) return decode_gate_up_kernel<4, kDotRows>;
+  if (pieces == 2)
+    return wide ? decode_gate_up_kernel<2, kDotRowsWide> : decode_gate_up_kernel<2, kDotRows>;
+  return wide ? decode_gate_up_kernel<1, kDotRowsWide> : decode_gate_up_kernel<1, kDotRows>;
+}
+
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
@@ -917,14 +922,12 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
   // in shared memory (nothing waits for another block: any grid runs).
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
-    for (const void* kernel :
-         {reinterpret_cast<const void*>(decode_gate_up_kernel<1, kDotRows>),
-          reinterpret_cast<const void*>(decode_gate_up_kernel<2, kDotRows>),
-          reinterpret_cast<const void*>(decode_gate_up_kernel<4, kDotRows>),
-          reinterpret_cast<const void*>(decode_gate_up_kernel<1, kDotRowsWide>),
-          reinterpret_cast<const void*>(decode_gate_up_kernel<2, kDotRowsWide>),
-                               reinterpret_cast<const void*>(decode_down_kernel<false>),
-                               reinterpret_cast<const void*>(decode_down_kernel<true>)}) {
+    std::vector<const void*> kernels = {reinterpret_cast<const void*>(decode_down_kernel<false>),
+                                        reinterpret_cast<const void*>(decode_down_kernel<true>)};
+    for (const int pieces : {1, 2, 4})
+      for (const bool wide : {false, true})
+        kernels.push_back(reinterpret_cast<const void*>(gate_up_kernel(pieces, wide)));
+    for (const void* kernel : kernels) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                ctx->max_smem) != cudaSuccess) {
         cudaGetLastError();
@@ -1080,14 +1083,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   }
   // (pieces of at least one column pair each, in the widest block)
   const int pieces = wmax >= 2 * mlp_pieces() ? mlp_pieces() : 1;
-  const bool wide = mlp_wide_dots() && pieces < 4;  // (4 pieces would spill at 5 rows)
-  const auto gate_up = pieces == 4 ? decode_gate_up_kernel<4, kDotRows>
-                       : pieces == 2
-                           ? (wide ? decode_gate_up_kernel<2, kDotRowsWide>
-                                   : decode_gate_up_kernel<2, kDotRows>)
-                           : (wide ? decode_gate_up_kernel<1, kDotRowsWide>
-                                   : decode_gate_up_kernel<1, kDotRows>);
-  launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up,
+  launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up_kernel(pieces, mlp_wide_dots()),
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);
   if (arl_status st = check_launch(ctx, fn)) return st;

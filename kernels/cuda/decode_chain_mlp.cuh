@@ -306,10 +306,8 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
     }
   }
   __syncthreads();
-  // (block 0's stamp waits in shared memory: red is free once rstd is found)
-  if (timing) reinterpret_cast<unsigned long long*>(red)[0] = global_ns();
+  if (timing) atomicAdd(a.times + kSpanMlpDots, global_ns() - t1);
   for (int32_t q = tid; q < w; q += kGateUpThreads) a.act[j0 + q] = silu(dots[q]) * dots[w + q];
-  if (timing) atomicAdd(a.times + kSpanMlpDots, reinterpret_cast<unsigned long long*>(red)[0] - t1);
   if (all) {
     add_spans(a.times,
               {kSpanMlpEarlyAll, kSpanMlpActAll, kSpanMlpEarly, kSpanMlpAct, kSpanMlpGap,

@@ -61,12 +61,6 @@ constexpr int kTokOwnAt = kTokRotAt + kTokRotUnits * 16;
 constexpr int kTokDotsAt = kTokOwnAt + kTokOwnRows * 4;
 constexpr int kTokTableAt = kTokDotsAt + kTokMaxSlots * kTokChunkUnits * 8;
 constexpr int kTokHeaderBytes = kTokTableAt + kTokMaxChunks * 16;
-// a wait of 5 s: the grid is not resident (60 s in the CUDA emulator, whose kernels are slow)
-#ifdef AGENTRL_CUDA_EMU
-constexpr unsigned long long kTokStallNs = 60000000000ull;
-#else
-constexpr unsigned long long kTokStallNs = 5000000000ull;
-#endif
 // Counters a layer: q|k|v rows done (blocks), heads merged, o rows done (blocks), act units
 // done (blocks), x rows done (blocks), then each head's splits done.
 enum : int { kCntQkv, kCntAttn, kCntR, kCntAct, kCntX, kCntHeads };
@@ -275,7 +269,7 @@ __device__ inline void chunk_wait(const Ring& ring, int32_t k) {
 }
 
 // The leader waits until *counter >= target (the others at the barrier after it); a wait of
-// kTokStallNs sets the abort word and the deferred error, and every later wait passes.
+// arl::kGridStallNs sets the abort word and the deferred error, and every later wait passes.
 __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned target,
                            int which) {
   const unsigned long long t0 = tick(a.times);
@@ -286,7 +280,7 @@ __device__ void wait_count(const TokenArgs& a, const unsigned* counter, unsigned
       const unsigned long long start = arl::global_ns();
       for (unsigned spins = 1; *c < target && *abort_word == 0; spins++) {
         __nanosleep(unsigned(a.poll_ns));
-        if ((spins & 255u) == 0 && arl::global_ns() - start > kTokStallNs) {
+        if ((spins & 255u) == 0 && arl::global_ns() - start > arl::kGridStallNs) {
           *abort_word = 1;
           arl_set_flag(a.flag, a.flag_index, arl::kDeferredDecodeTokenStall, -1);
         }

@@ -4,6 +4,8 @@
 // AGENTRL_CUDA_DECODE_CHAIN_TIMES).
 #pragma once
 
+#include <atomic>
+
 #include "common.cuh"
 
 namespace arl {
@@ -16,6 +18,7 @@ struct TimeSums {
   void (*print)(const unsigned long long* host);  // at exit, given the counters' values
   unsigned long long* sums;  // (set by time_sums)
   int device;
+  std::atomic<int> on{-1};  // whether the switch is 1 (read once by time_sums; -1: not yet)
 };
 
 // The switch's counters (zeroed once), or null when the switch is off, on another device, or
