@@ -27,7 +27,6 @@
 #define __shared__ static
 #define __constant__ static
 #define __launch_bounds__(...)
-#define __maxnreg__(...)
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
 

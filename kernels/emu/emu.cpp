@@ -150,7 +150,7 @@ Block* g_cur = &g_single;  // the block whose fiber runs
 // Threads that spun (__nanosleep: waiting for a value another thread writes) in this pass. A
 // run of passes in which every thread that ran only spun is a deadlock once it is longer than
 // kMaxIdlePasses or kMaxIdleNs of the host's clock (the clock bounds a big grid, whose passes are
-// slow; it is longer than the kernels' own 5 s stall limits, which global_ns lets fire first).
+// slow; a wait with a time limit shorter than that gives up first and reports itself).
 int g_spins = 0;
 constexpr int kMaxIdlePasses = 1 << 20;
 constexpr unsigned long long kMaxIdleNs = 20000000000ull;
@@ -666,10 +666,7 @@ struct Mapping {
 std::mutex g_alloc_mutex;
 std::map<void*, Mapping> g_allocations;
 
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
+double now_ms() { return double(emu::global_ns()) * 1e-6; }
 
 // Calls that wait for the device or change memory fail while this thread captures a stream,
 // and the capture is invalidated (as in cudaStreamCaptureModeThreadLocal).
