@@ -367,10 +367,23 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     // the kv head's word, and q from the cluster's blocks
     const float rstd = qkv_norm_input<kAttnWarps>(xs, reinterpret_cast<double*>(partial), a.x,
                                                   a.ln1, a.c, a.eps);
+    // (block 0's q phase split, only where the block goes on to count the layer at its end:
+    // a good slot and length, known before the wait)
+    // (every block's thread 0: its pairs and its wait at the cluster's barrier, the latter as
+    // -arrive + passed so that no stamp is held)
+    const bool split_q = all && rotations[0].slot >= 0 && rotations[0].slot < a.s &&
+                         len_early >= 1 && len_early <= a.l;
+    if (split_q && timing) atomicAdd(a.times + kSpanAttnNormed, arl::global_ns() - t1);
     qkv_pair_store(pair, rotations[tid >> 5], xs, rstd, a.c, a.qkv, qsh,
                    blockIdx.x == 0 && tid < 32, a.rope, tid & 31);
     load_w_o();
     __syncthreads();
+    if (split_q) {
+      const unsigned long long now = arl::global_ns();
+      if (timing) atomicAdd(a.times + kSpanAttnPairs, now - t1);
+      atomicAdd(a.times + kSpanAttnPairsAll, now - t1);
+      atomicAdd(a.times + kSpanAttnClusterAll, 0ull - now);
+    }
     // The cluster's arrival first, so that the kv head's fence and atomic overlap its barrier;
     // only the split that holds the new position waits for the kv word, so only it needs the word
     // as found (the others signal with a release reduction).
@@ -389,6 +402,7 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
         arl::group_signal(word, count, leader);
     }
     cluster_wait();
+    if (split_q) atomicAdd(a.times + kSpanAttnClusterAll, arl::global_ns());
     qv = tid < D ? cluster_load(qsh + tid, q_owner(tid)) * a.scale : 0.0f;
   } else {
     // q goes with the slot and the length (one round trip), before they are checked
@@ -554,7 +568,10 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
     }
     a.times[kStampAttnEnd] = t2;
     a.times[kSpanAttnBlocks] = gridDim.x;
-    if (kQkv) atomicAdd(a.times + kSpanQkvInAttn, 1ull);
+    if (kQkv) {
+      atomicAdd(a.times + kSpanQkvInAttn, 1ull);
+      atomicAdd(a.times + kSpanAttnQInAttn, at[kStampAttnQ] - t1);
+    }
   }
 }
 
@@ -808,9 +825,20 @@ void print_chain_times(const unsigned long long* host) {
                  host[kSpanQkvWorkAll] / nq, host[kSpanQkvSpread] / n,
                  host[kSpanAttnAfterQkv] / n);
   }
-  if (host[kSpanQkvInAttn] != 0)
-    std::fprintf(stderr, "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers\n",
-                 host[kSpanQkvInAttn]);
+  if (host[kSpanQkvInAttn] != 0) {
+    // (kernel 2's q, slot and length span, split, over the layers with q|k|v in kernel 2)
+    const double nk = 1e3 * double(host[kSpanQkvInAttn]);
+    const double nkb = nk * double(host[kSpanAttnBlocks]);
+    std::fprintf(stderr,
+                 "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers; from "
+                 "its wait, us (block 0): x and its norm %.2f, then its pairs dotted and stored "
+                 "%.2f, then the cluster's barrier and q %.2f; means over blocks: pairs stored "
+                 "%.2f from the wait, the wait at the cluster's barrier %.2f\n",
+                 host[kSpanQkvInAttn], host[kSpanAttnNormed] / nk,
+                 (host[kSpanAttnPairs] - host[kSpanAttnNormed]) / nk,
+                 (host[kSpanAttnQInAttn] - host[kSpanAttnPairs]) / nk,
+                 host[kSpanAttnPairsAll] / nkb, host[kSpanAttnClusterAll] / nkb);
+  }
   std::fprintf(stderr,
                "decode chain, kernel 3, us from its wait: r and its norm's sum %.2f (block 0), "
                "%.2f (mean), then its %s in by %.2f (block 0), %.2f (mean), every warp's dots "

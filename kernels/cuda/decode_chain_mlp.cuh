@@ -100,6 +100,12 @@ enum Span {
   kSpanDownPieced,      // layers whose kernel 4 took its rows by its warps' columns
   kSpanMlpDots,         // kernel 3, block 0: pdl_wait returns -> every warp's dots done
   kSpanMlpWide,         // layers whose kernel 3 dotted kDotRowsWide rows at once
+  kSpanAttnNormed,      // kernel 2 with q|k|v, block 0 (thread 0): its wait returns -> x and its
+                        // norm in shared memory
+  kSpanAttnPairs,       //   -> its pairs dotted and stored (a block barrier: the cluster's next)
+  kSpanAttnQInAttn,     //   -> q, slot and length in (kSpanAttnQ over those layers only)
+  kSpanAttnPairsAll,    // kSpanAttnPairs summed over kernel 2's blocks (each from its own wait)
+  kSpanAttnClusterAll,  // ... their waits at the cluster's barrier before q (arrive -> wait)
   kTimesWords
 };
 

@@ -9,7 +9,7 @@
 
 namespace arl {
 
-constexpr int kTailBase = 64;
+constexpr int kTailBase = 72;
 enum TailWord {
   kTailNormStart = kTailBase,  // the final norm (arl_rmsnorm_forward), block 0's start
   kTailNormEnd,                // its last block's end (atomicMax)

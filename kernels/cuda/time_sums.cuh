@@ -10,7 +10,7 @@
 
 namespace arl {
 
-constexpr int kTimeSumsMaxWords = 80;
+constexpr int kTimeSumsMaxWords = 96;
 
 struct TimeSums {
   const char* env;  // the switch

@@ -652,8 +652,17 @@ Deno.test({
       assert.match(lines[3]!, /arl_decode_layer_bf16\): length 5 of query 0 is outside \[1, L\]/);
       assert.equal(lines[4], "read ok", `${what}: a good call after the bad ones`);
       // (block 0 counts a layer at its end: the calls with a bad slot or length return before)
-      if (fused) assert.match(text, /q\|k\|v rows found by kernel 2 \(no kernel 1\): 3 layers/);
-      else assert.doesNotMatch(text, /found by kernel 2/);
+      // (and its q phase split: x and its norm, its pairs, the cluster's barrier and q)
+      const split =
+        /found by kernel 2 \(no kernel 1\): 3 layers; from its wait, us \(block 0\): x and its norm (\d+\.\d\d), then its pairs dotted and stored (\d+\.\d\d), then the cluster's barrier and q (\d+\.\d\d); means over blocks: pairs stored (\d+\.\d\d) from the wait, the wait at the cluster's barrier (\d+\.\d\d)/;
+      if (fused) {
+        const spans = text.match(split);
+        assert.ok(spans, `q|k|v in kernel 2: no split of its q phase in ${text}`);
+        assert.ok(
+          spans.slice(1).every((v) => Number(v) > 0),
+          `a span of 0: ${spans[0]}`,
+        );
+      } else assert.doesNotMatch(text, /found by kernel 2/);
     }
   },
 });

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The first device call after session 20 (no GPU in sessions 19 and 20): checks and times what
-# they built, with the sm_90 library of session 20's last kernels (.dev/s20.so.xz) against
-# session 18's (.dev/s18b.so.xz, its calls 2-5) and session 19's (.dev/s19.so.xz) in the same
-# call; carry [".dev"]. About 4-5 minutes on an H100; run with timeout_s 540. Logs go to $OUT.
+# they built, with the sm_90 library of session 21's last kernels (.dev/s21.so.xz: session 20's
+# kernels and kernel 2's split q phase stamps) against session 18's (.dev/s18b.so.xz, its calls
+# 2-5) and session 19's (.dev/s19.so.xz) in the same call; carry [".dev"]. About 4-5 minutes on an H100; run with timeout_s 540. Logs go to $OUT.
 #   - every op against the CPU library, and the decode cases with the late starts, the pieces,
 #     kernel 3's 5 rows at once and the uploads in a kernel's parameters;
 #   - batch-1 decode in alternating processes (decode_ab, 3 rounds): s18, s19, this session's
@@ -11,18 +11,19 @@
 #     down_pieces, upload_kernel), then two combinations;
 #   - the switches that beat the default by more than 1% (pick.py), combined: the decode cases
 #     under them, decode_ab against the default, and bench.ts under them (the fraction);
-#   - the chain's time stamps (the tail between tokens, kernel 3's dots) for the default,
+#   - the chain's time stamps (the tail between tokens, kernel 3's dots, kernel 2's q phase) for
+#     the default,
 #     down_rows, dot_rows5 and upload_kernel;
 #   - one-shot copies (bench/gpu/primitives.cu), and bench.ts at the default.
 set -u
 T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
-for v in s18b s19 s20; do xz -d -c .dev/$v.so.xz > /tmp/$v.so; done
-# a library without this session's switch would time the default in its place: refuse it
-for s in AGENTRL_CUDA_DECODE_MLP_DOT_ROWS AGENTRL_CUDA_UPLOAD; do
-  grep -q "$s" /tmp/s20.so || { echo "stale .dev/s20.so.xz: no $s"; exit 1; }
+for v in s18b s19 s21; do xz -d -c .dev/$v.so.xz > /tmp/$v.so; done
+# a library without session 20's switches would time the default in their place: refuse it
+for s in AGENTRL_CUDA_DECODE_MLP_DOT_ROWS AGENTRL_CUDA_UPLOAD "its pairs dotted and stored"; do
+  grep -q "$s" /tmp/s21.so || { echo "stale .dev/s21.so.xz: no $s"; exit 1; }
 done
-export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s20.so
+export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s21.so
 D=/tmp/deno
 P=AGENTRL_CUDA_DECODE
 ops_decode() {  # $1: the log's name; the rest: the environment
@@ -77,7 +78,7 @@ for v in default DOWN_TRIGGER=rows MLP_DOT_ROWS=5 UPLOAD=kernel; do
   echo "== chain times, $v"
   case $v in default) e=() ;; UPLOAD=*) e=("AGENTRL_CUDA_$v") ;; *) e=("${P}_$v") ;; esac
   env "${e[@]}" ${P}_CHAIN_TIMES=1 $B > "$OUT/times_${v%%=*}.log" 2>&1
-  tail -12 "$OUT/times_${v%%=*}.log"
+  grep -E "^decode chain|^decode tokens/s, batch 1:" "$OUT/times_${v%%=*}.log"
 done
 # one-shot copies against the ring and the reference (bench/gpu/primitives.cu, new in session 19)
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
