@@ -443,9 +443,9 @@ function matmulCases(seed: number): Case[] {
       });
     }
   }
-  // A whole decoder layer for one token: one cooperative kernel for head dims 64 and 128 (the
-  // cache's last position, a split boundary and the first token); head dim 32 takes the
-  // separate calls.
+  // A whole decoder layer for one token: the chained kernels of decode_chain.cu for head dims 64
+  // and 128 (the cache's last position, a split boundary and the first token); head dim 32 takes
+  // the separate calls.
   for (
     const [c, f, hq, hkv, hd, pos, bias] of [
       [96, 160, 4, 2, 64, 37, true],
@@ -459,6 +459,9 @@ function matmulCases(seed: number): Case[] {
       // Qwen2.5-1.5B's attention (a narrow MLP): kernel 1 the fused GEMV (C > 1024), 12 key
       // splits of head dim 128, 12 rows a block of kernel 4 (two groups of its rows)
       [1536, 1024, 12, 2, 128, 90, true],
+      // the same with an MLP wide enough that a block an SM cannot hold kernel 3's gate and up
+      // rows: 264 blocks of 20 columns (two waves on an H100)
+      [1536, 4864, 12, 2, 128, 90, true],
     ] as const
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 1];

@@ -12,8 +12,8 @@
 #   - the switches that beat the default by more than 1% (pick.py), combined: the decode cases
 #     under them, decode_ab against the default, and bench.ts under them (the fraction);
 #   - the chain's time stamps (the tail between tokens, kernel 3's dots, kernel 2's q phase) for
-#     the default,
-#     down_rows, dot_rows5 and upload_kernel;
+#     the default, down_rows, attn_merge (kernel 3's copy held back until kernel 2's merge: does
+#     kernel 2's x load wait behind it?), dot_rows5 and upload_kernel;
 #   - one-shot copies (bench/gpu/primitives.cu), and bench.ts at the default.
 set -u
 T0=$SECONDS
@@ -74,7 +74,7 @@ if [ -n "$BEST" ]; then
   grep -E "copy bandwidth GB/s|batch 1:|fraction" "$OUT/bench_best.log"
 fi
 B="timeout 30 $D run -A bench/gpu/bench.ts --decode-only"
-for v in default DOWN_TRIGGER=rows MLP_DOT_ROWS=5 UPLOAD=kernel; do
+for v in default DOWN_TRIGGER=rows ATTN_TRIGGER=merge MLP_DOT_ROWS=5 UPLOAD=kernel; do
   echo "== chain times, $v"
   case $v in default) e=() ;; UPLOAD=*) e=("AGENTRL_CUDA_$v") ;; *) e=("${P}_$v") ;; esac
   env "${e[@]}" ${P}_CHAIN_TIMES=1 $B > "$OUT/times_${v%%=*}.log" 2>&1
