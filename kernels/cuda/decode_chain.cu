@@ -784,6 +784,14 @@ GateUpKernel gate_up_kernel(int pieces, bool wide) {
   return wide ? decode_gate_up_kernel<1, kDotRowsWide> : decode_gate_up_kernel<1, kDotRows>;
 }
 
+// AGENTRL_CUDA_DECODE_MLP_PACE=1|2|3 (with _MLP_PIECES=2|4, on Hopper): kernel 3 keeps only that
+// many of its pieces in flight before its wait, issuing each next one as one lands (an
+// experiment, off: does its 17 MB one-shot copy delay the other kernels' loads?).
+int mlp_pace() {
+  static const int value = arl::env_int("AGENTRL_CUDA_DECODE_MLP_PACE", 0, kMlpMaxPieces - 1, 0);
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
@@ -856,6 +864,11 @@ void print_chain_times(const unsigned long long* host) {
   if (host[kSpanMlpPieced] != 0)
     std::fprintf(stderr, "decode chain, kernel 3's rows in %llu pieces: %llu layers\n",
                  host[kSpanMlpPieces], host[kSpanMlpPieced]);
+  if (host[kSpanMlpPaced] != 0)
+    std::fprintf(stderr,
+                 "decode chain, kernel 3 kept %llu of its pieces in flight before its wait: %llu "
+                 "layers\n",
+                 host[kSpanMlpPace], host[kSpanMlpPaced]);
   if (host[kSpanMlpWide] != 0)
     std::fprintf(stderr, "decode chain, kernel 3's warps dot %d rows at once: %llu layers\n",
                  kDotRowsWide, host[kSpanMlpWide]);
@@ -1111,6 +1124,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   }
   // (pieces of at least one column pair each, in the widest block)
   const int pieces = wmax >= 2 * mlp_pieces() ? mlp_pieces() : 1;
+  mlp_args.pace = ctx->cc_major >= 9 && mlp_pace() < pieces ? mlp_pace() : 0;
   launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, gate_up_kernel(pieces, mlp_wide_dots()),
                      dim3(unsigned(gu_blocks)), dim3(kGateUpThreads), gate_up_smem_bytes(c, wmax),
                      mlp_args);

@@ -106,6 +106,8 @@ enum Span {
   kSpanAttnQInAttn,     //   -> q, slot and length in (kSpanAttnQ over those layers only)
   kSpanAttnPairsAll,    // kSpanAttnPairs summed over kernel 2's blocks (each from its own wait)
   kSpanAttnClusterAll,  // ... their waits at the cluster's barrier before q (arrive -> wait)
+  kSpanMlpPaced,        // layers whose kernel 3 kept only some pieces in flight before its wait
+  kSpanMlpPace,         // (how many, the last time)
   kTimesWords
 };
 
@@ -124,6 +126,7 @@ struct MlpArgs {
   float eps;
   int late_trigger;  // kernel 3 lets kernel 4 start only once its own gate and up rows are in
   int down_late_trigger;  // kernel 4 lets the next kernel start only once its down rows are in
+  int pace;  // kernel 3's pieces in flight before its wait (0: all at once; Hopper, > 1 piece)
   const uint16_t* next_qkv;  // null, or the next layer's q|k|v rows for kernel 4 to ask L2 for
   int64_t next_qkv_bytes;    // (a multiple of 16)
 };
@@ -176,6 +179,17 @@ __device__ inline void block_copy_wait_piece(uint64_t* bars, int k) {
     default: block_copy_wait_piece_at<6>(bars + k, k); break;
   }
 }
+// How many of kernel 3's kPieces pieces it issues before its wait at once, given MlpArgs::pace.
+template <int kPieces>
+__device__ inline int pieces_at_once(int pace) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  (void)pace;
+  return kPieces;  // (cp.async's groups are counted over all pieces: never paced)
+#else
+  return pace > 0 && pace < kPieces ? pace : kPieces;
+#endif
+}
+
 // Kernel 4's: rmax rows of w_down (f bf16 each), the warps' row sums, a stamp and an mbarrier
 // a warp.
 inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
@@ -186,6 +200,10 @@ inline size_t down_smem_bytes(int64_t f, int64_t rmax) {
 // writes r's rows [b c / G, (b + 1) c / G) for kernel 4. kPieces > 1
 // (AGENTRL_CUDA_DECODE_MLP_PIECES=2|4): its gate and up rows come in pieces of its columns, each
 // on its own mbarrier, and the warps dot each piece as it lands, while the next ones land.
+// a.pace (AGENTRL_CUDA_DECODE_MLP_PACE, Hopper): only the first pace pieces are issued at once;
+// thread 0 issues piece k once piece k - pace is in, before its own wait, so that fewer bytes
+// queue in the memory system ahead of the other kernels' loads (the block waits for thread 0 at
+// piece 0's barrier: at worst until piece kPieces - 1 - pace is in).
 // kRows: the rows a warp dots at once; kDotRowsWide (AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5) takes
 // Qwen2.5-0.5B's 74 rows a block in one pass of the warps instead of two (x read from shared
 // memory once instead of twice), with the same bits (each row is still one warp's, in the same
@@ -218,7 +236,11 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
   const auto cut = [w](int k) { return w * k / kPieces; };
   for (int k = 0; k < kPieces; k++) block_copy_init(bar + k);
   __syncthreads();
+  // (paced: thread 0, which issues the bulk copies, issues each piece k >= early once piece
+  // k - early is in; the other threads go on)
+  const int early = pieces_at_once<kPieces>(a.pace);
   for (int k = 0; k < kPieces; k++) {
+    if (k >= early && tid == 0) block_copy_wait<0>(bar + k - early);
     const int64_t slice = int64_t(cut(k + 1) - cut(k)) * a.c * 2;
     block_copy_arm(bar + k, 2 * slice);
     uint16_t* at = gu + int64_t(2 * cut(k)) * a.c;
@@ -325,6 +347,10 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
     if (timing && kPieces > 1) {
       atomicAdd(a.times + kSpanMlpPieced, 1ull);
       a.times[kSpanMlpPieces] = kPieces;
+    }
+    if (timing && pieces_at_once<kPieces>(a.pace) < kPieces) {  // (from the parameter again)
+      atomicAdd(a.times + kSpanMlpPaced, 1ull);
+      a.times[kSpanMlpPace] = pieces_at_once<kPieces>(a.pace);
     }
   }
 }

@@ -707,7 +707,7 @@ Deno.test({
       console.log(JSON.stringify(out));`;
     const outputs: number[][] = [];
     for (
-      const [order, layerPath, qkvInAttn, pieces, dotRows, mlpF] of [
+      const [order, layerPath, qkvInAttn, pieces, dotRows, mlpF, pace] of [
         ["forward", "chain", "0"],
         ["reverse", "chain", "0"],
         ["shuffle", "chain", "0"],
@@ -727,6 +727,8 @@ Deno.test({
         ["forward", "chain", "0", undefined, "4", "4864"],
         ["shuffle", "chain", "0", undefined, "5", "4864"],
         ["reverse", "chain", "0", "2", "5", "4864"],
+        // 4 pieces, the last two issued as the first two land (_MLP_PACE=2)
+        ["shuffle", "chain", "0", "4", undefined, undefined, "2"],
       ]
     ) {
       const lines = await evalOnEmulator(script, {
@@ -737,6 +739,7 @@ Deno.test({
         AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
         AGENTRL_CUDA_DECODE_DOWN_PIECES: pieces === "4" ? "1" : "0",
         AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: dotRows ?? "4",
+        AGENTRL_CUDA_DECODE_MLP_PACE: pace ?? "0",
         MLP_F: mlpF ?? "1216",
       });
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
@@ -747,6 +750,10 @@ Deno.test({
       assert.equal(downPieces, pieces === "4", `${order} ${layerPath}: kernel 4's pieces`);
       const wide = lines.some((t) => /kernel 3's warps dot 5 rows at once: 2 layers/.test(t));
       assert.equal(wide, dotRows === "5", `${order} ${layerPath}: kernel 3's 5 rows at once`);
+      const paced = lines.find((t) =>
+        /kernel 3 kept \d+ of its pieces in flight before its wait: 2 l/.test(t)
+      );
+      assert.equal(paced?.match(/kept (\d+) of/)?.[1], pace, `${order} ${layerPath}: paced`);
       outputs.push(JSON.parse(lines.find((t) => t.startsWith("["))!));
     }
     const [chain, ...others] = outputs;
@@ -757,9 +764,10 @@ Deno.test({
     const fusedRuns = others.slice(4, 8);
     assert.deepEqual(others[8], chain, "kernel 3's rows in 2 pieces: other bits");
     assert.deepEqual(others[9], chain, "kernel 3's rows in 4 pieces, kernel 4's too: other bits");
-    const [qwenMlp, ...wideRuns] = others.slice(10);
-    assert.deepEqual(wideRuns[0], qwenMlp, "kernel 3's warps at 5 rows at once: other bits");
-    assert.deepEqual(wideRuns[1], qwenMlp, "5 rows at once, in 2 pieces: other bits");
+    const [qwenMlp, wide, widePieces, paced] = others.slice(10);
+    assert.deepEqual(wide, qwenMlp, "kernel 3's warps at 5 rows at once: other bits");
+    assert.deepEqual(widePieces, qwenMlp, "5 rows at once, in 2 pieces: other bits");
+    assert.deepEqual(paced, chain, "kernel 3's pieces paced: other bits");
     assert.deepEqual(fusedRuns[1], fusedRuns[0], "q|k|v in kernel 2, reverse order: other bits");
     assert.deepEqual(fusedRuns[2], fusedRuns[0], "q|k|v in kernel 2, shuffled order: other bits");
     assert.deepEqual(fusedRuns[3], fusedRuns[0], "q|k|v in kernel 2, clusters lagging: other bits");

@@ -4,11 +4,12 @@
 # kernels and kernel 2's split q phase stamps) against session 18's (.dev/s18b.so.xz, its calls
 # 2-5) and session 19's (.dev/s19.so.xz) in the same call; carry [".dev"]. About 4-5 minutes on an H100; run with timeout_s 540. Logs go to $OUT.
 #   - every op against the CPU library, and the decode cases with the late starts, the pieces,
-#     kernel 3's 5 rows at once and the uploads in a kernel's parameters;
+#     kernel 3's 5 rows at once, the uploads in a kernel's parameters and the paced pieces;
 #   - batch-1 decode in alternating processes (decode_ab, 3 rounds): s18, s19, this session's
 #     default (x in shared memory without bank conflicts in kernels 2 and 3), and each switch of
 #     sessions 19-20 alone (attn_wait, attn_merge, down_rows, pieces2, pieces4, dot_rows5,
-#     down_pieces, upload_kernel), then two combinations;
+#     down_pieces, upload_kernel), two combinations, and session 21's paced pieces of kernel 3
+#     (4 pieces, 2 in flight; 2 pieces, 1 in flight: compare each with pieces4 and pieces2);
 #   - the switches that beat the default by more than 1% (pick.py), combined: the decode cases
 #     under them, decode_ab against the default, and bench.ts under them (the fraction);
 #   - the chain's time stamps (the tail between tokens, kernel 3's dots, kernel 2's q phase) for
@@ -44,6 +45,7 @@ ops_decode late ${P}_ATTN_TRIGGER=wait ${P}_DOWN_TRIGGER=rows ${P}_MLP_PIECES=4 
   ${P}_DOWN_PIECES=1
 ops_decode rows5 ${P}_MLP_DOT_ROWS=5 ${P}_MLP_PIECES=2
 ops_decode upload AGENTRL_CUDA_UPLOAD=kernel
+ops_decode pace ${P}_MLP_PIECES=4 ${P}_MLP_PACE=2
 timeout 200 $D run -A bench/gpu/decode_ab.ts --runs 3 \
   --variant s18:AGENTRL_KERNELS_CUDA=/tmp/s18b.so --variant s19:AGENTRL_KERNELS_CUDA=/tmp/s19.so \
   --variant default: \
@@ -54,10 +56,12 @@ timeout 200 $D run -A bench/gpu/decode_ab.ts --runs 3 \
   --variant upload_kernel:AGENTRL_CUDA_UPLOAD=kernel \
   --variant wait_rows:${P}_ATTN_TRIGGER=wait,${P}_DOWN_TRIGGER=rows \
   --variant rows_dot5:${P}_DOWN_TRIGGER=rows,${P}_MLP_DOT_ROWS=5 \
+  --variant pace4_2:${P}_MLP_PIECES=4,${P}_MLP_PACE=2 \
+  --variant pace2_1:${P}_MLP_PIECES=2,${P}_MLP_PACE=1 \
   > "$OUT/ab.log" 2>&1
 echo "decode_ab rc $? ($((SECONDS - T0)) s)"
 pkill -f "bench/gpu/bench.ts" # (a run that decode_ab's timeout left behind)
-tail -14 "$OUT/ab.log"
+tail -16 "$OUT/ab.log"
 # the switches that won, together
 BEST=$(python3 bench/results/gpu/h100_run20/pick.py < "$OUT/ab.log")
 echo "== switches that beat the default by more than 1%: ${BEST:-none}"
