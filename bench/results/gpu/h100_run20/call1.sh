@@ -20,8 +20,9 @@ set -u
 T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
 for v in s18b s19 s21; do xz -d -c .dev/$v.so.xz > /tmp/$v.so; done
-# a library without session 20's switches would time the default in their place: refuse it
-for s in AGENTRL_CUDA_DECODE_MLP_DOT_ROWS AGENTRL_CUDA_UPLOAD "its pairs dotted and stored"; do
+# a library without sessions 20-21's switches would time the default in their place: refuse it
+for s in AGENTRL_CUDA_DECODE_MLP_DOT_ROWS AGENTRL_CUDA_UPLOAD AGENTRL_CUDA_DECODE_MLP_PACE \
+  "its pairs dotted and stored"; do
   grep -q "$s" /tmp/s21.so || { echo "stale .dev/s21.so.xz: no $s"; exit 1; }
 done
 export NO_COLOR=1 DENO_NO_UPDATE_CHECK=1 AGENTRL_KERNELS_CUDA=/tmp/s21.so
