@@ -369,8 +369,8 @@ __global__ void __launch_bounds__(kAttnThreads, D == 64 ? (kQkv ? 3 : 4) : 1)
                                                   a.ln1, a.c, a.eps);
     // (block 0's q phase split, only where the block goes on to count the layer at its end:
     // a good slot and length, known before the wait)
-    // (every block's thread 0: its pairs and its wait at the cluster's barrier, the latter as
-    // -arrive + passed so that no stamp is held)
+    // (every block's thread 0: its pairs, and its time from the cluster's arrival to passing its
+    // barrier, which holds its kv word's atomic, as -arrive + passed so that no stamp is held)
     const bool split_q = all && rotations[0].slot >= 0 && rotations[0].slot < a.s &&
                          len_early >= 1 && len_early <= a.l;
     if (split_q && timing) atomicAdd(a.times + kSpanAttnNormed, arl::global_ns() - t1);
@@ -841,7 +841,8 @@ void print_chain_times(const unsigned long long* host) {
                  "decode chain, q|k|v rows found by kernel 2 (no kernel 1): %llu layers; from "
                  "its wait, us (block 0): x and its norm %.2f, then its pairs dotted and stored "
                  "%.2f, then the cluster's barrier and q %.2f; means over blocks: pairs stored "
-                 "%.2f from the wait, the wait at the cluster's barrier %.2f\n",
+                 "%.2f from the wait, at the cluster's barrier (arrive to passed, thread 0's kv "
+                 "word between) %.2f\n",
                  host[kSpanQkvInAttn], host[kSpanAttnNormed] / nk,
                  (host[kSpanAttnPairs] - host[kSpanAttnNormed]) / nk,
                  (host[kSpanAttnQInAttn] - host[kSpanAttnPairs]) / nk,

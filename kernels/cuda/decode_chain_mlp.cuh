@@ -105,7 +105,7 @@ enum Span {
   kSpanAttnPairs,       //   -> its pairs dotted and stored (a block barrier: the cluster's next)
   kSpanAttnQInAttn,     //   -> q, slot and length in (kSpanAttnQ over those layers only)
   kSpanAttnPairsAll,    // kSpanAttnPairs summed over kernel 2's blocks (each from its own wait)
-  kSpanAttnClusterAll,  // ... their waits at the cluster's barrier before q (arrive -> wait)
+  kSpanAttnClusterAll,  // ... their cluster arrival -> its barrier passed (the kv word between)
   kSpanMlpPaced,        // layers whose kernel 3 kept only some pieces in flight before its wait
   kSpanMlpPace,         // (how many, the last time)
   kTimesWords

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The first device call after session 20 (no GPU in sessions 19 and 20): checks and times what
-# they built, with the sm_90 library of session 21's last kernels (.dev/s21.so.xz: session 20's
-# kernels and kernel 2's split q phase stamps) against session 18's (.dev/s18b.so.xz, its calls
-# 2-5) and session 19's (.dev/s19.so.xz) in the same call; carry [".dev"]. About 4-5 minutes on an H100; run with timeout_s 540. Logs go to $OUT.
+# The first device call after session 21 (no GPU in sessions 19-21): checks and times what they
+# built, with the sm_90 library of session 21's last kernels (.dev/s21.so.xz: session 20's
+# kernels, kernel 2's split q phase stamps and kernel 3's pacing switch) against session 18's
+# (.dev/s18b.so.xz, its calls 2-5) and session 19's (.dev/s19.so.xz) in the same call; carry
+# [".dev"]. About 4-5 minutes on an H100; run with timeout_s 540. Logs go to $OUT.
 #   - every op against the CPU library, and the decode cases with the late starts, the pieces,
 #     kernel 3's 5 rows at once, the uploads in a kernel's parameters and the paced pieces;
 #   - batch-1 decode in alternating processes (decode_ab, 3 rounds): s18, s19, this session's
