@@ -1,22 +1,32 @@
 """Picks the switches to combine from decode_ab's table (h100_run20/call1.sh).
 
-Reads the table on stdin; prints the environment (NAME=VALUE ...) of every single-switch variant
-whose pipelined median beats the `default` row's by more than 1%, keeping the better of two
-variants that set the same variable. Prints nothing if none does.
+Reads the table on stdin; prints the environment (NAME=VALUE ...) of the variants below whose
+pipelined median beats the `default` row's by more than 1%, taken best first and skipping any
+that would set a variable to another value than one already taken (or combine kernel 3's 4
+pieces with its 5 rows at once, which the library does not). Prints nothing if none does.
 """
 import sys
 
-# the single-switch variants of call1.sh's decode_ab run, and what each sets
+D = "AGENTRL_CUDA_DECODE_"
+# the variants of call1.sh's decode_ab run that may be combined, and what each sets
 SWITCHES = {
-    "attn_wait": ("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", "wait"),
-    "attn_merge": ("AGENTRL_CUDA_DECODE_ATTN_TRIGGER", "merge"),
-    "down_rows": ("AGENTRL_CUDA_DECODE_DOWN_TRIGGER", "rows"),
-    "pieces2": ("AGENTRL_CUDA_DECODE_MLP_PIECES", "2"),
-    "pieces4": ("AGENTRL_CUDA_DECODE_MLP_PIECES", "4"),
-    "dot_rows5": ("AGENTRL_CUDA_DECODE_MLP_DOT_ROWS", "5"),
-    "down_pieces": ("AGENTRL_CUDA_DECODE_DOWN_PIECES", "1"),
-    "upload_kernel": ("AGENTRL_CUDA_UPLOAD", "kernel"),
+    "attn_wait": {D + "ATTN_TRIGGER": "wait"},
+    "attn_merge": {D + "ATTN_TRIGGER": "merge"},
+    "down_rows": {D + "DOWN_TRIGGER": "rows"},
+    "pieces2": {D + "MLP_PIECES": "2"},
+    "pieces4": {D + "MLP_PIECES": "4"},
+    "dot_rows5": {D + "MLP_DOT_ROWS": "5"},
+    "down_pieces": {D + "DOWN_PIECES": "1"},
+    "upload_kernel": {"AGENTRL_CUDA_UPLOAD": "kernel"},
+    "pace4_2": {D + "MLP_PIECES": "4", D + "MLP_PACE": "2"},
+    "pace2_1": {D + "MLP_PIECES": "2", D + "MLP_PACE": "1"},
 }
+
+
+def excluded(env):
+    # kernel 3 in 4 pieces dots 4 rows at once whatever MLP_DOT_ROWS says
+    return env.get(D + "MLP_PIECES") == "4" and env.get(D + "MLP_DOT_ROWS") == "5"
+
 
 medians = {}
 for line in sys.stdin:
@@ -27,14 +37,15 @@ for line in sys.stdin:
         except ValueError:
             pass  # (a variant whose runs failed: "-")
 base = medians.get("default")
-best = {}  # variable -> (ratio, value)
+taken = {}
 if base:
-    for name, (var, value) in SWITCHES.items():
-        ratio = medians.get(name, 0.0) / base
-        if ratio > 1.01 and ratio > best.get(var, (0.0, ""))[0]:
-            best[var] = (ratio, value)
-# kernel 3 in 4 pieces dots 4 rows at once whatever MLP_DOT_ROWS says: keep the better of the two
-pieces, rows = "AGENTRL_CUDA_DECODE_MLP_PIECES", "AGENTRL_CUDA_DECODE_MLP_DOT_ROWS"
-if best.get(pieces, (0.0, ""))[1] == "4" and rows in best:
-    del best[rows if best[rows][0] < best[pieces][0] else pieces]
-print(" ".join(f"{var}={value}" for var, (_, value) in sorted(best.items())))
+    ranked = sorted(SWITCHES, key=lambda name: -medians.get(name, 0.0))
+    for name in ranked:
+        if medians.get(name, 0.0) / base <= 1.01:
+            break
+        env = SWITCHES[name]
+        merged = {**taken, **env}
+        if any(taken.get(k, v) != v for k, v in env.items()) or excluded(merged):
+            continue
+        taken = merged
+print(" ".join(f"{k}={v}" for k, v in sorted(taken.items())))
