@@ -220,12 +220,9 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
   const int32_t j0 = 2 * share_begin(a.f / 2), w = 2 * share_end(a.f / 2) - j0;
   const int32_t r0 = share_begin(a.c), r1 = share_end(a.c);
   uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
-  // x * ln2 (then / rms), each 8-column chunk q's halves at 4 q and c / 2 + 4 q, so that the
-  // lanes' 16-byte loads of consecutive chunks hit distinct banks
+  // x * ln2 (then / rms), its 8-column chunks' halves apart (chunk_halves_at)
   float* xn = reinterpret_cast<float*>(gu + int64_t(2) * a.wmax * a.c);
-  const auto xn_at = [half = a.c / 2](int32_t i) {
-    return (i & 4) * (half / 4) + i / 8 * 4 + (i & 3);
-  };
+  const auto xn_at = [c = a.c](int32_t i) { return 4 * chunk_halves_at(i / 4, c) + (i & 3); };
   float* dots = xn + a.c;
   double* red = reinterpret_cast<double*>(dots + 2 * a.wmax);
   uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);

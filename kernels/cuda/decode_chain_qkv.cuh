@@ -80,10 +80,9 @@ __device__ inline void qkv_pair_load(QkvPair& p, const uint16_t* w, const float*
   p.b1 = p.head >= 0 && bias != nullptr ? __ldg(bias + j1) : 0.0f;
 }
 
-// After the wait, the whole block: x * ln1 into xg (shared memory, c floats; each 8-column chunk
-// q's halves at float4 q and c / 8 + q, so that the lanes' loads in qkv_pair_store are free of
-// bank conflicts) and x's RMSNorm factor, returned to every thread (red: kWarps doubles of shared
-// memory).
+// After the wait, the whole block: x * ln1 into xg (shared memory, c floats, its 8-column chunks'
+// halves apart as chunk_halves_at lays them out for qkv_pair_store) and x's RMSNorm factor,
+// returned to every thread (red: kWarps doubles of shared memory).
 template <int kWarps>
 __device__ inline float qkv_norm_input(float* xg, double* red, const float* x, const float* ln1,
                                        int32_t c, float eps) {
@@ -93,7 +92,7 @@ __device__ inline float qkv_norm_input(float* xg, double* red, const float* x, c
     const float4 v = __ldcg(reinterpret_cast<const float4*>(x) + i);
     const float4 g = __ldg(reinterpret_cast<const float4*>(ln1) + i);
     ss += double(v.x) * v.x + double(v.y) * v.y + double(v.z) * v.z + double(v.w) * v.w;
-    reinterpret_cast<float4*>(xg)[(i & 1) * (c / 8) + i / 2] =
+    reinterpret_cast<float4*>(xg)[chunk_halves_at(i, c)] =
         make_float4(v.x * g.x, v.y * g.y, v.z * g.z, v.w * g.w);
   }
   for (int s = 16; s > 0; s >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, s);

@@ -100,6 +100,13 @@ __device__ inline float dot8(uint4 w, float4 x0, float4 x1, float acc) {
   return fmaf(bf16_hi(w.w), x1.w, acc);
 }
 
+// Where float4 j of a c-float vector goes in shared memory when lanes read it as dot8's 8-column
+// chunks: chunk q's first half (x0) at float4 q, its second half (x1) at float4 c / 8 + q, so
+// that consecutive lanes' 16-byte loads hit distinct banks.
+__device__ inline int32_t chunk_halves_at(int32_t j, int32_t c) {
+  return (j & 1) * (c / 8) + j / 2;
+}
+
 // kGemvNormRope: w is a stacked q|k|v weight, N = (hq + 2 hkv) d rows. A block's columns are
 // whole RoPE pairs (c, c + d/2) of a head; each row's q and k outputs are rotated at its
 // position, and its rotated k and its v go to the KV cache at (slot, position), with
