@@ -1,0 +1,204 @@
+/**
+ * Graph replays: a recorded pair of calls, and decoding with recorded layer calls.
+ *
+ * @module
+ */
+import { add, KernelGraph, Kernels, linearForward, sampleStart } from "../../../ffi/mod.ts";
+import type { Qwen2Config } from "../../../lib/model/config.ts";
+import { Qwen2Model } from "../../../lib/model/qwen2.ts";
+import { type Case, EXACT, Rand, TOL_FP32, TOL_GEMM } from "./harness.ts";
+
+/** A random Qwen2 small enough to compare on both devices (biases set too). */
+function graphModel(
+  k: Kernels,
+  precision: "f32" | "bf16" = "f32",
+  headDim = 16,
+): Qwen2Model {
+  const config: Qwen2Config = {
+    vocab_size: 96,
+    hidden_size: 64,
+    intermediate_size: 128,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: headDim,
+    max_position_embeddings: 64,
+    rope_theta: 10000,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: true,
+    attention_bias: true,
+    bos_token_id: null,
+    eos_token_id: null,
+  };
+  const model = new Qwen2Model(k, config, { seed: 3, precision }); // compared with the CPU
+  const all = model.params.read() as Float32Array;
+  const r = new Rand("graph model biases", 0);
+  for (const g of model.layout.regions) {
+    if (g.name.endsWith(".bias")) all.set(r.randn(g.size, 0.05), g.offset);
+  }
+  model.params.write(all);
+  model.markParamsChanged();
+  return model;
+}
+
+/**
+ * Graph replays (CUDA; the CPU runs the same calls directly): a recorded pair of
+ * calls replayed twice on new input data, and a KV-cache decode whose layer calls
+ * are recorded at the second step and replayed after (lib/model/_decode_graphs.ts).
+ */
+export function graphCases(seed: number): Case[] {
+  const r = new Rand("graph", seed);
+  const [m, n, kk] = [2, 24, 32];
+  const [x1, x2, w, b, z0] = [
+    r.randn(m * kk),
+    r.randn(m * kk),
+    r.randn(n * kk, 0.1),
+    r.randn(n),
+    r.randn(m * n),
+  ];
+  const tokens = r.ints(12, 0, 95);
+  return [{
+    op: "graph replay (linear + add, new input, twice)",
+    tol: TOL_FP32,
+    run: (s) => {
+      const [x, y, z] = [s.f32(x1, [m, kk]), s.nan([m, n]), s.f32(z0, [m, n])];
+      const [wt, bt] = [s.f32(w, [n, kk]), s.f32(b)];
+      const body = () => {
+        linearForward(s.k, y, x, wt, bt);
+        add(s.k, z, z, y);
+      };
+      if (KernelGraph.supported(s.k)) {
+        using g = KernelGraph.record(s.k, body);
+        x.write(x2); // the replay reads the memory as it is at launch
+        g.launch();
+        g.launch();
+      } else {
+        x.write(x2);
+        body();
+        body();
+      }
+      return { z: z.read() };
+    },
+  }, {
+    op: "decode with graphs (8 steps after a 4-token prefill)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      using model = graphModel(s.k);
+      using cache = model.createKvCache(2, 16);
+      const out: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      const logits = model.forwardCached(
+        cache,
+        Int32Array.from([...prompt, ...prompt]),
+        Int32Array.from([0, 1, 2, 3, 0, 1, 2, 3]),
+        Int32Array.from([0, 0, 0, 0, 1, 1, 1, 1]),
+        Int32Array.from([3, 7]),
+      )!;
+      out.push(...logits.read());
+      for (let step = 0; step < 8; step++) {
+        const t = tokens[4 + step]!;
+        const l = model.forwardCached(
+          cache,
+          Int32Array.from([t, (t + 1) % 96]),
+          Int32Array.from([4 + step, 4 + step]),
+          Int32Array.from([0, 1]),
+          Int32Array.from([0, 1]),
+        )!;
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }, {
+    // one sequence, bf16 weights: the stacked q|k|v path, fused with RoPE and the cache on CUDA
+    // head dim 64: each layer one arl_decode_layer_bf16 call, four chained kernels on CUDA
+    op: "decode with graphs, bf16 weights, batch 1 (8 steps after a 4-token prefill)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      using model = graphModel(s.k, "bf16", 64);
+      using cache = model.createKvCache(1, 16);
+      const out: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      const logits = model.forwardCached(
+        cache,
+        prompt,
+        Int32Array.from([0, 1, 2, 3]),
+        new Int32Array(4),
+        Int32Array.from([3]),
+      )!;
+      out.push(...logits.read());
+      for (let step = 0; step < 8; step++) {
+        const [pos, zero] = [Int32Array.from([4 + step]), new Int32Array(1)];
+        const l = model.forwardCached(cache, tokens.subarray(4 + step, 5 + step), pos, zero, zero)!;
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }, {
+    // Token ids from the device: each step's id is sampled (greedy, from one-hot logits) into
+    // one of two id tensors, which the next forwardCached reads (a graph for each).
+    op: "decode with graphs, bf16 weights, batch 1, token ids sampled on the device",
+    tol: { logits: TOL_GEMM, tokens: EXACT },
+    run: (s) => {
+      using model = graphModel(s.k, "bf16", 64);
+      using cache = model.createKvCache(1, 16);
+      const ids = [s.i32(new Int32Array(1)), s.i32(new Int32Array(1))];
+      const greedy = [{ temperature: 0, seed: 0, counter: 0 }];
+      const out: number[] = [];
+      const sampled: number[] = [];
+      const prompt = Int32Array.from(tokens.subarray(0, 4));
+      out.push(
+        ...model.forwardCached(
+          cache,
+          prompt,
+          Int32Array.of(0, 1, 2, 3),
+          new Int32Array(4),
+          Int32Array.of(3),
+        )!
+          .read(),
+      );
+      for (let step = 0; step < 8; step++) {
+        const oneHot = new Float32Array(96);
+        oneHot[tokens[4 + step]!] = 10;
+        const pending = sampleStart(s.k, s.f32(oneHot, [1, 96]), greedy, ids[step % 2]!);
+        const zero = new Int32Array(1);
+        const l = model.forwardCached(cache, ids[step % 2]!, Int32Array.of(4 + step), zero, zero)!;
+        sampled.push(...pending.wait().tokens);
+        out.push(...l.read());
+      }
+      return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
+    },
+  }, {
+    // AGENTRL_DECODE_LAYER=0 (head dim 64): each layer the separate fused calls, not one
+    // arl_decode_layer_bf16 call (the default, which the case above takes), recorded in the graph
+    op:
+      "decode with graphs, bf16 weights, batch 1, separate calls a layer (AGENTRL_DECODE_LAYER=0)",
+    tol: TOL_GEMM,
+    run: (s) => {
+      const before = Deno.env.get("AGENTRL_DECODE_LAYER");
+      Deno.env.set("AGENTRL_DECODE_LAYER", "0");
+      let made: Qwen2Model;
+      try {
+        made = graphModel(s.k, "bf16", 64);
+      } finally {
+        if (before === undefined) Deno.env.delete("AGENTRL_DECODE_LAYER");
+        else Deno.env.set("AGENTRL_DECODE_LAYER", before);
+      }
+      using model = made;
+      using cache = model.createKvCache(1, 40);
+      const out: number[] = [];
+      // a 30-token prefill, then positions 30..37: split decode attention's key splits (32 keys
+      // each) go from one to two
+      const prompt = Int32Array.from({ length: 30 }, (_, i) => tokens[i % 12]!);
+      const at = Int32Array.from({ length: 30 }, (_, i) => i);
+      out.push(
+        ...model.forwardCached(cache, prompt, at, new Int32Array(30), Int32Array.of(29))!.read(),
+      );
+      for (let step = 0; step < 8; step++) {
+        const [pos, zero] = [Int32Array.from([30 + step]), new Int32Array(1)];
+        const t = tokens.subarray(4 + step, 5 + step);
+        out.push(...model.forwardCached(cache, t, pos, zero, zero)!.read());
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }];
+}
