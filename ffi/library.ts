@@ -30,6 +30,13 @@ export class KernelLibraryError extends Error {
 
 /** The path the library is loaded from, by the rules above. */
 export function libraryPath(device: DeviceKind = "cpu"): string {
+  if (!Object.hasOwn(FILE, device)) {
+    throw new KernelLibraryError(
+      `Unknown device ${JSON.stringify(device)}: expected ${
+        Object.keys(FILE).map((d) => `"${d}"`).join(" or ")
+      }`,
+    );
+  }
   const override = Deno.env.get(ENV[device]);
   if (override) return override;
   const url = new URL(`../build/${FILE[device]}`, import.meta.url);

@@ -37,6 +37,9 @@ let sharing: { ptr: Deno.PointerObject; parent: Tensor } | null = null;
 // later access reads undefined and writes nothing, instead of touching freed memory).
 const owners = new WeakMap<ArrayBuffer, Tensor>();
 
+/** The most bytes the kernel libraries allocate at once (arl_alloc's limit). */
+const MAX_TENSOR_BYTES = 2 ** 42;
+
 /**
  * A native buffer with a shape.
  *
@@ -76,8 +79,11 @@ export class Tensor<D extends DType = DType> implements Disposable {
       }
     }
     const size = shape.reduce((a, b) => a * b, 1);
-    if (!Number.isSafeInteger(size * BYTES[dtype])) {
-      throw new RangeError(`Tensor of shape [${shape.join(", ")}] is too large`);
+    if (size * BYTES[dtype] > MAX_TENSOR_BYTES) {
+      throw new RangeError(
+        `Tensor of shape [${shape.join(", ")}] (${dtype}) needs ${size * BYTES[dtype]} bytes, ` +
+          "more than the 2^42 (4 TiB) a tensor may hold",
+      );
     }
     this.kernels = kernels;
     this.shape = [...shape];
@@ -91,7 +97,14 @@ export class Tensor<D extends DType = DType> implements Disposable {
       return;
     }
     const ptr = kernels.sym.arl_alloc(kernels.ctx, BigInt(this.byteSize));
-    if (ptr === null) kernels.check("arl_alloc", 4);
+    if (ptr === null) {
+      try {
+        kernels.check("arl_alloc", 4); // (sizes were checked above: the memory ran out)
+      } catch (e) {
+        if (e instanceof Error) e.message += ` (a ${dtype} tensor of shape [${shape.join(", ")}])`;
+        throw e;
+      }
+    }
     this.#ptr = ptr;
     registry.register(this, { free: kernels.sym.arl_free, ptr: ptr! }, this);
   }

@@ -16,16 +16,19 @@ export function expectInt(value: number, name: string, min = 1, max = 2 ** 31 - 
   }
 }
 
+/** The smallest normal float32: below it a value loses precision, and its reciprocal overflows. */
+const F32_MIN_NORMAL = 2 ** -126;
+
 /**
  * Throws unless `value` is a finite number (and positive when asked) that keeps its meaning as
- * a float32, the type the kernels take it as: not past 3.4e38 (Infinity there) and not so
- * small that it becomes 0.
+ * a float32, the type the kernels take it as: not past 3.4e38 (Infinity there) and, unless 0,
+ * not below 1.2e-38 (a subnormal, whose reciprocal is Infinity).
  */
 export function expectNumber(value: number, name: string, positive = false): void {
   const f32 = Math.fround(value);
   if (
     !Number.isFinite(value) || (positive && !(value > 0)) || !Number.isFinite(f32) ||
-    (value !== 0 && f32 === 0)
+    (value !== 0 && Math.abs(f32) < F32_MIN_NORMAL)
   ) {
     throw new RangeError(
       `${name} must be a ${positive ? "positive" : "finite"} number, got ${value} (the ` +
@@ -73,4 +76,27 @@ export function expectDisjoint(outputs: readonly Named[], inputs: readonly Named
       }
     }
   });
+}
+
+/**
+ * Throws if an output partly overlaps an input: for elementwise ops, which may write in place
+ * (the output is the input, same start and size) but compute garbage from a shifted view.
+ */
+export function expectSameOrApart(outputs: readonly Named[], inputs: readonly Named[]): void {
+  for (const [oName, o] of outputs) {
+    if (!o) continue;
+    const oStart = Deno.UnsafePointer.value(o.ptr);
+    for (const [iName, i] of inputs) {
+      if (!i || i === o) continue;
+      const iStart = Deno.UnsafePointer.value(i.ptr);
+      const same = iStart === oStart && i.byteSize === o.byteSize;
+      const apart = oStart + BigInt(o.byteSize) <= iStart || iStart + BigInt(i.byteSize) <= oStart;
+      if (!same && !apart) {
+        throw new RangeError(
+          `${oName} and ${iName} partly share memory: this op may write in place (${oName} the ` +
+            `same tensor as ${iName}) or apart from it, not into a shifted view`,
+        );
+      }
+    }
+  }
 }

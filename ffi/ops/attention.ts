@@ -147,6 +147,12 @@ export function kvCacheWrite(
   expectTensor(v, "v", "f32", [n, hkv, d]);
   expectTensor(slots, "slots", "i32", [n]);
   expectTensor(positions, "positions", "i32", [n]);
+  expectDisjoint([["kCache", kCache], ["vCache", vCache]], [
+    ["k", kk],
+    ["v", v],
+    ["slots", slots],
+    ["positions", positions],
+  ]);
   k.check(
     "arl_kv_cache_write",
     k.sym.arl_kv_cache_write(
@@ -186,6 +192,13 @@ export function attentionDecode(
   expectTensor(slots, "slots", "i32", [n]);
   expectTensor(lens, "lens", "i32", [n]);
   expectNumber(scale, "scale", true);
+  expectDisjoint([["out", out]], [
+    ["q", q],
+    ["kCache", kCache],
+    ["vCache", vCache],
+    ["slots", slots],
+    ["lens", lens],
+  ]);
   k.check(
     "arl_attention_decode",
     k.sym.arl_attention_decode(

@@ -1,7 +1,7 @@
 /** Decode fusions: calls a decode step makes back to back, fused on the GPU. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 /**
  * Rows up to which the CUDA library fuses these calls into one kernel; above it they run
@@ -30,6 +30,7 @@ export function rmsnormLinearForward(
   expectTensor(y, "y", "f32", [m, n]);
   if (bias) expectTensor(bias, "bias", "f32", [n]);
   expectNumber(eps, "eps");
+  expectDisjoint([["y", y]], [["x", x], ["normWeight", normWeight], ["w", w], ["bias", bias]]);
   const name = bf16 ? "arl_rmsnorm_linear_forward_bf16" : "arl_rmsnorm_linear_forward";
   const fn = bf16 ? k.sym.arl_rmsnorm_linear_forward_bf16 : k.sym.arl_rmsnorm_linear_forward;
   k.check(
@@ -77,6 +78,7 @@ export function rmsnormLinearSwigluForward(
   expectTensor(y, "y", "f32", [m, f]);
   if (bias) expectTensor(bias, "bias", "f32", [2 * f]);
   expectNumber(eps, "eps");
+  expectDisjoint([["y", y]], [["x", x], ["normWeight", normWeight], ["w", w], ["bias", bias]]);
   const name = bf16
     ? "arl_rmsnorm_linear_swiglu_forward_bf16"
     : "arl_rmsnorm_linear_swiglu_forward";
@@ -126,6 +128,11 @@ export function ropeKvCacheWrite(
   expectTensor(slots, "slots", "i32", [n]);
   expectTensor(positions, "positions", "i32", [n]);
   expectNumber(theta, "theta", true);
+  expectDisjoint([["q", q], ["k", kk], ["kCache", kCache], ["vCache", vCache]], [
+    ["v", v],
+    ["slots", slots],
+    ["positions", positions],
+  ]);
   k.check(
     "arl_rope_kv_cache_write",
     k.sym.arl_rope_kv_cache_write(
@@ -189,6 +196,14 @@ export function rmsnormQkvRopeForward(
   expectTensor(rope.positions, "positions", "i32", [m]);
   expectNumber(eps, "eps");
   expectNumber(rope.theta, "theta", true);
+  expectDisjoint([["y", y], ["kCache", rope.kCache], ["vCache", rope.vCache]], [
+    ["x", x],
+    ["normWeight", normWeight],
+    ["w", w],
+    ["bias", bias],
+    ["slots", rope.slots],
+    ["positions", rope.positions],
+  ]);
   const name = bf16 ? "arl_rmsnorm_qkv_rope_forward_bf16" : "arl_rmsnorm_qkv_rope_forward";
   const fn = bf16 ? k.sym.arl_rmsnorm_qkv_rope_forward_bf16 : k.sym.arl_rmsnorm_qkv_rope_forward;
   k.check(

@@ -1,7 +1,14 @@
 /** Embedding, RMSNorm, RoPE, SwiGLU, residual add and the value head. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectDisjoint, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import {
+  dim,
+  expectDisjoint,
+  expectNumber,
+  expectSameOrApart,
+  expectTensor,
+  ptrOf,
+} from "./_args.ts";
 
 /**
  * out (T, C) = wte (V, C)[tokens (T)]. A token id outside [0, V) is an error; the CUDA library
@@ -12,6 +19,7 @@ export function embeddingForward(k: Kernels, out: Tensor, tokens: Tensor, wte: T
   expectTensor(wte, "wte", "f32", [-1, -1]);
   const [t, v, c] = [dim(tokens, 0), dim(wte, 0), dim(wte, 1)];
   expectTensor(out, "out", "f32", [t, c]);
+  expectDisjoint([["out", out]], [["tokens", tokens], ["wte", wte]]);
   k.check(
     "arl_embedding_forward",
     k.sym.arl_embedding_forward(k.ctx, out.ptrIn(k), tokens.ptrIn(k), wte.ptrIn(k), t, v, c),
@@ -24,6 +32,7 @@ export function embeddingBackward(k: Kernels, dwte: Tensor, dout: Tensor, tokens
   expectTensor(dwte, "dwte", "f32", [-1, -1]);
   const [t, v, c] = [dim(tokens, 0), dim(dwte, 0), dim(dwte, 1)];
   expectTensor(dout, "dout", "f32", [t, c]);
+  expectDisjoint([["dwte", dwte]], [["dout", dout], ["tokens", tokens]]);
   k.check(
     "arl_embedding_backward",
     k.sym.arl_embedding_backward(k.ctx, dwte.ptrIn(k), dout.ptrIn(k), tokens.ptrIn(k), t, v, c),
@@ -45,6 +54,7 @@ export function rmsnormForward(
   expectTensor(rstd, "rstd", "f32", [t]);
   expectTensor(weight, "weight", "f32", [c]);
   expectNumber(eps, "eps");
+  expectDisjoint([["out", out], ["rstd", rstd]], [["x", x], ["weight", weight]]);
   k.check(
     "arl_rmsnorm_forward",
     k.sym.arl_rmsnorm_forward(
@@ -99,7 +109,10 @@ export function rmsnormBackward(
   );
 }
 
-/** Rotary embedding (HF rotate_half) of x (T, H, D) at positions (T); inverse for the backward pass. */
+/**
+ * Rotary embedding (HF rotate_half) of x (T, H, D) at positions (T); inverse for the backward
+ * pass. out may be x (in place).
+ */
 export function rope(
   k: Kernels,
   out: Tensor,
@@ -113,6 +126,8 @@ export function rope(
   expectTensor(out, "out", "f32", [t, h, d]);
   expectTensor(positions, "positions", "i32", [t]);
   expectNumber(theta, "theta", true);
+  expectSameOrApart([["out", out]], [["x", x]]);
+  expectDisjoint([["out", out]], [["positions", positions]]);
   k.check(
     "arl_rope",
     k.sym.arl_rope(
@@ -129,11 +144,12 @@ export function rope(
   );
 }
 
-/** out = silu(gate) * up, elementwise over same-shaped tensors. */
+/** out = silu(gate) * up, elementwise over same-shaped tensors (out may be gate or up). */
 export function swigluForward(k: Kernels, out: Tensor, gate: Tensor, up: Tensor): void {
-  expectTensor(gate, "gate", "f32", gate.shape);
+  expectTensor(gate, "gate", "f32", gate?.shape?.map(() => -1) ?? []); // (any shape)
   expectTensor(up, "up", "f32", gate.shape);
   expectTensor(out, "out", "f32", gate.shape);
+  expectSameOrApart([["out", out]], [["gate", gate], ["up", up]]);
   k.check(
     "arl_swiglu_forward",
     k.sym.arl_swiglu_forward(k.ctx, out.ptrIn(k), gate.ptrIn(k), up.ptrIn(k), BigInt(gate.size)),
@@ -149,6 +165,7 @@ export function swigluBackward(
   gate: Tensor,
   up: Tensor,
 ): void {
+  expectTensor(gate, "gate", "f32", gate?.shape?.map(() => -1) ?? []); // (any shape)
   for (const [t, n] of [[dgate, "dgate"], [dup, "dup"], [dout, "dout"], [up, "up"]] as const) {
     expectTensor(t, n, "f32", gate.shape);
   }
@@ -172,6 +189,7 @@ export function add(k: Kernels, out: Tensor, a: Tensor, b: Tensor): void {
   expectTensor(a, "a", "f32", a?.shape?.map(() => -1) ?? []); // (any shape; b and out match it)
   expectTensor(b, "b", "f32", a.shape);
   expectTensor(out, "out", "f32", a.shape);
+  expectSameOrApart([["out", out]], [["a", a], ["b", b]]);
   k.check("arl_add", k.sym.arl_add(k.ctx, out.ptrIn(k), a.ptrIn(k), b.ptrIn(k), BigInt(a.size)));
 }
 
@@ -188,6 +206,7 @@ export function valueHeadForward(
   expectTensor(values, "values", "f32", [t]);
   expectTensor(w, "w", "f32", [c]);
   expectNumber(bias, "bias");
+  expectDisjoint([["values", values]], [["h", h], ["w", w]]);
   k.check(
     "arl_value_head_forward",
     k.sym.arl_value_head_forward(k.ctx, values.ptrIn(k), h.ptrIn(k), w.ptrIn(k), bias, t, c),
@@ -209,6 +228,11 @@ export function valueHeadBackward(
   if (grads.dh) expectTensor(grads.dh, "dh", "f32", [t, c]);
   if (grads.dw) expectTensor(grads.dw, "dw", "f32", [c]);
   if (grads.dbias) expectTensor(grads.dbias, "dbias", "f32", [1]);
+  expectDisjoint([["dh", grads.dh], ["dw", grads.dw], ["dbias", grads.dbias]], [
+    ["dvalues", dvalues],
+    ["h", h],
+    ["w", w],
+  ]);
   k.check(
     "arl_value_head_backward",
     k.sym.arl_value_head_backward(

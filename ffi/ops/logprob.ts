@@ -28,6 +28,11 @@ export function logprobForward(
   expectTensor(out.lse, "lse", "f32", [t]);
   if (out.entropy) expectTensor(out.entropy, "entropy", "f32", [t]);
   expectNumber(temperature, "temperature", true);
+  expectDisjoint([["logp", out.logp], ["lse", out.lse], ["entropy", out.entropy]], [
+    ["h", h],
+    ["targets", targets],
+    ["w", w],
+  ]);
   k.check(
     bf16 ? "arl_logprob_forward_bf16" : "arl_logprob_forward",
     (bf16 ? k.sym.arl_logprob_forward_bf16 : k.sym.arl_logprob_forward)(
@@ -105,6 +110,7 @@ export function lmHead(k: Kernels, logits: Tensor, h: Tensor, w: Tensor): void {
   const bf16 = expectWeight(w, "w", [-1, c]);
   const v = dim(w, 0);
   expectTensor(logits, "logits", "f32", [t, v]);
+  expectDisjoint([["logits", logits]], [["h", h], ["w", w]]);
   const fn = bf16 ? k.sym.arl_lm_head_bf16 : k.sym.arl_lm_head;
   k.check(
     bf16 ? "arl_lm_head_bf16" : "arl_lm_head",

@@ -1,7 +1,7 @@
 /** PPO-family token loss, clipped value loss, full KL. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import { dim, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
 /** The four loss aggregation modes (ROLL/verl's `loss_agg_mode`). */
 export const LOSS_AGG_MODES = [
@@ -73,6 +73,18 @@ export interface PpoLossInputs {
   sftMask?: Tensor | null;
 }
 
+/** B, the number of sequences whose offsets cuSeqlens (B + 1, starting at 0) holds. */
+function sequenceCount(cuSeqlens: Tensor): number {
+  expectTensor(cuSeqlens, "cuSeqlens", "i32", [-1]);
+  const b = dim(cuSeqlens, 0) - 1;
+  if (b < 1) {
+    throw new RangeError(
+      `cuSeqlens must hold B + 1 offsets for B >= 1 sequences (0 first), got ${b + 1} offset`,
+    );
+  }
+  return b;
+}
+
 /** Computes the PPO loss and writes dlogp (T) and dentropy (T, when entropyCoef != 0). */
 export function ppoLoss(
   k: Kernels,
@@ -98,9 +110,7 @@ export function ppoLoss(
   ) {
     if (v) expectTensor(v, n, "f32", [t]);
   }
-  expectTensor(x.cuSeqlens, "cuSeqlens", "i32", [-1]);
-  const b = dim(x.cuSeqlens, 0) - 1;
-  expectInt(b, "number of sequences");
+  const b = sequenceCount(x.cuSeqlens);
   const klCoef = p.klCoef ?? 0;
   const entropyCoef = p.entropyCoef ?? 0;
   const sftCoef = p.sftCoef ?? 0;
@@ -220,7 +230,7 @@ export function valueLoss(
     if (!x.oldValues) throw new TypeError("valueClip > 0 needs oldValues");
     expectTensor(x.oldValues, "oldValues", "f32", [t]);
   }
-  expectTensor(x.cuSeqlens, "cuSeqlens", "i32", [-1]);
+  sequenceCount(x.cuSeqlens);
   const aggMode = LOSS_AGG_MODES.indexOf(o.aggMode ?? "seq-mean-token-mean");
   if (aggMode < 0) throw new RangeError(`aggMode must be one of ${LOSS_AGG_MODES.join(", ")}`);
   const out = new Float32Array(2);

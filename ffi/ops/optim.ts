@@ -3,6 +3,9 @@ import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectDisjoint, expectInt, expectNumber, expectTensor } from "./_args.ts";
 
+/** Any shape: the wildcard shape of `t`'s rank (for ops over same-shaped tensors). */
+const anyShape = (t: Tensor) => t?.shape?.map(() => -1) ?? [];
+
 /** Settings of {@linkcode adamw}. */
 export interface AdamWParams {
   lr: number;
@@ -25,6 +28,7 @@ export function adamw(
   grads: Tensor,
   p: AdamWParams,
 ): void {
+  expectTensor(params, "params", "f32", anyShape(params));
   for (const [t, n] of [[params, "params"], [m, "m"], [v, "v"], [grads, "grads"]] as const) {
     expectTensor(t, n, "f32", params.shape);
   }
@@ -58,7 +62,7 @@ export function adamw(
 
 /** Sum of squares of all elements (in double precision). */
 export function sumSquares(k: Kernels, x: Tensor): number {
-  expectTensor(x, "x", "f32", x.shape);
+  expectTensor(x, "x", "f32", anyShape(x));
   const out = new Float64Array(1);
   k.check(
     "arl_sum_squares",
@@ -69,21 +73,23 @@ export function sumSquares(k: Kernels, x: Tensor): number {
 
 /** x *= s */
 export function scale(k: Kernels, x: Tensor, s: number): void {
-  expectTensor(x, "x", "f32", x.shape);
+  expectTensor(x, "x", "f32", anyShape(x));
   expectNumber(s, "s");
   k.check("arl_scale", k.sym.arl_scale(k.ctx, x.ptrIn(k), s, BigInt(x.size)));
 }
 
 /** Sets every element to `value` (zeroing with 0). */
 export function fill(k: Kernels, x: Tensor, value: number): void {
-  expectTensor(x, "x", "f32", x.shape);
+  expectTensor(x, "x", "f32", anyShape(x));
+  expectNumber(value, "value");
   k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptrIn(k), value, BigInt(x.size)));
 }
 
 /** bf16 (round to nearest even) of an f32 tensor of the same shape. */
 export function toBf16(k: Kernels, out: Tensor, x: Tensor): void {
-  expectTensor(x, "x", "f32", x.shape);
+  expectTensor(x, "x", "f32", anyShape(x));
   expectTensor(out, "out", "bf16", x.shape);
+  expectDisjoint([["out", out]], [["x", x]]);
   k.check(
     "arl_f32_to_bf16",
     k.sym.arl_f32_to_bf16(k.ctx, out.ptrIn(k), x.ptrIn(k), BigInt(x.size)),
@@ -92,8 +98,9 @@ export function toBf16(k: Kernels, out: Tensor, x: Tensor): void {
 
 /** f32 of a bf16 tensor of the same shape. */
 export function fromBf16(k: Kernels, out: Tensor, x: Tensor): void {
-  expectTensor(x, "x", "bf16", x.shape);
+  expectTensor(x, "x", "bf16", anyShape(x));
   expectTensor(out, "out", "f32", x.shape);
+  expectDisjoint([["out", out]], [["x", x]]);
   k.check(
     "arl_bf16_to_f32",
     k.sym.arl_bf16_to_f32(k.ctx, out.ptrIn(k), x.ptrIn(k), BigInt(x.size)),

@@ -22,6 +22,15 @@ export type Sampled = {
   logprobs: Float32Array;
 };
 
+/** A seed or counter as the kernels' 64-bit word (negative integers wrap, as in C). */
+function streamWord(x: bigint | number, name: string): bigint {
+  if (typeof x === "bigint") return BigInt.asUintN(64, x);
+  if (typeof x !== "number" || !Number.isSafeInteger(x)) {
+    throw new RangeError(`${name} must be an integer (a safe integer or a bigint), got ${x}`);
+  }
+  return BigInt.asUintN(64, BigInt(x));
+}
+
 /** The rows' settings as arl_sample takes them, checked. */
 function packRows(rows: readonly SampleRow[]) {
   const n = rows.length;
@@ -31,8 +40,17 @@ function packRows(rows: readonly SampleRow[]) {
   const seeds = new BigUint64Array(n);
   const counters = new BigUint64Array(n);
   rows.forEach((r, i) => {
-    if (!(r.temperature >= 0) || !Number.isFinite(r.temperature)) {
-      throw new RangeError(`row ${i}: temperature must be >= 0, got ${r.temperature}`);
+    if (typeof r !== "object" || r === null) {
+      throw new TypeError(
+        `row ${i} must be an object with temperature, seed and counter, got ${r}`,
+      );
+    }
+    // (a float32 in the kernels, which divide by it: 0, or a normal float32)
+    const t = r.temperature;
+    if (typeof t !== "number" || !(t === 0 || (t >= 2 ** -126 && Math.fround(t) < Infinity))) {
+      throw new RangeError(
+        `row ${i}: temperature must be 0 (greedy) or a number in 1.2e-38..3.4e38, got ${t}`,
+      );
     }
     temperature[i] = r.temperature;
     const kept = r.topK ?? 0;
@@ -42,9 +60,13 @@ function packRows(rows: readonly SampleRow[]) {
       );
     }
     topK[i] = kept;
-    topP[i] = r.topP ?? 1;
-    seeds[i] = BigInt.asUintN(64, BigInt(r.seed));
-    counters[i] = BigInt.asUintN(64, BigInt(r.counter));
+    const p = r.topP ?? 1;
+    if (typeof p !== "number" || Number.isNaN(p)) {
+      throw new RangeError(`row ${i}: topP must be a number (>= 1 is off), got ${p}`);
+    }
+    topP[i] = p;
+    seeds[i] = streamWord(r.seed, `row ${i}: seed`);
+    counters[i] = streamWord(r.counter, `row ${i}: counter`);
   });
   return [temperature, topK, topP, seeds, counters] as const;
 }

@@ -26,6 +26,11 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 const show = (v: unknown): string => v === undefined ? "nothing" : JSON.stringify(v);
 
+/** What the kernels take a config's eps or RoPE theta as: a positive, normal float32. */
+const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-38..3.4e38)";
+const isKernelNumber = (v: unknown): v is number =>
+  typeof v === "number" && v >= 2 ** -126 && Number.isFinite(Math.fround(v));
+
 /**
  * Parses a Hugging Face `config.json` object into a {@linkcode Qwen2Config}.
  *
@@ -96,8 +101,8 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   };
   const positiveNumber = (key: string, fallback: number): number => {
     const v = get(key) ?? fallback;
-    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-      return fail(key, `${key} is ${show(get(key))}; expected a positive number`);
+    if (!isKernelNumber(v)) {
+      return fail(key, `${key} is ${show(get(key))}; expected ${KERNEL_NUMBER}`);
     }
     return v;
   };
@@ -180,10 +185,10 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     const theta = rp.rope_theta;
     if (theta !== undefined && theta !== null) {
-      if (typeof theta !== "number" || !Number.isFinite(theta) || theta <= 0) {
+      if (!isKernelNumber(theta)) {
         fail(
           "rope_parameters",
-          `rope_parameters.rope_theta is ${show(theta)}; expected a positive number`,
+          `rope_parameters.rope_theta is ${show(theta)}; expected ${KERNEL_NUMBER}`,
         );
       }
       if (get("rope_theta") !== undefined && get("rope_theta") !== theta) {

@@ -244,17 +244,22 @@ function validateConfig(cfg: Qwen2Config): void {
   if (cfg.head_dim % 2 !== 0) {
     throw new RangeError(`Qwen2 config head_dim must be even for RoPE, got ${cfg.head_dim}`);
   }
-  if (!(cfg.rope_theta > 0) || !Number.isFinite(cfg.rope_theta)) {
+  // (the kernels take both as float32s: a normal one, or 0 for the eps)
+  if (!isNormalF32(cfg.rope_theta)) {
     throw new RangeError(
-      `Qwen2 config rope_theta must be a positive number, got ${cfg.rope_theta}`,
+      `Qwen2 config rope_theta must be a positive number in 1.2e-38..3.4e38, got ${cfg.rope_theta}`,
     );
   }
-  if (!(cfg.rms_norm_eps >= 0) || !Number.isFinite(cfg.rms_norm_eps)) {
+  if (!(cfg.rms_norm_eps === 0 || isNormalF32(cfg.rms_norm_eps))) {
     throw new RangeError(
-      `Qwen2 config rms_norm_eps must be a non-negative number, got ${cfg.rms_norm_eps}`,
+      `Qwen2 config rms_norm_eps must be 0 or a positive number in 1.2e-38..3.4e38, got ${cfg.rms_norm_eps}`,
     );
   }
 }
+
+/** A positive number the kernels' float32 holds as a normal value (its reciprocal finite too). */
+const isNormalF32 = (x: number) =>
+  typeof x === "number" && x >= 2 ** -126 && Number.isFinite(Math.fround(x));
 
 function expectInt32Array(x: unknown, name: string, length?: number): asserts x is Int32Array {
   if (!(x instanceof Int32Array)) throw new TypeError(`${name} must be an Int32Array`);
@@ -631,8 +636,11 @@ export class Qwen2Model implements Disposable {
    */
   forward(batch: LogprobBatch, options: LogprobOptions = {}): LogprobResult {
     const temperature = options.temperature ?? 1;
-    if (!(temperature > 0) || !Number.isFinite(temperature)) {
-      throw new RangeError(`temperature must be a positive number, got ${temperature}`);
+    if (!isNormalF32(temperature)) {
+      throw new RangeError(
+        `temperature must be a positive number in 1.2e-38..3.4e38 (a float32 in the kernels), ` +
+          `got ${temperature}`,
+      );
     }
     const entropy = options.entropy ?? true;
     const ws = this.#prepare(batch);

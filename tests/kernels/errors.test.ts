@@ -208,7 +208,7 @@ Deno.test("TS: bad scalars, missing optional inputs, bad tensors and contexts th
         seed: 1,
         counter: 0,
       }]),
-    /row 1: temperature must be >= 0, got -0.5/,
+    /row 1: temperature must be 0 \(greedy\) or a number in 1\.2e-38\.\.3\.4e38, got -0\.5/,
   );
   // tensors
   assert.throws(
@@ -307,9 +307,10 @@ Deno.test("native errors reach TS as KernelError with the library's explanation"
   using h = new Tensor(k, [2, 4], "f32");
   using w = new Tensor(k, [7, 4], "f32");
   using t2 = new Tensor(k, [2], "f32");
+  using lse2 = new Tensor(k, [2], "f32");
   using badTarget = i32(k, [7, 0]);
   expectKernelError(
-    () => logprobForward(k, { logp: t2, lse: t2 }, h, badTarget, w),
+    () => logprobForward(k, { logp: t2, lse: lse2 }, h, badTarget, w),
     ARL_ERR_VALUE,
     /target id 7 at row 0 is outside \[0, 7\)/,
   );
@@ -323,19 +324,21 @@ Deno.test("native errors reach TS as KernelError with the library's explanation"
     /cu_seqlens must not decrease/,
   );
   using kc = new Tensor(k, [2, 1, 4, 2], "f32");
+  using vc = new Tensor(k, [2, 1, 4, 2], "f32");
   using kv = new Tensor(k, [1, 1, 2], "f32");
   using slot = i32(k, [2]);
   using posOk = i32(k, [0]);
   expectKernelError(
-    () => kvCacheWrite(k, kc, kc, kv, kv, slot, posOk),
+    () => kvCacheWrite(k, kc, vc, kv, kv, slot, posOk),
     ARL_ERR_VALUE,
     /slot 2 of token 0 is outside \[0, 2\)/,
   );
   using qd = new Tensor(k, [1, 1, 2], "f32");
+  using od = new Tensor(k, [1, 1, 2], "f32");
   using slot0 = i32(k, [0]);
   using len5 = i32(k, [5]);
   expectKernelError(
-    () => attentionDecode(k, qd, qd, kc, kc, slot0, len5),
+    () => attentionDecode(k, od, qd, kc, vc, slot0, len5),
     ARL_ERR_VALUE,
     /length 5 of query 0 is outside \[1, 4\]/,
   );
