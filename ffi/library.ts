@@ -69,7 +69,11 @@ export function openLibrary(device: DeviceKind = "cpu"): Deno.DynamicLibrary<typ
   try {
     lib = Deno.dlopen(path, SYMBOLS);
   } catch (e) {
-    const reason = e instanceof Error ? e.message : String(e);
+    // (Deno's message repeats its own prefix: "Could not open library: Could not open library: ")
+    const reason = (e instanceof Error ? e.message : String(e)).replace(
+      /^(Could not open library: )+/,
+      "",
+    );
     throw new KernelLibraryError(`Could not open the ${device} kernel library ${path}: ${reason}`);
   }
   // a library built from other sources would misread the structs it is given

@@ -145,7 +145,11 @@ export function rolloutCommand() {
     .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
     .option("-n, --config-name <name>", CONFIG_NAME_HELP)
     .option("--env <tag>", "environment tag (custom_envs, custom_env) or type, e.g. FrozenLake")
-    .option("--env-config <k=v...>", "environment config values, e.g. size=6 is_slippery=true")
+    .option(
+      "--env-config <k=v...>",
+      "environment config values, e.g. size=6 is_slippery=true (every k=v after it: put " +
+        "config overrides before it)",
+    )
     .option("--policy <policy>", "random | human | scripted | model:PATH", "random")
     .option("--episodes <n>", "number of episodes", "1")
     .option("--seed <n>", "first episode seed (episode i uses seed + i)", "0")

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "npm:@commander-js/extra-typings@15.1.0";
 import { ConfigError } from "../config/errors.ts";
 import { KernelError } from "../../ffi/kernels.ts";
+import { KernelLibraryError } from "../../ffi/library.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
@@ -53,7 +54,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       console.error(e.message);
       return USAGE_ERROR;
     }
-    if (e instanceof RolloutError || e instanceof KernelError) {
+    if (e instanceof RolloutError || e instanceof KernelError || e instanceof KernelLibraryError) {
       console.error(e.message);
       return 1;
     }

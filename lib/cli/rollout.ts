@@ -31,6 +31,7 @@ import {
   DEFAULT_AGENT_TEMPLATE as FALLBACK_TEMPLATE,
   fillTemplate,
 } from "../rollout/prompt.ts";
+import { writeRefusal } from "../util/write_refusal.ts";
 
 /** Thrown to end the process with a status and a message (see `ExitRequest` in commands.ts). */
 export type ExitFn = (status: number, message: string) => Error;
@@ -106,16 +107,16 @@ export async function runRollout(
   };
   const loaded = await loadConfig(options);
   // --env-config takes every argument after it: a config override placed there lands in it
-  const misplaced = (flags.envConfig ?? []).find((a) => {
-    const top = a.split("=")[0]!.replace(/^[+~]+/, "").split(".")[0]!;
-    return a.includes(".") && Object.hasOwn(loaded.config, top);
-  });
-  if (misplaced !== undefined) {
-    throw usage(
-      `--env-config took '${misplaced}', a config override: put overrides before --env-config ` +
-        "(it takes every argument after it)",
-    );
-  }
+  const topKey = (a: string) => a.split("=")[0]!.replace(/^[+~]+/, "").split(".")[0]!;
+  const misplacedMessage = (arg: string) =>
+    `--env-config took '${arg}', a config override: put overrides before --env-config ` +
+    "(it takes every argument after it)";
+  const isConfigKey = (a: string) =>
+    Object.hasOwn(loaded.config, topKey(a)) || Object.hasOwn(loaded.variables, topKey(a));
+  const misplaced = (flags.envConfig ?? []).find((a) =>
+    a.includes(".") && Object.hasOwn(loaded.config, topKey(a))
+  );
+  if (misplaced !== undefined) throw usage(misplacedMessage(misplaced));
   const { tag, entry } = resolveEnv(flags.env, loaded.config, loaded.variables, cliConfig, usage);
   const envConfig = mergeDeep(entry.env_config ?? {}, cliConfig);
 
@@ -123,8 +124,12 @@ export async function runRollout(
   try {
     env = await createEnv(entry.env_type, envConfig);
   } catch (e) {
-    if (e instanceof EnvConfigError) throw usage(e.format());
-    throw e;
+    if (!(e instanceof EnvConfigError)) throw e;
+    // an unknown env key that is a config key: an override placed after --env-config
+    const override = (flags.envConfig ?? []).find((a) =>
+      isConfigKey(a) && e.message.includes(`'${topKey(a)}'`)
+    );
+    throw usage(override !== undefined ? misplacedMessage(override) : e.format());
   }
   // the env calls' time limit, as the env managers apply it
   const stepTimeout = loaded.config.train_env_manager.env_step_timeout;
@@ -168,13 +173,7 @@ export async function runRollout(
     try {
       Deno.mkdirSync(flags.render, { recursive: true });
     } catch (e) {
-      const noWrite = e instanceof Deno.errors.NotCapable ||
-        e instanceof Deno.errors.PermissionDenied;
-      throw usage(
-        `--render ${flags.render} cannot write there: ` +
-          (e instanceof Deno.errors.AlreadyExists ? "it is a file, not a folder" : errorText(e)) +
-          (noWrite ? " (deno run needs --allow-write; `deno task agentrl` grants it)" : ""),
-      );
+      throw usage(`--render ${flags.render} cannot write there: ${writeRefusal(e, flags.render)}`);
     }
   }
   episodes: for (let ep = 0; ep < episodes; ep++) {
@@ -331,8 +330,7 @@ export async function runRollout(
       } catch (e) {
         if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) {
           throw usage(
-            `--render ${flags.render} cannot write there: ${errorText(e)} ` +
-              "(deno run needs --allow-write; `deno task agentrl` grants it)",
+            `--render ${flags.render} cannot write there: ${writeRefusal(e, flags.render)}`,
           );
         }
         throw exit(1, `Writing frames to ${flags.render} failed: ${errorText(e)}`);

@@ -47,8 +47,9 @@ function toErrors(
   const input = (issue as { input?: unknown }).input;
   // zod's number type refuses Infinity and NaN as a wrong type: say what is wrong with it
   if (issue.code === "invalid_type" && typeof input === "number") {
+    const notInteger = Number.isFinite(input) && issue.expected === "int";
     return [
-      new ConfigError("Not a finite number", {
+      new ConfigError(notInteger ? "Not an integer" : "Not a finite number", {
         key: formatKeyPath(full),
         origin: origins.find(full),
         found: describeValue(input),
@@ -73,6 +74,8 @@ function messageOf(issue: z.core.$ZodIssue): string {
     case "invalid_value":
       return "Value not allowed";
     case "too_small":
+      if (issue.origin === "string") return issue.minimum === 1 ? "Empty value" : "Too short";
+      return "Value out of range";
     case "too_big":
       return "Value out of range";
     case "invalid_union":
@@ -89,6 +92,9 @@ function expectedOf(issue: z.core.$ZodIssue): string | undefined {
     case "invalid_value":
       return `one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_small":
+      if (issue.origin === "string") {
+        return issue.minimum === 1 ? "a non-empty text" : `at least ${issue.minimum} characters`;
+      }
       return issue.origin === "array"
         ? `at least ${issue.minimum} items`
         : `a value ${issue.inclusive ? ">=" : ">"} ${issue.minimum}`;

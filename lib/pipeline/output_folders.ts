@@ -6,6 +6,7 @@
  * @module
  */
 import { RolloutConfigError } from "../rollout/errors.ts";
+import { writeRefusal } from "../util/write_refusal.ts";
 
 /**
  * Makes each `[config key, path]` folder (with its parents); skips null and empty paths.
@@ -25,13 +26,10 @@ export function makeOutputFolders(folders: [key: string, path: string | null | u
     try {
       Deno.mkdirSync(path, { recursive: true });
     } catch (e) {
-      const why = e instanceof Deno.errors.AlreadyExists
-        ? "it is a file"
-        : e instanceof Error
-        ? e.message
-        : String(e);
       throw new RolloutConfigError(
-        `${key} ${path} cannot be used as a folder (${why}): expected a folder, or a path ` +
+        `${key} ${path} cannot be used as a folder (${
+          writeRefusal(e, path)
+        }): expected a folder, or a path ` +
           "where one can be made",
       );
     }

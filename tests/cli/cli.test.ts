@@ -362,7 +362,10 @@ Deno.test("eval: a bad policy, a render folder that is a file, and no finished e
     match(policy.stderr, /--policy 'bogus' is not valid/);
     const render = await cliFull("eval", ...SMALL_VAL, `render_save_dir=${dir}/file`);
     assertCleanError(render);
-    match(render.stderr, /render_save_dir .*file cannot be used as a folder \(it is a file\)/);
+    match(
+      render.stderr,
+      /render_save_dir .*file cannot be used as a folder \(it is a file, not a folder\)/,
+    );
     const lost = await cliFull(
       "eval",
       "--policy",

@@ -286,12 +286,30 @@ Deno.test("async_generation_ratio counts whole steps", async () => {
   );
 });
 
-Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)", async () => {
+Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type); 1.5 is not an integer", async () => {
   const e = await configError(() => loadConfig({ overrides: ["max_grad_norm=inf"] }));
   equal(e.message, "Not a finite number");
   equal(e.details.key, "max_grad_norm");
   equal(e.details.found, "Infinity (number)");
   equal(e.details.expected, "a finite number");
+  // a finite number where an integer belongs is not an integer, and said so
+  const half = await configError(() => loadConfig({ overrides: ["seed=1.5"] }));
+  equal(half.message, "Not an integer");
+  equal(half.details.key, "seed");
+  equal(half.details.expected, "a finite integer");
+  equal(
+    (await configError(() => loadConfig({ overrides: ["seed=inf"] }))).message,
+    "Not a finite number",
+  );
+});
+
+Deno.test("an empty folder path is a config error, not a failed mkdir after the model loads", async () => {
+  for (const key of ["output_dir", "logging_dir", "exp_name"]) {
+    const e = await configError(() => loadConfig({ overrides: [`${key}=`] }));
+    equal(e.message, "Empty value");
+    equal(e.details.key, key);
+    equal(e.details.expected, "a non-empty text");
+  }
 });
 
 Deno.test("ROLL's RLVR-only settings away from their defaults are named; ratio_type segment is taken", async () => {

@@ -329,6 +329,11 @@ Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async
     ]),
     /--env-config took 'train_env_manager\.env_step_timeout=2', a config override: put overrides before/,
   );
+  // a top-level variable of the config, which no env takes
+  assertUsageError(
+    await rollout(["--env", "FrozenLake", "--env-config", "size=4", "max_actions_per_traj=3"]),
+    /--env-config took 'max_actions_per_traj=3', a config override: put overrides before/,
+  );
 });
 
 Deno.test("an env step that never ends fails after env_step_timeout, without a stack trace", async () => {
