@@ -18,6 +18,7 @@ import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
 import { makeOutputFolders } from "../pipeline/output_folders.ts";
+import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { ExitFn } from "./rollout.ts";
 
 /** The options of `agentrl eval` as commander parses them. */
@@ -44,6 +45,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
   }
   makeOutputFolders([["render_save_dir", config.render_save_dir]]);
+  await checkEnvEntries(config); // (before the model loads)
   const path = flags.checkpoint ?? await evalModelPath(config.pretrain ?? null, kind);
   // the inference roles' device_mapping, as in training (workers=cuda: GPU 0)
   using kernels = openPipelineKernels(pipelineDevice(config, false, false));

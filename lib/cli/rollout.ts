@@ -25,6 +25,8 @@ import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { ChatMessage } from "../model/chat_template.ts";
 import { withTimeout } from "../rollout/env_host.ts";
+import { CheckpointError } from "../model/safetensors.ts";
+import { TokenizerLoadError } from "../model/tokenizer.ts";
 import { ModelPolicy } from "./model_policy.ts";
 import {
   DEFAULT_AGENT_SYSTEM_TEMPLATE as FALLBACK_SYSTEM,
@@ -537,6 +539,8 @@ async function loadModelPolicy(
       seed,
     );
   } catch (e) {
-    throw exit(1, `Could not load the model at ${path}: ${errorText(e)}`);
+    // a folder that is not a model folder is the user's to fix (status 2, as in train and eval)
+    const folderProblem = e instanceof CheckpointError || e instanceof TokenizerLoadError;
+    throw exit(folderProblem ? 2 : 1, `Could not load the model at ${path}: ${errorText(e)}`);
   }
 }

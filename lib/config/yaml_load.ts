@@ -49,8 +49,13 @@ export function loadYaml(text: string, source: string): LoadedYaml {
   });
   const problem = doc.errors[0];
   if (problem) {
-    const pos = lineCounter.linePos(problem.pos[0]);
-    throw new ConfigError(`Invalid YAML: ${firstLine(problem.message)}`, {
+    // a problem found at the end of the input (an unclosed bracket) is at the last line's end,
+    // not on the line after the file's final newline
+    const end = text.trimEnd().length;
+    const atEnd = problem.pos[0] >= end;
+    const pos = lineCounter.linePos(Math.min(problem.pos[0], end));
+    const where = atEnd ? " (at the end of the file)" : "";
+    throw new ConfigError(`Invalid YAML: ${firstLine(problem.message)}${where}`, {
       origin: { source, line: pos.line, column: pos.col },
     });
   }

@@ -7,6 +7,7 @@
  */
 import type { Kernels } from "../../ffi/mod.ts";
 import { loadHfCheckpoint, type SavedHfCheckpoint, saveHfCheckpoint } from "./checkpoint.ts";
+import { CheckpointError } from "./safetensors.ts";
 import type { Qwen2Config } from "./config.ts";
 import { Qwen2Model } from "./qwen2.ts";
 import type { Precision } from "./_mixed_precision.ts";
@@ -39,6 +40,37 @@ export interface LoadPretrainedOptions {
 }
 
 /**
+ * Throws a {@linkcode CheckpointError} unless `dir` is a folder with a `config.json`; a
+ * training checkpoint's folder (its model in `model/`) is named as such.
+ */
+function expectModelFolder(dir: string): void {
+  const expected = "expected a Hugging Face model folder (config.json, model.safetensors, " +
+    "tokenizer.json)";
+  let isFolder;
+  try {
+    isFolder = Deno.statSync(dir).isDirectory;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new CheckpointError(`${dir}: no such folder: ${expected}`, { file: dir });
+  }
+  if (!isFolder) throw new CheckpointError(`${dir} is not a folder: ${expected}`, { file: dir });
+  const has = (path: string) => {
+    try {
+      return Deno.statSync(path).isFile;
+    } catch {
+      return false;
+    }
+  };
+  if (!has(`${dir}/config.json`) && has(`${dir}/model/config.json`)) {
+    throw new CheckpointError(
+      `${dir} has no config.json: it looks like a training checkpoint, whose model is in ` +
+        `${dir.replace(/\/+$/, "")}/model`,
+      { file: dir },
+    );
+  }
+}
+
+/**
  * Loads `config.json`, the safetensors weights (single file or sharded; f32,
  * bf16 or f16) and the tokenizer of a Qwen2 model folder.
  *
@@ -56,6 +88,7 @@ export async function loadPretrained(
   dir: string,
   options: LoadPretrainedOptions = {},
 ): Promise<Pretrained> {
+  expectModelFolder(dir);
   const tokenizer = await Tokenizer.load(dir);
   using ckpt = loadHfCheckpoint(dir);
   const model = new Qwen2Model(kernels, ckpt.config, {

@@ -37,6 +37,7 @@ import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
 import { RolloutScheduler } from "../rollout/scheduler.ts";
+import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
@@ -179,6 +180,7 @@ export async function runPipeline(
   const useCritic = config.adv_estimator === "gae";
   const device = pipelineDevice(config, useCritic, needsRef);
   if (device.notice) log(device.notice);
+  await checkEnvEntries(config); // a mistake in an env's config fails before the model loads
   using kernels = openPipelineKernels(device);
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
   const logDir = config.tracker_kwargs?.log_dir;

@@ -22,6 +22,7 @@
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
+import { locateEnvError } from "./check_env_entries.ts";
 import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
 import type { ChatEncoder } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
@@ -311,7 +312,7 @@ export class RolloutScheduler {
           lose(lossReason(e), e);
           if (e instanceof EnvConfigError) {
             // a config mistake fails every env the same way: stop instead of spinning
-            this.#loopError ??= e;
+            this.#loopError ??= locateEnvError(e, slot.tag) as EnvConfigError;
             this.#onProgress?.();
             break;
           }

@@ -70,6 +70,11 @@ Deno.test("invalid YAML and a non-mapping top level are errors with a location",
   const bad = await configError(() => loadYaml("a: [1, 2\nb: 3\n", "bad.yaml"));
   match(bad.message, /Invalid YAML/);
   equal(bad.details.origin?.source, "bad.yaml");
+  // an unclosed bracket at the end is reported at the last line, not the one past the file
+  const open = await configError(() => loadYaml("a: 1\nb: [1\n\n", "open.yaml"));
+  match(open.message, /Invalid YAML: .*\(at the end of the file\)$/);
+  equal(open.details.origin?.line, 2);
+  equal(open.details.origin?.column, 6); // just past "b: [1"
   const list = await configError(() => loadYaml("- 1\n- 2\n", "list.yaml"));
   match(list.message, /mapping at its top level/);
 });

@@ -286,8 +286,8 @@ Deno.test("--policy model:PATH plays with a model folder through the generation 
   equal(summary.episodes, 2);
   ok(summary.mean_actions >= 1);
   const missing = await rollout(["--env", "FrozenLake", "--policy", `model:${src}/nothing`]);
-  equal(missing.code, 1, show(missing));
-  match(missing.stderr, /Could not load the model at .*nothing: .*tokenizer\.json/);
+  equal(missing.code, 2, show(missing));
+  match(missing.stderr, /Could not load the model at .*nothing: .*nothing: no such folder/);
   doesNotMatch(missing.stderr, /Uncaught|^\s+at /m);
   await Deno.remove(src, { recursive: true });
 });

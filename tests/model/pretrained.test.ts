@@ -92,3 +92,21 @@ Deno.test("a folder missing weights is a clear error", async () => {
   await assert.rejects(() => loadPretrained(k, dir), /safetensors|weights|model\.safetensors/i);
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("no folder, a file, and a training checkpoint's folder are named as such", async () => {
+  using k = Kernels.open({ threads: 1 });
+  const dir = await Deno.makeTempDir({ prefix: "agentrl_pretrained_where_" });
+  await assert.rejects(
+    () => loadPretrained(k, `${dir}/none`),
+    new RegExp(`^CheckpointError: ${dir}/none: no such folder: expected a Hugging Face model`),
+  );
+  await Deno.writeTextFile(`${dir}/file`, "x");
+  await assert.rejects(() => loadPretrained(k, `${dir}/file`), /file is not a folder: expected/);
+  // a checkpoint keeps its model in model/: the error says where to point instead
+  await writeTinyModel(`${dir}/checkpoint-3/model`);
+  await assert.rejects(
+    () => loadPretrained(k, `${dir}/checkpoint-3/`),
+    new RegExp(`looks like a training checkpoint, whose model is in ${dir}/checkpoint-3/model$`),
+  );
+  await Deno.remove(dir, { recursive: true });
+});

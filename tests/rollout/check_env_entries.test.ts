@@ -1,0 +1,40 @@
+// Env entries checked before the model loads, their errors naming the custom_envs entry.
+import { equal, match, rejects } from "node:assert/strict";
+import { EnvConfigError } from "../../envs/errors.ts";
+import { loadConfig } from "../../lib/config/mod.ts";
+import { checkEnvEntries, locateEnvError } from "../../lib/rollout/check_env_entries.ts";
+
+const configWith = async (...overrides: string[]) => (await loadConfig({ overrides })).config;
+
+Deno.test("an env entry's bad type or config is an EnvConfigError naming custom_envs.<tag>", async () => {
+  await checkEnvEntries(await configWith()); // the default config's entries are fine
+  await rejects(
+    checkEnvEntries(await configWith("custom_envs.FrozenLake.env_config.size=abc")),
+    (e: unknown) =>
+      e instanceof EnvConfigError &&
+      /^custom_envs\.FrozenLake: Invalid env_config for env_type 'frozen_lake': env_config\.size/
+        .test(e.message),
+  );
+  await rejects(
+    checkEnvEntries(await configWith("custom_envs.FrozenLake.env_type=frozen_lak")),
+    (e: unknown) =>
+      e instanceof EnvConfigError && /^custom_envs\.FrozenLake: Unknown env_type/.test(e.message) &&
+      e.hint === "did you mean 'frozen_lake'?",
+  );
+  await rejects(
+    checkEnvEntries(await configWith("+custom_envs.FrozenLake.env_config.sise=5")),
+    /custom_envs\.FrozenLake: Unknown env_config key 'sise'/,
+  );
+  // a module path is left to the env's creation (its import may have effects)
+  await checkEnvEntries(await configWith("custom_envs.FrozenLake.env_type=./no_such_env.ts"));
+});
+
+Deno.test("locateEnvError prefixes once, keeps the hint, and passes other errors through", () => {
+  const e = locateEnvError(new EnvConfigError("Unknown env_type 'x'", "did you mean 'y'?"), "T");
+  equal(e instanceof EnvConfigError && e.message, "custom_envs.T: Unknown env_type 'x'");
+  equal(e instanceof EnvConfigError && e.hint, "did you mean 'y'?");
+  equal((locateEnvError(e, "T") as Error).message, "custom_envs.T: Unknown env_type 'x'");
+  const other = new TypeError("boom");
+  equal(locateEnvError(other, "T"), other);
+  match(String((e as EnvConfigError).format()), /^Env config error: custom_envs\.T: /);
+});
