@@ -49,18 +49,13 @@
 import {
   add,
   attentionBackward,
-  attentionDecode,
   attentionForward,
   DECODE_FUSION_MAX_ROWS,
-  decodeLayer,
-  decodeLayers,
-  type DecodeLayerWeights,
   embeddingBackward,
   embeddingForward,
   expectTensor,
   fill,
   type Kernels,
-  kvCacheWrite,
   l2Persist,
   l2Regions,
   linearBackward,
@@ -71,10 +66,7 @@ import {
   rmsnormBackward,
   rmsnormForward,
   rmsnormLinearForward,
-  rmsnormLinearSwigluForward,
-  rmsnormQkvRopeForward,
   rope,
-  ropeKvCacheWrite,
   swigluBackward,
   swigluForward,
   Tensor,
@@ -82,6 +74,14 @@ import {
 import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
+import { type CachedLayersSetup, runCachedLayers } from "./_qwen2_cached_layers.ts";
+import {
+  checkPacked,
+  expectInt32Array,
+  expectTokenIds,
+  isNormalF32,
+  validateConfig,
+} from "./_qwen2_checks.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
@@ -181,7 +181,8 @@ export interface LoadOptions {
   strict?: boolean;
 }
 
-interface LayerWeights {
+/** One layer's weights as the kernels read them (views of the parameters or their bf16 copy). */
+export interface LayerWeights {
   ln1: Tensor;
   wq: Tensor;
   bq: Tensor | null;
@@ -218,99 +219,12 @@ type Saved =
   | { kind: "logprob"; temperature: number; entropy: boolean }
   | { kind: "values" };
 
-/** Throws a clear error unless `cfg` describes a model the kernels can run. */
-function validateConfig(cfg: Qwen2Config): void {
-  const ints: (keyof Qwen2Config)[] = [
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "head_dim",
-  ];
-  for (const key of ints) {
-    const n = cfg[key];
-    if (typeof n !== "number" || !Number.isInteger(n) || n <= 0 || n > 2 ** 31 - 1) {
-      throw new RangeError(`Qwen2 config ${key} must be a positive integer, got ${n}`);
-    }
-  }
-  if (cfg.num_attention_heads % cfg.num_key_value_heads !== 0) {
-    throw new RangeError(
-      `Qwen2 config num_attention_heads (${cfg.num_attention_heads}) must be a multiple of ` +
-        `num_key_value_heads (${cfg.num_key_value_heads})`,
-    );
-  }
-  if (cfg.head_dim % 2 !== 0) {
-    throw new RangeError(`Qwen2 config head_dim must be even for RoPE, got ${cfg.head_dim}`);
-  }
-  // (the kernels take both as float32s: a normal one, or 0 for the eps)
-  if (!isNormalF32(cfg.rope_theta)) {
-    throw new RangeError(
-      `Qwen2 config rope_theta must be a positive number in 1.2e-38..3.4e38, got ${cfg.rope_theta}`,
-    );
-  }
-  if (!(cfg.rms_norm_eps === 0 || isNormalF32(cfg.rms_norm_eps))) {
-    throw new RangeError(
-      `Qwen2 config rms_norm_eps must be 0 or a positive number in 1.2e-38..3.4e38, got ${cfg.rms_norm_eps}`,
-    );
-  }
-}
-
-/** A positive number the kernels' float32 holds as a normal value (its reciprocal finite too). */
-const isNormalF32 = (x: number) =>
-  typeof x === "number" && x >= 2 ** -126 && Number.isFinite(Math.fround(x));
-
-function expectInt32Array(x: unknown, name: string, length?: number): asserts x is Int32Array {
-  if (!(x instanceof Int32Array)) throw new TypeError(`${name} must be an Int32Array`);
-  if (length !== undefined && x.length !== length) {
-    throw new RangeError(`${name} must have ${length} entries, got ${x.length}`);
-  }
-}
-
-/** Token ids in [0, vocab): checked here, before the (CUDA: deferred) kernel check. */
-function expectTokenIds(tokens: Int32Array, vocab: number): void {
-  for (let i = 0; i < tokens.length; i++) {
-    const id = tokens[i]!;
-    if (!(id >= 0 && id < vocab)) {
-      throw new RangeError(`tokens[${i}] = ${id} is outside the vocabulary 0..${vocab - 1}`);
-    }
-  }
-}
-
-function checkPacked(batch: PackedBatch, vocab: number): { t: number; b: number } {
-  expectInt32Array(batch.tokens, "tokens");
-  expectTokenIds(batch.tokens, vocab);
-  const t = batch.tokens.length;
-  if (t < 1) throw new RangeError("tokens must hold at least one token");
-  expectInt32Array(batch.positions, "positions", t);
-  expectInt32Array(batch.cuSeqlens, "cuSeqlens");
-  const cu = batch.cuSeqlens;
-  const b = cu.length - 1;
-  if (b < 1) throw new RangeError("cuSeqlens needs at least 2 entries (B + 1)");
-  if (cu[0] !== 0) throw new RangeError(`cuSeqlens[0] must be 0, got ${cu[0]}`);
-  for (let s = 0; s < b; s++) {
-    if (cu[s + 1]! < cu[s]!) {
-      throw new RangeError(
-        `cuSeqlens must be non-decreasing, got ${cu[s]} then ${cu[s + 1]} at ${s}`,
-      );
-    }
-  }
-  if (cu[b] !== t) throw new RangeError(`cuSeqlens[${b}] must equal the ${t} tokens, got ${cu[b]}`);
-  for (let i = 0; i < t; i++) {
-    if (batch.positions[i]! < 0) {
-      throw new RangeError(`positions must be non-negative, got ${batch.positions[i]} at ${i}`);
-    }
-  }
-  return { t, b };
-}
-
-/** Copies host data into a native tensor of the same length (any device). */
 /** Whether `rows` is 0, 1, ..., t - 1 (every row, in order). */
 function allRowsInOrder(rows: Int32Array, t: number): boolean {
   return rows.length === t && rows.every((r, i) => r === i);
 }
 
+/** Copies host data into a native tensor of the same length (any device). */
 function upload(dst: Tensor, src: Int32Array | Float32Array): void {
   (dst as Tensor<"i32" | "f32">).write(src);
 }
@@ -964,11 +878,24 @@ export class Qwen2Model implements Disposable {
       `${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
     this.#graphs.run(key, () => {
       embeddingForward(k, d.x, tokenIds, this.#wc.embed);
-      this.#cachedLayers(cache, d);
+      runCachedLayers(this.#decodeSetup, cache, d);
       if (h) this.#headKernels(h, d.x);
     });
     if (logitRows.length === 0) return null;
     return h ? h.logits as Tensor<"f32"> : this.#headRows(d.x, logitRows, n);
+  }
+
+  /** What {@linkcode runCachedLayers} reads: the weights as bound now, and the switches. */
+  get #decodeSetup(): CachedLayersSetup {
+    return {
+      kernels: this.kernels,
+      config: this.config,
+      layers: this.#wc.layers,
+      scale: this.#scale,
+      fusion: !this.#noDecodeFusion,
+      layerCalls: this.#decodeLayer,
+      allLayersCall: this.#decodeLayers,
+    };
   }
 
   /** The decode workspace's views for N tokens (kept while N and the buffer stay). */
@@ -980,138 +907,6 @@ export class Qwen2Model implements Disposable {
     const acts = bindDecodeActs(this.#decode, this.config, n);
     this.#decodeActs = { acts, generation: this.#decode.generation };
     return acts;
-  }
-
-  /** The decoder layers of {@linkcode forwardCached}: d.x in, d.x out. */
-  #cachedLayers(cache: Qwen2KvCache, d: DecodeActs): void {
-    const cfg = this.config;
-    const k = this.kernels;
-    // Few rows on the GPU: each RMSNorm rides in the projections that read it, SwiGLU in the
-    // stacked gate|up projection, RoPE with the cache write (one kernel each). The CPU library
-    // would run the unfused calls anyway (through temporary rows), so it keeps them.
-    // AGENTRL_DECODE_FUSION=0 runs the unfused calls on the GPU too (a benchmark baseline).
-    const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && !this.#noDecodeFusion;
-    // One token with bf16 weights runs each layer as one call: four chained kernels on the GPU,
-    // faster than the separate calls below (bench/results/gpu/DECODE_NOTES.md).
-    // AGENTRL_DECODE_LAYER=0 runs those calls.
-    const wholeLayer = fuse && d.n === 1 && this.#decodeLayer;
-    const eps = cfg.rms_norm_eps;
-    const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
-      fuse
-        ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps)
-        : linearForward(k, y, d.h, w, bias);
-    if (wholeLayer && this.#decodeLayersCall(cache, d)) return;
-    for (let l = 0; l < cfg.num_hidden_layers; l++) {
-      const w = this.#wc.layers[l]!;
-      const [kc, vc] = [cache.k[l]!, cache.v[l]!];
-      if (wholeLayer && this.#decodeLayerCall(w, kc, vc, d)) continue;
-      if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
-      // One token with stacked bf16 weights: one GEMV; fused, it also ropes and caches.
-      const stacked = d.qkv && w.qkv ? { y: d.qkv, w: w.qkv } : null;
-      if (stacked && fuse) {
-        rmsnormQkvRopeForward(k, stacked.y, d.x, w.ln1, stacked.w, w.bqkv ?? null, eps, {
-          hq: cfg.num_attention_heads,
-          kCache: kc,
-          vCache: vc,
-          slots: d.slots,
-          positions: d.positions,
-          theta: cfg.rope_theta,
-        });
-      } else if (stacked) {
-        normed(stacked.y, w.ln1, stacked.w, w.bqkv ?? null);
-      } else {
-        normed(d.q, w.ln1, w.wq, w.bq);
-        normed(d.k, w.ln1, w.wk, w.bk);
-        normed(d.v, w.ln1, w.wv, w.bv);
-      }
-      if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
-        if (!stacked) {
-          ropeKvCacheWrite(k, d.q3, d.k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
-        }
-      } else {
-        rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
-        rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);
-        kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
-      }
-      attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, this.#scale);
-      linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
-      const gateUp = w.gu ?? w.gu32;
-      if (fuse && gateUp) { // the norm, gate|up and SwiGLU in one GEMV
-        rmsnormLinearSwigluForward(k, d.s, d.x, w.ln2, gateUp, null, eps);
-      } else {
-        if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln2, eps);
-        if (d.gu && w.gu) {
-          normed(d.gu, w.ln2, w.gu, null);
-        } else {
-          normed(d.g, w.ln2, w.wg, null);
-          normed(d.u, w.ln2, w.wu, null);
-        }
-        swigluForward(k, d.s, d.g, d.u);
-      }
-      linearForward(k, d.x, d.s, w.wd, null, true); // the residual added by the GEMM
-    }
-  }
-
-  /**
-   * Every decode layer as one {@linkcode decodeLayers} call, if all their weights are bf16
-   * (a layer call each unless AGENTRL_CUDA_DECODE_TOKEN=1 asks the CUDA library for its
-   * persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer} here instead).
-   */
-  #decodeLayersCall(cache: Qwen2KvCache, d: DecodeActs): boolean {
-    if (!this.#decodeLayers || !d.qkv) return false;
-    const entries = [];
-    for (let l = 0; l < this.config.num_hidden_layers; l++) {
-      const w = this.#bf16Layer(this.#wc.layers[l]!);
-      if (w === null) return false;
-      entries.push({ ...w, kCache: cache.k[l]!, vCache: cache.v[l]! });
-    }
-    decodeLayers(this.kernels, d.x, entries, this.#decodeStep(d), {
-      qkv: d.qkv,
-      attn: d.a,
-      act: d.s,
-    });
-    return true;
-  }
-
-  /** A layer's weights as {@linkcode decodeLayer} takes them, or null unless they are bf16. */
-  #bf16Layer(w: LayerWeights): DecodeLayerWeights | null {
-    const bf16 = (t: Tensor | null | undefined): t is Tensor => t?.dtype === "bf16";
-    if (!bf16(w.qkv) || !bf16(w.gu) || !bf16(w.wo) || !bf16(w.wd)) return null;
-    return {
-      ln1: w.ln1,
-      qkv: w.qkv,
-      bqkv: w.bqkv ?? null,
-      o: w.wo,
-      ln2: w.ln2,
-      gateUp: w.gu,
-      down: w.wd,
-    };
-  }
-
-  /** The token's cache place and the model's constants, for the decode layer calls. */
-  #decodeStep(d: DecodeActs) {
-    const cfg = this.config;
-    return {
-      slot: d.slots,
-      position: d.positions,
-      len: d.lens,
-      hq: cfg.num_attention_heads,
-      eps: cfg.rms_norm_eps,
-      theta: cfg.rope_theta,
-      scale: this.#scale,
-    };
-  }
-
-  /** One decode layer as one {@linkcode decodeLayer} call, if its weights are bf16. */
-  #decodeLayerCall(w: LayerWeights, kCache: Tensor, vCache: Tensor, d: DecodeActs): boolean {
-    const weights = this.#bf16Layer(w);
-    if (weights === null || !d.qkv) return false;
-    decodeLayer(this.kernels, d.x, weights, { ...this.#decodeStep(d), kCache, vCache }, {
-      qkv: d.qkv,
-      attn: d.a,
-      act: d.s,
-    });
-    return true;
   }
 
   /**
