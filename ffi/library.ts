@@ -70,10 +70,10 @@ export function openLibrary(device: DeviceKind = "cpu"): Deno.DynamicLibrary<typ
     lib = Deno.dlopen(path, SYMBOLS);
   } catch (e) {
     // (Deno's message repeats its own prefix: "Could not open library: Could not open library: ")
-    const reason = (e instanceof Error ? e.message : String(e)).replace(
-      /^(Could not open library: )+/,
-      "",
-    );
+    // (and names the path, which this message does already)
+    const reason = (e instanceof Error ? e.message : String(e))
+      .replace(/^(Could not open library: )+/, "")
+      .replace(`${path}: `, "");
     throw new KernelLibraryError(`Could not open the ${device} kernel library ${path}: ${reason}`);
   }
   // a library built from other sources would misread the structs it is given

@@ -60,6 +60,7 @@ export class Tensor<D extends DType = DType> implements Disposable {
   readonly byteSize: number;
   readonly device: "cpu" | "cuda";
   #ptr: Deno.PointerObject | null;
+  #address = -1;
   // A view's parent (kept alive by this reference); null for an owning tensor.
   #parent: Tensor | null = null;
   // the array buffers view() handed out over this (owning) tensor's memory
@@ -205,6 +206,16 @@ export class Tensor<D extends DType = DType> implements Disposable {
       );
     }
     return this.#ptr;
+  }
+
+  /**
+   * The memory's start as a number (an address fits in 2^53), for overlap checks: cheaper to
+   * compare than pointer objects. Throws as `ptr` does once the memory is gone.
+   */
+  get address(): number {
+    const ptr = this.ptr;
+    if (this.#address < 0) this.#address = Number(Deno.UnsafePointer.value(ptr));
+    return this.#address;
   }
 
   /**

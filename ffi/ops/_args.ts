@@ -16,23 +16,35 @@ export function expectInt(value: number, name: string, min = 1, max = 2 ** 31 - 
   }
 }
 
-/** The smallest normal float32: below it a value loses precision, and its reciprocal overflows. */
-const F32_MIN_NORMAL = 2 ** -126;
-
 /**
  * Throws unless `value` is a finite number (and positive when asked) that keeps its meaning as
- * a float32, the type the kernels take it as: not past 3.4e38 (Infinity there) and, unless 0,
- * not below 1.2e-38 (a subnormal, whose reciprocal is Infinity).
+ * a float32, the type the kernels take it as: not past 3.4e38 (Infinity there) and not so
+ * small that it becomes 0.
  */
 export function expectNumber(value: number, name: string, positive = false): void {
   const f32 = Math.fround(value);
   if (
     !Number.isFinite(value) || (positive && !(value > 0)) || !Number.isFinite(f32) ||
-    (value !== 0 && Math.abs(f32) < F32_MIN_NORMAL)
+    (value !== 0 && f32 === 0)
   ) {
     throw new RangeError(
       `${name} must be a ${positive ? "positive" : "finite"} number, got ${value} (the ` +
-        "kernels take it as a float32: at most 3.4e38 in size, and 0 or at least 1.2e-38)",
+        `kernels take it as a float32: at most 3.4e38 in size${
+          positive ? " and at least 1.4e-45" : ", and 0 or at least 1.4e-45 in size"
+        })`,
+    );
+  }
+}
+
+/**
+ * Throws unless `value` is a positive number whose reciprocal a float32 holds: a normal
+ * float32 (1.2e-38..3.4e38), for the scalars the kernels divide by (a temperature).
+ */
+export function expectDivisor(value: number, name: string): void {
+  if (!(typeof value === "number" && value >= 2 ** -126 && Number.isFinite(Math.fround(value)))) {
+    throw new RangeError(
+      `${name} must be a positive number in 1.2e-38..3.4e38, got ${value} (the kernels ` +
+        "divide by it as a float32)",
     );
   }
 }
@@ -59,23 +71,21 @@ type Named = readonly [name: string, tensor: Tensor | null | undefined];
  * input after writing part of an output would compute from overwritten values.
  */
 export function expectDisjoint(outputs: readonly Named[], inputs: readonly Named[]): void {
-  const span = ([name, t]: Named) => {
-    if (!t) return null;
-    const start = Deno.UnsafePointer.value(t.ptr);
-    return { name, start, end: start + BigInt(t.byteSize) };
-  };
-  const outs = outputs.map(span).filter((x) => x !== null);
-  const all = [...outs, ...inputs.map(span).filter((x) => x !== null)];
-  outs.forEach((o, i) => {
-    for (const other of all.slice(i + 1)) {
-      if (o.start < other.end && other.start < o.end) {
+  // (plain loops over numbers: this runs on every call of the ops that check it)
+  for (let i = 0; i < outputs.length; i++) {
+    const o = outputs[i]![1];
+    if (!o) continue;
+    const [start, end] = [o.address, o.address + o.byteSize];
+    for (let j = i + 1; j < outputs.length + inputs.length; j++) {
+      const [name, t] = j < outputs.length ? outputs[j]! : inputs[j - outputs.length]!;
+      if (t && start < t.address + t.byteSize && t.address < end) {
         throw new RangeError(
-          `${o.name} and ${other.name} share memory: this op needs its outputs apart from ` +
+          `${outputs[i]![0]} and ${name} share memory: this op needs its outputs apart from ` +
             "its inputs and from each other",
         );
       }
     }
-  });
+  }
 }
 
 /**
@@ -85,12 +95,12 @@ export function expectDisjoint(outputs: readonly Named[], inputs: readonly Named
 export function expectSameOrApart(outputs: readonly Named[], inputs: readonly Named[]): void {
   for (const [oName, o] of outputs) {
     if (!o) continue;
-    const oStart = Deno.UnsafePointer.value(o.ptr);
+    const oStart = o.address;
     for (const [iName, i] of inputs) {
       if (!i || i === o) continue;
-      const iStart = Deno.UnsafePointer.value(i.ptr);
+      const iStart = i.address;
       const same = iStart === oStart && i.byteSize === o.byteSize;
-      const apart = oStart + BigInt(o.byteSize) <= iStart || iStart + BigInt(i.byteSize) <= oStart;
+      const apart = oStart + o.byteSize <= iStart || iStart + i.byteSize <= oStart;
       if (!same && !apart) {
         throw new RangeError(
           `${oName} and ${iName} partly share memory: this op may write in place (${oName} the ` +

@@ -1,7 +1,7 @@
 /** The fused LM head + log-softmax + gather + entropy, and full logits. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectDisjoint, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectDivisor, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 function shapes(h: Tensor, targets: Tensor, w: Tensor) {
   expectTensor(h, "h", "f32", [-1, -1]);
@@ -27,7 +27,7 @@ export function logprobForward(
   expectTensor(out.logp, "logp", "f32", [t]);
   expectTensor(out.lse, "lse", "f32", [t]);
   if (out.entropy) expectTensor(out.entropy, "entropy", "f32", [t]);
-  expectNumber(temperature, "temperature", true);
+  expectDivisor(temperature, "temperature");
   expectDisjoint([["logp", out.logp], ["lse", out.lse], ["entropy", out.entropy]], [
     ["h", h],
     ["targets", targets],
@@ -81,7 +81,7 @@ export function logprobBackward(
     ["lse", saved.lse],
     ["entropy", saved.entropy],
   ]);
-  expectNumber(temperature, "temperature", true);
+  expectDivisor(temperature, "temperature");
   k.check(
     bf16 ? "arl_logprob_backward_bf16" : "arl_logprob_backward",
     (bf16 ? k.sym.arl_logprob_backward_bf16 : k.sym.arl_logprob_backward)(

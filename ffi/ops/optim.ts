@@ -81,7 +81,15 @@ export function scale(k: Kernels, x: Tensor, s: number): void {
 /** Sets every element to `value` (zeroing with 0). */
 export function fill(k: Kernels, x: Tensor, value: number): void {
   expectTensor(x, "x", "f32", anyShape(x));
-  expectNumber(value, "value");
+  // (NaN and the infinities are values a buffer may be filled with; 1e39 would become one)
+  if (
+    typeof value !== "number" || (Number.isFinite(value) && !Number.isFinite(Math.fround(value)))
+  ) {
+    throw new RangeError(
+      `value must be a number a float32 holds (NaN, the infinities, or at most 3.4e38 in ` +
+        `size), got ${value}`,
+    );
+  }
   k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptrIn(k), value, BigInt(x.size)));
 }
 

@@ -45,12 +45,10 @@ function packRows(rows: readonly SampleRow[]) {
         `row ${i} must be an object with temperature, seed and counter, got ${r}`,
       );
     }
-    // (a float32 in the kernels, which divide by it: 0, or a normal float32)
+    // (a float32 in the kernels: 0 is greedy, and so is one too small for its reciprocal)
     const t = r.temperature;
-    if (typeof t !== "number" || !(t === 0 || (t >= 2 ** -126 && Math.fround(t) < Infinity))) {
-      throw new RangeError(
-        `row ${i}: temperature must be 0 (greedy) or a number in 1.2e-38..3.4e38, got ${t}`,
-      );
+    if (typeof t !== "number" || !(t >= 0 && Math.fround(t) < Infinity)) {
+      throw new RangeError(`row ${i}: temperature must be a number in [0, 3.4e38], got ${t}`);
     }
     temperature[i] = r.temperature;
     const kept = r.topK ?? 0;

@@ -45,7 +45,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
   }
   makeOutputFolders([["render_save_dir", config.render_save_dir]]);
-  await checkEnvEntries(config); // (before the model loads)
+  await checkEnvEntries(config, val.tags); // (before the model loads)
   const path = flags.checkpoint ?? await evalModelPath(config.pretrain ?? null, kind);
   // the inference roles' device_mapping, as in training (workers=cuda: GPU 0)
   using kernels = openPipelineKernels(pipelineDevice(config, false, false));

@@ -129,7 +129,7 @@ export async function runRollout(
     if (!(e instanceof EnvConfigError)) throw e;
     // an unknown env key that is a config key: an override placed after --env-config
     const override = (flags.envConfig ?? []).find((a) =>
-      isConfigKey(a) && e.message.includes(`'${topKey(a)}'`)
+      isConfigKey(a) && e.message.includes(`Unknown env_config key '${topKey(a)}'`)
     );
     throw usage(override !== undefined ? misplacedMessage(override) : e.format());
   }
@@ -541,6 +541,8 @@ async function loadModelPolicy(
   } catch (e) {
     // a folder that is not a model folder is the user's to fix (status 2, as in train and eval)
     const folderProblem = e instanceof CheckpointError || e instanceof TokenizerLoadError;
-    throw exit(folderProblem ? 2 : 1, `Could not load the model at ${path}: ${errorText(e)}`);
+    const why = errorText(e); // (the loaders' messages mostly start with the path)
+    const message = why.startsWith(path) ? why : `${path}: ${why}`;
+    throw exit(folderProblem ? 2 : 1, `Could not load the model at ${message}`);
   }
 }

@@ -180,7 +180,11 @@ export async function runPipeline(
   const useCritic = config.adv_estimator === "gae";
   const device = pipelineDevice(config, useCritic, needsRef);
   if (device.notice) log(device.notice);
-  await checkEnvEntries(config); // a mistake in an env's config fails before the model loads
+  // a mistake in the config of an env the run opens fails before the model loads
+  await checkEnvEntries(config, [
+    ...config.train_env_manager.tags,
+    ...(config.eval_steps > 0 ? config.val_env_manager.tags : []),
+  ]);
   using kernels = openPipelineKernels(device);
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
   const logDir = config.tracker_kwargs?.log_dir;

@@ -28,24 +28,28 @@ export function locateEnvError(e: unknown, tag: string): unknown {
 }
 
 /**
- * Checks every tag the train and validation env managers use: its entry exists, its built-in
+ * Checks the entries of `tags` (the env managers' tags a run will open): its built-in
  * `env_type` is registered and its `env_config` parses. Module paths are left to the env's
  * creation (importing one may have effects that `env_runner: worker` keeps out of this
- * process). Throws an {@linkcode EnvConfigError} naming `custom_envs.<tag>`.
+ * process), and so are tags without an entry. Throws an {@linkcode EnvConfigError} naming
+ * `custom_envs.<tag>`.
  *
  * @example
  * ```ts
  * import { loadConfig } from "../config/mod.ts";
  * import { checkEnvEntries } from "./check_env_entries.ts";
  * const { config } = await loadConfig({ overrides: ["custom_envs.FrozenLake.env_config.size=abc"] });
- * await checkEnvEntries(config).catch((e) => console.log(e.message.split(":")[0]));
+ * const tags = config.train_env_manager.tags;
+ * await checkEnvEntries(config, tags).catch((e) => console.log(e.message.split(":")[0]));
  * // custom_envs.FrozenLake
  * ```
  */
-export async function checkEnvEntries(config: AgenticConfig): Promise<void> {
+export async function checkEnvEntries(
+  config: AgenticConfig,
+  tags: Iterable<string>,
+): Promise<void> {
   const custom = config.custom_envs as Record<string, { env_type: string; env_config?: unknown }>;
-  const tags = new Set([...config.train_env_manager.tags, ...config.val_env_manager.tags]);
-  for (const tag of tags) {
+  for (const tag of new Set(tags)) {
     const entry = custom[tag];
     if (!entry) continue; // (the config's validation names a tag missing from custom_envs)
     if (isEnvModulePath(entry.env_type)) continue;

@@ -304,7 +304,7 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
 });
 
 Deno.test("an empty folder path is a config error, not a failed mkdir after the model loads", async () => {
-  for (const key of ["output_dir", "logging_dir", "exp_name"]) {
+  for (const key of ["output_dir", "exp_name"]) {
     const e = await configError(() => loadConfig({ overrides: [`${key}=`] }));
     equal(e.message, "Empty value");
     equal(e.details.key, key);
