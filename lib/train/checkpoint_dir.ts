@@ -308,6 +308,42 @@ export function listCheckpoints(outputDir: string): CheckpointInfo[] {
 }
 
 /**
+ * The `checkpoint-<step>` folders under `outputDir` that fail
+ * {@linkcode loadCheckpointManifest} (changed after their save, e.g. a truncated file), by
+ * step, each with the check's message.
+ *
+ * @example
+ * ```ts
+ * import { damagedCheckpoints } from "./checkpoint_dir.ts";
+ * console.log(damagedCheckpoints(await Deno.makeTempDir())); // []
+ * ```
+ */
+export function damagedCheckpoints(
+  outputDir: string,
+): { step: number; dir: string; why: string }[] {
+  const root = checkpointsDir(outputDir);
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(root)];
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [];
+    throw e;
+  }
+  const damaged = [];
+  for (const e of entries) {
+    if (!e.isDirectory || !NAME.test(e.name)) continue;
+    const dir = join(root, e.name);
+    try {
+      loadCheckpointManifest(dir);
+    } catch (err) {
+      if (!(err instanceof CheckpointError)) throw err;
+      damaged.push({ step: Number(e.name.slice("checkpoint-".length)), dir, why: err.message });
+    }
+  }
+  return damaged.sort((a, b) => a.step - b.step);
+}
+
+/**
  * The complete checkpoint with the highest step, or null.
  *
  * @example
@@ -339,6 +375,22 @@ export function resolveResume(resume: boolean | string, outputDir: string): Resu
   if (resume === false) return { checkpoint: null };
   if (resume === true) {
     const latest = latestCheckpoint(outputDir);
+    // a damaged checkpoint past the latest complete one: resuming would quietly redo its steps
+    // (or start afresh) and overwrite it at the next save; the user decides instead
+    const newer = damagedCheckpoints(outputDir).filter((d) => d.step > (latest?.step ?? -1));
+    if (newer.length > 0) {
+      const last = newer.at(-1)!;
+      const instead = latest !== null
+        ? `resume from ${latest.dir} (step ${latest.step})`
+        : "start from scratch";
+      throw new CheckpointError(
+        `resume_from_checkpoint is true but the latest checkpoint, ${last.dir}, is damaged ` +
+          `(${last.why}): restore it, or move ${
+            newer.length > 1 ? `it and ${newer.length - 1} more damaged one(s)` : "it"
+          } away to ${instead}`,
+        { file: last.dir },
+      );
+    }
     if (latest !== null) return { checkpoint: latest };
     return {
       checkpoint: null,

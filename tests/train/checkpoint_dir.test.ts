@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { CheckpointError } from "../../lib/model/safetensors.ts";
 import {
   checkpointsDir,
+  damagedCheckpoints,
   latestCheckpoint,
   listCheckpoints,
   loadCheckpointManifest,
@@ -201,6 +202,37 @@ Deno.test("resume_from_checkpoint: false, true (latest or a notice), a path (val
     assert.throws(() => resolveResume(partial, out), /not a complete checkpoint/);
     assert.throws(() => resolveResume("", out), CheckpointError);
     assert.throws(() => resolveResume("", out), /must be true, false or a checkpoint folder/);
+  });
+});
+
+Deno.test("resume_from_checkpoint true past a damaged latest checkpoint is an error; older damage is not", async () => {
+  await withOutputDir(async (out) => {
+    // the only checkpoint damaged: no silent fresh start over the old run
+    await saveCheckpoint(out, 1, writeState(1));
+    const weights1 = join(checkpointsDir(out), "checkpoint-1", "model", "weights.bin");
+    await Deno.truncate(weights1, 10);
+    assert.deepEqual(damagedCheckpoints(out).map((d) => d.step), [1]);
+    assert.throws(
+      () => resolveResume(true, out),
+      (e: unknown) =>
+        e instanceof CheckpointError &&
+        /the latest checkpoint, .*checkpoint-1, is damaged \(.*weights\.bin.*\): restore it, or move it away to start from scratch$/
+          .test(e.message),
+    );
+    // a complete checkpoint before a damaged one: the error names the one to fall back to
+    await Deno.remove(join(checkpointsDir(out), "checkpoint-1"), { recursive: true });
+    await saveCheckpoint(out, 1, writeState(1));
+    await saveCheckpoint(out, 2, writeState(2));
+    await saveCheckpoint(out, 3, writeState(3));
+    await Deno.truncate(join(checkpointsDir(out), "checkpoint-2", "model", "weights.bin"), 10);
+    await Deno.truncate(join(checkpointsDir(out), "checkpoint-3", "model", "weights.bin"), 10);
+    assert.throws(
+      () => resolveResume(true, out),
+      /checkpoint-3, is damaged .*move it and 1 more damaged one\(s\) away to resume from .*checkpoint-1 \(step 1\)/,
+    );
+    // damage older than the latest complete checkpoint does not stop a resume
+    await saveCheckpoint(out, 4, writeState(4));
+    assert.equal(resolveResume(true, out).checkpoint?.step, 4);
   });
 });
 
