@@ -69,10 +69,9 @@ function applyOne(root: CfgObject, origins: OriginMap, o: Override, knownKey: Kn
       if (existing === undefined && !knownKey(fullPath)) {
         const outside = Array.isArray(parent) && typeof last === "number";
         throw fail(`Could not override '${o.key}': no such key in the config`, {
-          hint: suggest(parent, last) ??
-            (outside
-              ? `the list has ${(parent as CfgValue[]).length} items`
-              : `to add a new key, use +${o.text}`),
+          hint: outside
+            ? suggest(parent, last) ?? `the list has ${(parent as CfgValue[]).length} items`
+            : orAdd(suggest(parent, last), o.text),
         });
       }
       break;
@@ -159,8 +158,7 @@ function walk(
               formatKeyPath([...done, seg])
             }' in the config`,
             {
-              hint: suggest(node, seg) ??
-                (o.kind === "delete" ? undefined : `to add a new key, use +${o.text}`),
+              hint: o.kind === "delete" ? suggest(node, seg) : orAdd(suggest(node, seg), o.text),
             },
           );
         }
@@ -202,6 +200,12 @@ function originsOf(value: CfgValue, origin: Origin): OriginMap {
   };
   visit(value, []);
   return out;
+}
+
+/** A suggestion, and always the way to add the key (as Hydra says it). */
+function orAdd(suggestion: string | undefined, text: string): string {
+  const add = `to add a new key, use +${text}`;
+  return suggestion === undefined ? add : `${suggestion} (or, ${add})`;
 }
 
 function suggest(container: CfgValue | undefined, key: KeySegment): string | undefined {

@@ -155,7 +155,8 @@ class Composer {
       if (slot.used) continue;
       const plain = key.split("@")[0];
       throw new ConfigError(
-        `Could not override '${key}': no such config group in the defaults list`,
+        `Could not ${slot.delete ? "delete" : "override"} '${key}': no such config group in ` +
+          "the defaults list",
         {
           origin: slot.origin ?? { source: "command line", override: slot.text },
           hint: slot.delete ? undefined : `to add it to the defaults list, use +${plain}=...`,
@@ -336,6 +337,15 @@ class Composer {
     const nodes: TreeNode[] = [];
     const relGroup = group.startsWith("/") ? group.slice(1) : group;
     for (const name of Array.isArray(option) ? option : [option]) {
+      if (name === "???") { // a choice the config leaves to the user
+        const available = await this.#options(frame, group, absGroup);
+        const g = absGroup ?? group;
+        throw new ConfigError(`You must choose an option for config group '${g}'`, {
+          origin: where,
+          expected: available.length ? `one of: ${available.join(", ")}` : undefined,
+          hint: `e.g. ${g}=${available[0] ?? "<option>"} on the command line`,
+        });
+      }
       const found = await this.#locate(frame, group, absGroup, `${name}.yaml`);
       if (!found) {
         if (optional) continue;

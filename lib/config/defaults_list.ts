@@ -30,7 +30,41 @@ export function parseDefaultsList(value: CfgValue, origins: OriginMap): Defaults
       expected: "a list such as [ _self_, envs: traj ]",
     });
   }
-  return value.map((item, index) => parseEntry(item, index, origins));
+  const entries = value.map((item, index) => parseEntry(item, index, origins));
+  checkOrder(entries, value, origins);
+  return entries;
+}
+
+/** Hydra's rules for a whole list: one `_self_` at most, and `override` entries at its end. */
+function checkOrder(entries: DefaultsEntry[], value: CfgValue[], origins: OriginMap): void {
+  const at = (index: number) => ({
+    key: `defaults[${index}]`,
+    origin: origins.find(["defaults", index]),
+  });
+  const selves = value.flatMap((
+    v,
+    i,
+  ) => (typeof v === "string" && v.trim() === "_self_" ? [i] : []));
+  if (selves.length > 1) {
+    throw new ConfigError("Duplicate _self_ in the defaults list", {
+      ...at(selves[1]!),
+      expected: "_self_ once (where this config's own keys merge)",
+    });
+  }
+  let lastOverride: (DefaultsEntry & { kind: "group" }) | null = null;
+  for (const e of entries) {
+    if (e.kind === "self") continue;
+    if (e.kind === "group" && e.override) {
+      lastOverride = e;
+    } else if (lastOverride !== null) {
+      const what = e.kind === "group" ? `'${e.group}'` : `'${e.path}'`;
+      throw new ConfigError(
+        `Override '${lastOverride.group}' is defined before ${what}: overrides must be at the ` +
+          "end of the defaults list",
+        { ...at(lastOverride.index), expected: "the override entries after every other entry" },
+      );
+    }
+  }
 }
 
 function parseEntry(item: CfgValue, index: number, origins: OriginMap): DefaultsEntry {

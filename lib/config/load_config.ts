@@ -178,6 +178,12 @@ async function splitOverrides(overrides: Override[], roots: URL[], reader: Confi
       values.push(o);
       continue;
     }
+    if (o.kind === "force") {
+      throw new ConfigError(`'${o.text}': force-adding (++) a config group is not supported`, {
+        origin: { source: "command line", override: o.text },
+        hint: `use ${o.text.slice(2)} to change its choice, or +${o.text.slice(2)} to add it`,
+      });
+    }
     const kind = o.kind === "delete" ? "delete" : o.kind === "set" ? "set" : "append";
     const option = o.value as string | string[] | null | undefined;
     groups.push({

@@ -15,7 +15,8 @@ export function editDistance(a: string, b: string): number {
 
 /**
  * A `did you mean 'x'?` hint naming the closest candidate, or undefined when
- * none is close (at most a third of the word's length in edits, and never fewer than 2).
+ * none is close (at most a third of the word's length in edits, and never fewer than 2; for
+ * words of 3 letters or fewer, 1: two edits of such a word reach any short name).
  */
 export function didYouMean(word: string, candidates: Iterable<string>): string | undefined {
   let best: string | undefined;
@@ -29,6 +30,6 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
     }
   }
   if (best === undefined) return undefined;
-  const limit = Math.max(2, Math.ceil(word.length / 3));
+  const limit = word.length <= 3 ? 1 : Math.max(2, Math.ceil(word.length / 3));
   return bestDistance <= limit ? `did you mean '${best}'?` : undefined;
 }

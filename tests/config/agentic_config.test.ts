@@ -303,6 +303,12 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("++ on a config group is refused, as Hydra does, with the two overrides that work", async () => {
+  const e = await configError(() => loadConfig({ overrides: ["++envs=step"] }));
+  match(e.message, /'\+\+envs=step': force-adding \(\+\+\) a config group is not supported/);
+  equal(e.details.hint, "use envs=step to change its choice, or +envs=step to add it");
+});
+
 Deno.test("an empty folder path is a config error, not a failed mkdir after the model loads", async () => {
   for (const key of ["output_dir", "exp_name"]) {
     const e = await configError(() => loadConfig({ overrides: [`${key}=`] }));

@@ -267,4 +267,45 @@ Deno.test("invalid defaults entries are errors naming the entry", async () => {
   match(word.message, /Unknown keyword 'maybe'/);
   const notList = await configError(() => compose({ "main.yaml": "defaults: db\n" }));
   match(notList.message, /must be a list/);
+  // Hydra's list rules: one _self_, and override entries after every other entry
+  const twice = await configError(() =>
+    compose({ "main.yaml": "defaults:\n  - _self_\n  - db: a\n  - _self_\n", "db/a.yaml": "" })
+  );
+  match(twice.message, /Duplicate _self_/);
+  equal(twice.details.key, "defaults[2]");
+  const early = await configError(() =>
+    compose({
+      "main.yaml": "defaults:\n  - db: a\n  - override db: b\n  - cache: c\n",
+      "db/a.yaml": "",
+      "db/b.yaml": "",
+      "cache/c.yaml": "",
+    })
+  );
+  match(early.message, /Override 'db' is defined before 'cache': overrides must be at the end/);
+  equal(early.details.key, "defaults[1]");
+  // (an override followed only by _self_ is fine)
+  await compose({
+    "main.yaml": "defaults:\n  - db: a\n  - override db: b\n  - _self_\n",
+    "db/a.yaml": "",
+    "db/b.yaml": "x: 1\n",
+  });
+});
+
+Deno.test("a group left ??? must be chosen; ~group and ++group say what they do", async () => {
+  const files = { "main.yaml": "defaults:\n  - db: ???\n", "db/mysql.yaml": "kind: mysql\n" };
+  const e = await configError(() => compose(files));
+  match(e.message, /You must choose an option for config group 'db'/);
+  equal(e.details.expected, "one of: mysql");
+  equal(e.details.hint, "e.g. db=mysql on the command line");
+  const chosen = await compose(files, "main", [
+    { kind: "set", group: "db", option: "mysql", text: "db=mysql" },
+  ]);
+  deepStrictEqual(chosen.value, { db: { kind: "mysql" } });
+  const del = await configError(() =>
+    compose(files, "main", [
+      { kind: "set", group: "db", option: "mysql", text: "db=mysql" },
+      { kind: "delete", group: "cache", text: "~cache" },
+    ])
+  );
+  match(del.message, /^Could not delete 'cache': no such config group/);
 });

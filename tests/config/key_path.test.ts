@@ -107,9 +107,11 @@ Deno.test("didYouMean names the closest candidate when it is close enough", () =
   equal(didYouMean("anything", []), undefined);
   // ties go to the first candidate
   equal(didYouMean("ab", ["ac", "ad"]), "did you mean 'ac'?");
-  // the limit is a third of the word, at least 2
+  // the limit is a third of the word, at least 2 (1 for words of 3 letters or fewer)
   equal(didYouMean("abcdefghijkl", ["abcdefghWXYZ"]), "did you mean 'abcdefghWXYZ'?");
   equal(didYouMean("abcdefghijkl", ["abcdefgVWXYZ"]), undefined);
-  equal(didYouMean("ab", ["cd"]), "did you mean 'cd'?");
+  equal(didYouMean("ab", ["cd"]), undefined);
   equal(didYouMean("ab", ["cde"]), undefined);
+  equal(didYouMean("foo", ["now"]), undefined);
+  equal(didYouMean("sed", ["seed"]), "did you mean 'seed'?");
 });

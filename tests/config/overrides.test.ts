@@ -227,7 +227,10 @@ Deno.test("setting a missing key is an error suggesting + or a close key", async
   equal(far.details.hint, "to add a new key, use +trainer.zzzzzzzz=2");
   deepStrictEqual(far.details.origin, CLI("trainer.zzzzzzzz=2"));
   const close = await configError(() => apply(root, ["trainer.lerning_rate=2"]));
-  equal(close.details.hint, "did you mean 'learning_rate'?");
+  equal(
+    close.details.hint,
+    "did you mean 'learning_rate'? (or, to add a new key, use +trainer.lerning_rate=2)",
+  );
   deepStrictEqual(root, { trainer: { learning_rate: 1 } });
 });
 
@@ -236,7 +239,7 @@ Deno.test("setting a key under a missing mapping is an error", async () => {
   const e = await configError(() => apply(root, ["trainr.lr=2"]));
   match(e.message, /no such key/);
   equal(e.details.key, "trainr.lr");
-  equal(e.details.hint, "did you mean 'trainer'?");
+  equal(e.details.hint, "did you mean 'trainer'? (or, to add a new key, use +trainr.lr=2)");
   deepStrictEqual(root, { trainer: { lr: 1 } });
 });
 
