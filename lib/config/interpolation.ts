@@ -128,7 +128,16 @@ class Parser {
         this.i++;
         args.push({ pieces, quoted: true });
       } else {
-        const pieces = this.pieces((ch) => ch === "," || ch === "}");
+        // a [list] or {dict} argument holds commas and braces of its own
+        let depth = 0;
+        const pieces = this.pieces((ch) => {
+          if (ch === "[" || ch === "{") depth++;
+          else if ((ch === "]" || ch === "}") && depth > 0) {
+            depth--;
+            return false;
+          }
+          return depth === 0 && (ch === "," || ch === "}");
+        });
         args.push({ pieces: trimPieces(pieces), quoted: false });
       }
       this.skipSpace();

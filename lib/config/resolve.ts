@@ -3,7 +3,7 @@ import { ConfigError } from "./errors.ts";
 import { hasInterpolation, parseInterpolation, type Piece } from "./interpolation.ts";
 import { formatKeyPath, getChild, normalizeSegment, parseKeyPath } from "./key_path.ts";
 import type { OriginMap } from "./origins.ts";
-import { typePrimitive } from "./override_value.ts";
+import { parseOverrideValue, typePrimitive } from "./override_value.ts";
 import { pythonStr } from "./python_format.ts";
 import { type ResolverContext, RESOLVERS } from "./resolvers.ts";
 import {
@@ -200,12 +200,22 @@ class InterpolationResolver {
       const single = arg.pieces.length === 1 ? arg.pieces[0]! : undefined;
       if (single && single.kind !== "text") return this.evaluate(single, path, true);
       const text = arg.pieces.map((p) => this.embed(p, path)).join("");
-      return arg.quoted ? text : typePrimitive(text);
+      if (arg.quoted) return text;
+      // a [list] or {dict}, typed as an override's value is (OmegaConf's resolver grammar)
+      return /^[[{]/.test(text) ? this.#container(text, path, piece.source) : typePrimitive(text);
     });
     try {
       return fn(args, this.contextAt(path));
     } catch (e) {
       throw this.locate(e, path, piece.source);
+    }
+  }
+
+  #container(text: string, path: KeySegment[], source: string): CfgValue {
+    try {
+      return parseOverrideValue(text);
+    } catch (e) {
+      throw this.locate(e, path, source);
     }
   }
 

@@ -290,6 +290,20 @@ Deno.test("${oc.select:key,default}", () => {
   equal(out.e, null); // an existing null is returned, not the default (as in OmegaConf)
 });
 
+Deno.test("resolver arguments may be [lists] and {dicts}, commas and all", () => {
+  const out = resolve({
+    a: "${oc.select:missing,[]}",
+    b: "${oc.select:missing,[1, 2, x]}",
+    c: "${oc.select:missing,{k: 1, l: [2, 3]}}",
+    d: "${oc.select:missing, [ ${n} ] }",
+    n: 4,
+  });
+  deepStrictEqual(out.a, []);
+  deepStrictEqual(out.b, [1, 2, "x"]);
+  deepStrictEqual(out.c, { k: 1, l: [2, 3] });
+  deepStrictEqual(out.d, [4]);
+});
+
 Deno.test({
   name: "${oc.select:key,default} gives the default for a ??? value; the ??? itself still errors",
   async fn() {
