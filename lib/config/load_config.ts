@@ -94,7 +94,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     resolved: resolved.value,
     variables,
     origins: resolved.origins,
-    notices,
+    notices: [...resolved.hydraNotices, ...notices],
     choices: resolved.choices,
     files: resolved.files,
   };
@@ -112,6 +112,8 @@ export interface ResolvedConfig {
   files: string[];
   /** Top-level keys that some interpolation refers to. */
   referenced: Set<string>;
+  /** Hydra's own settings the overrides named, which do nothing here (one line each). */
+  hydraNotices: string[];
 }
 
 /**
@@ -132,7 +134,12 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
     : toDirUrl(options.configPath);
   const searchPath = configDir.href === BUILTIN_CONFIG_DIR.href ? [] : [BUILTIN_CONFIG_DIR];
   const parsed = (options.overrides ?? []).map(parseOverride);
-  const { groups, values } = await splitOverrides(parsed, [configDir, ...searchPath], reader);
+  const hydraNotices = hydraSettingNotices(parsed);
+  const { groups, values } = await splitOverrides(
+    parsed.filter((o) => !isHydraGroup(o)),
+    [configDir, ...searchPath],
+    reader,
+  );
   const composed = await composeConfig({
     configDir,
     configName: options.configName ?? DEFAULT_CONFIG_NAME,
@@ -144,7 +151,8 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
     composed.value,
     composed.origins,
     values,
-    (path) => declaresPath(AgenticConfigSchema, path),
+    // (hydra.*: Hydra's settings, accepted as ROLL's launcher takes them; only run.dir is read)
+    (path) => path[0] === "hydra" || declaresPath(AgenticConfigSchema, path),
   );
   const referenced = referencedTopKeys(composed.value);
   const value = resolveConfig(composed.value, composed.origins, {
@@ -157,10 +165,26 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
     choices: composed.choices,
     files: composed.files,
     referenced,
+    hydraNotices,
   };
 }
 
 /** Tells group overrides (`envs=step`: a config group folder exists) from value overrides. */
+/** `hydra/job_logging=disabled`: an option of one of Hydra's own config groups. */
+function isHydraGroup(o: Override): boolean {
+  return o.key.startsWith("hydra/");
+}
+
+/** A notice for each override of Hydra's own settings, which agentrl does not run. */
+function hydraSettingNotices(overrides: Override[]): string[] {
+  return overrides
+    .filter((o) => isHydraGroup(o) || (o.key.startsWith("hydra.") && o.key !== "hydra.run.dir"))
+    .map((o) =>
+      `'${o.text}' sets one of Hydra's own settings, which do nothing here (agentrl reads ` +
+      "only hydra.run.dir)"
+    );
+}
+
 async function splitOverrides(overrides: Override[], roots: URL[], reader: ConfigReader) {
   const groups: GroupOverride[] = [];
   const values: Override[] = [];

@@ -303,6 +303,19 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("Hydra's own settings on the command line are accepted, each with a notice", async () => {
+  const { config, notices } = await loadConfig({
+    overrides: ["hydra/job_logging=disabled", "hydra.verbose=true", "hydra.run.dir=."],
+  });
+  deepStrictEqual(notices.filter((n) => n.includes("Hydra's own settings")), [
+    "'hydra/job_logging=disabled' sets one of Hydra's own settings, which do nothing here " +
+    "(agentrl reads only hydra.run.dir)",
+    "'hydra.verbose=true' sets one of Hydra's own settings, which do nothing here " +
+    "(agentrl reads only hydra.run.dir)",
+  ]);
+  equal(config.hydra.run.dir, ".");
+});
+
 Deno.test("++ on a config group is refused, as Hydra does, with the two overrides that work", async () => {
   const e = await configError(() => loadConfig({ overrides: ["++envs=step"] }));
   match(e.message, /'\+\+envs=step': force-adding \(\+\+\) a config group is not supported/);
