@@ -285,13 +285,22 @@ export function loadCheckpointManifest(dir: string): CheckpointManifest {
  * ```
  */
 export function listCheckpoints(outputDir: string): CheckpointInfo[] {
+  return scanCheckpoints(outputDir).complete;
+}
+
+/** The `checkpoint-<step>` folders under `outputDir`, complete or not (by step). */
+function scanCheckpoints(outputDir: string): {
+  complete: CheckpointInfo[];
+  damaged: { step: number; dir: string; why: string }[];
+} {
   const root = checkpointsDir(outputDir);
-  const found: CheckpointInfo[] = [];
+  const complete: CheckpointInfo[] = [];
+  const damaged: { step: number; dir: string; why: string }[] = [];
   let entries: Deno.DirEntry[];
   try {
     entries = [...Deno.readDirSync(root)];
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return [];
+    if (e instanceof Deno.errors.NotFound) return { complete, damaged };
     throw e;
   }
   for (const e of entries) {
@@ -299,12 +308,15 @@ export function listCheckpoints(outputDir: string): CheckpointInfo[] {
     const dir = join(root, e.name);
     try {
       const manifest = loadCheckpointManifest(dir);
-      found.push({ step: manifest.step, dir, manifest });
+      complete.push({ step: manifest.step, dir, manifest });
     } catch (err) {
       if (!(err instanceof CheckpointError)) throw err;
+      damaged.push({ step: Number(e.name.slice("checkpoint-".length)), dir, why: err.message });
     }
   }
-  return found.sort((a, b) => a.step - b.step);
+  complete.sort((a, b) => a.step - b.step);
+  damaged.sort((a, b) => a.step - b.step);
+  return { complete, damaged };
 }
 
 /**
@@ -321,26 +333,7 @@ export function listCheckpoints(outputDir: string): CheckpointInfo[] {
 export function damagedCheckpoints(
   outputDir: string,
 ): { step: number; dir: string; why: string }[] {
-  const root = checkpointsDir(outputDir);
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync(root)];
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return [];
-    throw e;
-  }
-  const damaged = [];
-  for (const e of entries) {
-    if (!e.isDirectory || !NAME.test(e.name)) continue;
-    const dir = join(root, e.name);
-    try {
-      loadCheckpointManifest(dir);
-    } catch (err) {
-      if (!(err instanceof CheckpointError)) throw err;
-      damaged.push({ step: Number(e.name.slice("checkpoint-".length)), dir, why: err.message });
-    }
-  }
-  return damaged.sort((a, b) => a.step - b.step);
+  return scanCheckpoints(outputDir).damaged;
 }
 
 /**
