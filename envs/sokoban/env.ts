@@ -33,9 +33,9 @@ const MAX_GENERATION_ATTEMPTS = 64;
  * (random-walk room, reverse playing) seeded by the reset seed; when a seed's
  * level cannot be made, seeds derived from it are tried, as ROLL does.
  *
- * An invalid or unparsable action leaves the state unchanged, gives gym-sokoban's -0.1 step
- * penalty plus `format_penalty` (as ROLL's SokobanEnv, which steps a no-op there) and does not
- * end the episode. Every action counts toward
+ * An invalid or unparsable action leaves the state unchanged, gives reward
+ * `format_penalty` and does not end the episode (ROLL's SokobanEnv also adds
+ * gym-sokoban's -0.1 step penalty there; here the penalty alone, as for FrozenLake). Every action counts toward
  * `max_steps`; the step that reaches it returns `truncated` unless it also
  * terminated. Steps after the episode ended change nothing and give reward 0.
  *
@@ -148,7 +148,7 @@ export class SokobanEnv implements Env {
     this.#steps++;
     if (index < 0) {
       this.#truncated = this.#steps >= this.config.max_steps;
-      return this.#result(SOKOBAN_REWARDS.step + this.config.format_penalty, {
+      return this.#result(this.config.format_penalty, {
         action_is_valid: false,
         action_is_effective: false,
         success: this.#boxesOnTarget === numBoxes,

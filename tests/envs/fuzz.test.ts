@@ -1,8 +1,8 @@
 /**
  * Random and adversarial responses against every built-in environment: a step
  * never throws, and anything that does not name a legal action is an invalid
- * action with the documented effect (state unchanged, reward = format_penalty, plus
- * gym-sokoban's -0.1 step penalty for Sokoban as in ROLL, not terminated).
+ * action with the documented effect (state unchanged, reward = format_penalty,
+ * not terminated).
  */
 import { equal, ok } from "node:assert/strict";
 import { createEnv } from "../../envs/registry.ts";
@@ -68,9 +68,7 @@ async function assertInvalid(env: Env, response: string, label: string) {
   const m = r.info.metrics;
   equal(m.action_is_valid, false, `${label}: valid for ${JSON.stringify(response.slice(0, 80))}`);
   equal(m.action_is_effective, false, label);
-  // (Sokoban, as ROLL's: a no-op step's -0.1 as well)
-  const stepPenalty = label.startsWith("sokoban") ? -0.1 : 0;
-  ok(Math.abs(r.reward - (PENALTY + stepPenalty)) < 1e-12, `${label}: reward ${r.reward}`);
+  equal(r.reward, PENALTY, label);
   equal(m.format_penalty, PENALTY, label);
   equal(r.terminated, false, label);
   equal(r.observation, before, `${label}: the state changed`);

@@ -164,7 +164,7 @@ Deno.test("a solved push: box on target, player follows, episode ends with succe
   equal(r.observation, "######\n#_P√_#\n######");
 });
 
-Deno.test("an invalid action changes nothing and costs the step penalty and format_penalty; max_steps truncates", () => {
+Deno.test("an invalid action changes nothing and costs format_penalty; max_steps truncates", () => {
   const env = createSokobanEnv({
     dim_room: [6, 6],
     num_boxes: 1,
@@ -173,7 +173,7 @@ Deno.test("an invalid action changes nothing and costs the step penalty and form
   });
   env.resetToLevel(parseLevel("######\n#P_XO#\n######"));
   let r = env.step("<answer>Jump</answer>");
-  close(r.reward, -0.25); // ROLL's: gym-sokoban's no-op step (-0.1) plus format_penalty
+  close(r.reward, -0.15);
   deepStrictEqual([r.terminated, r.truncated, r.observation], [
     false,
     false,
