@@ -17,6 +17,7 @@
 export { KernelError, type KernelOptions, Kernels } from "./kernels.ts";
 export { type DeviceKind, KernelLibraryError, libraryPath, openLibrary } from "./library.ts";
 export { type DType, expectTensor, Tensor } from "./tensor.ts";
+export { isNormalF32 } from "./ops/_args.ts";
 export { KernelGraph } from "./graph.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/layers.ts";

@@ -36,18 +36,26 @@ export function expectNumber(value: number, name: string, positive = false): voi
   }
 }
 
+/** Whether `x` is a positive number a float32 holds as a normal value (its reciprocal too). */
+export function isNormalF32(x: unknown): x is number {
+  return typeof x === "number" && x >= 2 ** -126 && Number.isFinite(Math.fround(x));
+}
+
 /**
  * Throws unless `value` is a positive number whose reciprocal a float32 holds: a normal
  * float32 (1.2e-38..3.4e38), for the scalars the kernels divide by (a temperature).
  */
 export function expectDivisor(value: number, name: string): void {
-  if (!(typeof value === "number" && value >= 2 ** -126 && Number.isFinite(Math.fround(value)))) {
+  if (!isNormalF32(value)) {
     throw new RangeError(
       `${name} must be a positive number in 1.2e-38..3.4e38, got ${value} (the kernels ` +
         "divide by it as a float32)",
     );
   }
 }
+
+/** The wildcard shape of `t`'s rank: any shape (for ops over same-shaped tensors). */
+export const anyShape = (t: Tensor): number[] => t?.shape?.map(() => -1) ?? [];
 
 /** The dimension of `t` at `axis`. */
 export function dim(t: Tensor, axis: number): number {

@@ -2,6 +2,7 @@
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import {
+  anyShape,
   dim,
   expectDisjoint,
   expectNumber,
@@ -146,7 +147,7 @@ export function rope(
 
 /** out = silu(gate) * up, elementwise over same-shaped tensors (out may be gate or up). */
 export function swigluForward(k: Kernels, out: Tensor, gate: Tensor, up: Tensor): void {
-  expectTensor(gate, "gate", "f32", gate?.shape?.map(() => -1) ?? []); // (any shape)
+  expectTensor(gate, "gate", "f32", anyShape(gate)); // (any shape)
   expectTensor(up, "up", "f32", gate.shape);
   expectTensor(out, "out", "f32", gate.shape);
   expectSameOrApart([["out", out]], [["gate", gate], ["up", up]]);
@@ -165,7 +166,7 @@ export function swigluBackward(
   gate: Tensor,
   up: Tensor,
 ): void {
-  expectTensor(gate, "gate", "f32", gate?.shape?.map(() => -1) ?? []); // (any shape)
+  expectTensor(gate, "gate", "f32", anyShape(gate)); // (any shape)
   for (const [t, n] of [[dgate, "dgate"], [dup, "dup"], [dout, "dout"], [up, "up"]] as const) {
     expectTensor(t, n, "f32", gate.shape);
   }
@@ -186,7 +187,7 @@ export function swigluBackward(
 
 /** out = a + b (out may be a or b). */
 export function add(k: Kernels, out: Tensor, a: Tensor, b: Tensor): void {
-  expectTensor(a, "a", "f32", a?.shape?.map(() => -1) ?? []); // (any shape; b and out match it)
+  expectTensor(a, "a", "f32", anyShape(a)); // (any shape; b and out match it)
   expectTensor(b, "b", "f32", a.shape);
   expectTensor(out, "out", "f32", a.shape);
   expectSameOrApart([["out", out]], [["a", a], ["b", b]]);

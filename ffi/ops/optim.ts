@@ -1,10 +1,7 @@
 /** AdamW, gradient norms, scaling, fills and dtype conversion. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectDisjoint, expectInt, expectNumber, expectTensor } from "./_args.ts";
-
-/** Any shape: the wildcard shape of `t`'s rank (for ops over same-shaped tensors). */
-const anyShape = (t: Tensor) => t?.shape?.map(() => -1) ?? [];
+import { anyShape, expectDisjoint, expectInt, expectNumber, expectTensor } from "./_args.ts";
 
 /** Settings of {@linkcode adamw}. */
 export interface AdamWParams {

@@ -50,7 +50,7 @@ function packRows(rows: readonly SampleRow[]) {
     if (typeof t !== "number" || !(t >= 0 && Math.fround(t) < Infinity)) {
       throw new RangeError(`row ${i}: temperature must be a number in [0, 3.4e38], got ${t}`);
     }
-    temperature[i] = r.temperature;
+    temperature[i] = t;
     const kept = r.topK ?? 0;
     if (!Number.isInteger(kept) || kept < -1 || kept > 2 ** 31 - 1) {
       throw new RangeError(

@@ -169,7 +169,6 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
   };
 }
 
-/** Tells group overrides (`envs=step`: a config group folder exists) from value overrides. */
 /** `hydra/job_logging=disabled`: an option of one of Hydra's own config groups. */
 function isHydraGroup(o: Override): boolean {
   return o.key.startsWith("hydra/");
@@ -185,6 +184,7 @@ function hydraSettingNotices(overrides: Override[]): string[] {
     );
 }
 
+/** Tells group overrides (`envs=step`: a config group folder exists) from value overrides. */
 async function splitOverrides(overrides: Override[], roots: URL[], reader: ConfigReader) {
   const groups: GroupOverride[] = [];
   const values: Override[] = [];

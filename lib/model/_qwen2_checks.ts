@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isNormalF32 } from "../../ffi/mod.ts";
 import type { Qwen2Config } from "./config.ts";
 import type { PackedBatch } from "./qwen2.ts";
 
@@ -45,10 +46,6 @@ export function validateConfig(cfg: Qwen2Config): void {
     );
   }
 }
-
-/** A positive number the kernels' float32 holds as a normal value (its reciprocal finite too). */
-export const isNormalF32 = (x: number) =>
-  typeof x === "number" && x >= 2 ** -126 && Number.isFinite(Math.fround(x));
 
 /** Throws unless `x` is an Int32Array (of `length` entries, when given). */
 export function expectInt32Array(

@@ -7,6 +7,7 @@
  */
 import type { Qwen2Config } from "./config.ts";
 import { CheckpointError } from "./safetensors.ts";
+import { isNormalF32 } from "../../ffi/mod.ts";
 
 /** The architecture this toolkit implements. */
 export const QWEN2_ARCHITECTURE = "Qwen2ForCausalLM";
@@ -28,8 +29,6 @@ const show = (v: unknown): string => v === undefined ? "nothing" : JSON.stringif
 
 /** What the kernels take a config's eps or RoPE theta as: a positive, normal float32. */
 const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-38..3.4e38)";
-const isKernelNumber = (v: unknown): v is number =>
-  typeof v === "number" && v >= 2 ** -126 && Number.isFinite(Math.fround(v));
 
 /**
  * Parses a Hugging Face `config.json` object into a {@linkcode Qwen2Config}.
@@ -101,7 +100,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   };
   const positiveNumber = (key: string, fallback: number): number => {
     const v = get(key) ?? fallback;
-    if (!isKernelNumber(v)) {
+    if (!isNormalF32(v)) {
       return fail(key, `${key} is ${show(get(key))}; expected ${KERNEL_NUMBER}`);
     }
     return v;
@@ -185,7 +184,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     const theta = rp.rope_theta;
     if (theta !== undefined && theta !== null) {
-      if (!isKernelNumber(theta)) {
+      if (!isNormalF32(theta)) {
         fail(
           "rope_parameters",
           `rope_parameters.rope_theta is ${show(theta)}; expected ${KERNEL_NUMBER}`,

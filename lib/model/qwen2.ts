@@ -55,6 +55,7 @@ import {
   embeddingForward,
   expectTensor,
   fill,
+  isNormalF32,
   type Kernels,
   l2Persist,
   l2Regions,
@@ -75,13 +76,7 @@ import type { Qwen2Config } from "./config.ts";
 import { BufferLayout, qwen2ParamKind, qwen2ParamLayout, type Region } from "./param_layout.ts";
 import { Qwen2KvCache } from "./qwen2_kv_cache.ts";
 import { type CachedLayersSetup, runCachedLayers } from "./_qwen2_cached_layers.ts";
-import {
-  checkPacked,
-  expectInt32Array,
-  expectTokenIds,
-  isNormalF32,
-  validateConfig,
-} from "./_qwen2_checks.ts";
+import { checkPacked, expectInt32Array, expectTokenIds, validateConfig } from "./_qwen2_checks.ts";
 import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";

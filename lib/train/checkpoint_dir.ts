@@ -288,14 +288,20 @@ export function listCheckpoints(outputDir: string): CheckpointInfo[] {
   return scanCheckpoints(outputDir).complete;
 }
 
+/** A `checkpoint-<step>` folder that fails its manifest check, with the check's message. */
+export interface DamagedCheckpoint {
+  step: number;
+  dir: string;
+  why: string;
+}
+
 /** The `checkpoint-<step>` folders under `outputDir`, complete or not (by step). */
-function scanCheckpoints(outputDir: string): {
-  complete: CheckpointInfo[];
-  damaged: { step: number; dir: string; why: string }[];
-} {
+function scanCheckpoints(
+  outputDir: string,
+): { complete: CheckpointInfo[]; damaged: DamagedCheckpoint[] } {
   const root = checkpointsDir(outputDir);
   const complete: CheckpointInfo[] = [];
-  const damaged: { step: number; dir: string; why: string }[] = [];
+  const damaged: DamagedCheckpoint[] = [];
   let entries: Deno.DirEntry[];
   try {
     entries = [...Deno.readDirSync(root)];
@@ -330,9 +336,7 @@ function scanCheckpoints(outputDir: string): {
  * console.log(damagedCheckpoints(await Deno.makeTempDir())); // []
  * ```
  */
-export function damagedCheckpoints(
-  outputDir: string,
-): { step: number; dir: string; why: string }[] {
+export function damagedCheckpoints(outputDir: string): DamagedCheckpoint[] {
   return scanCheckpoints(outputDir).damaged;
 }
 
@@ -367,10 +371,11 @@ export function latestCheckpoint(outputDir: string): CheckpointInfo | null {
 export function resolveResume(resume: boolean | string, outputDir: string): ResumeDecision {
   if (resume === false) return { checkpoint: null };
   if (resume === true) {
-    const latest = latestCheckpoint(outputDir);
+    const { complete, damaged } = scanCheckpoints(outputDir);
+    const latest = complete.at(-1) ?? null;
     // a damaged checkpoint past the latest complete one: resuming would quietly redo its steps
     // (or start afresh) and overwrite it at the next save; the user decides instead
-    const newer = damagedCheckpoints(outputDir).filter((d) => d.step > (latest?.step ?? -1));
+    const newer = damaged.filter((d) => d.step > (latest?.step ?? -1));
     if (newer.length > 0) {
       const last = newer.at(-1)!;
       const instead = latest !== null

@@ -42,16 +42,13 @@ export const HydraSettings = z.looseObject({
 const worker = () => WorkerConfig.default(() => WorkerConfig.parse({}));
 const envManager = () => EnvManagerConfig.default(() => EnvManagerConfig.parse({}));
 
-/** A folder's path: never empty (which no folder can be made at). */
-const folder = z.string().min(1);
-
 /** Every field of the AgenticConfig, with ROLL's defaults. */
 export const agenticShape = {
   // Experiment and outputs
   exp_name: z.string().min(1).default("agentic_pipeline"),
   seed: int.default(42),
   rpc_timeout: positive.default(3600),
-  output_dir: folder.default("./output"),
+  output_dir: z.string().min(1).default("./output"), // (no folder can be made at "")
   base_dir: z.string().default("./output"),
   logging_dir: z.string().default("./output/logs"),
   render_save_dir: z.string().nullable().default(null),
