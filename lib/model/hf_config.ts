@@ -110,20 +110,24 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     if (typeof v !== "boolean") return fail(key, `${key} is ${show(v)}; expected true or false`);
     return v;
   };
+  // Called after vocab_size is read: a token id the model cannot emit is a config mistake.
   const isTokenId = (x: unknown): x is number =>
-    typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+    typeof x === "number" && Number.isSafeInteger(x) && x >= 0 && x < vocab;
   const tokenId = (key: string): number | null => {
     const v = get(key);
     if (v === undefined) return null;
     if (isTokenId(v)) return v;
-    return fail(key, `${key} is ${show(v)}; expected a token id or null`);
+    return fail(key, `${key} is ${show(v)}; expected a token id in [0, ${vocab}) or null`);
   };
   const tokenIds = (key: string): number | number[] | null => {
     const v = get(key);
     if (v === undefined) return null;
     if (isTokenId(v)) return v;
     if (Array.isArray(v) && v.length > 0 && v.every(isTokenId)) return [...v];
-    return fail(key, `${key} is ${show(v)}; expected a token id, a list of token ids, or null`);
+    return fail(
+      key,
+      `${key} is ${show(v)}; expected a token id in [0, ${vocab}), a list of them, or null`,
+    );
   };
 
   const vocab = positiveInt("vocab_size");

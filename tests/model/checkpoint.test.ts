@@ -210,8 +210,17 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
       { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
       /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling is not implemented/,
     ],
-    [{ ...TINY, eos_token_id: "x" }, /eos_token_id is "x"; expected a token id, a list/],
-    [{ ...TINY, bos_token_id: [1] }, /bos_token_id is \[1\]; expected a token id or null/],
+    [
+      { ...TINY, eos_token_id: "x" },
+      /eos_token_id is "x"; expected a token id in \[0, 40\), a list/,
+    ],
+    [
+      { ...TINY, bos_token_id: [1] },
+      /bos_token_id is \[1\]; expected a token id in \[0, 40\) or null/,
+    ],
+    // an id the model cannot emit: generation would never stop on it
+    [{ ...TINY, eos_token_id: 40 }, /eos_token_id is 40; expected a token id in \[0, 40\)/],
+    [{ ...TINY, eos_token_id: [39, 151643] }, /eos_token_id is \[39,151643\]/],
   ];
   for (const [json, pattern] of bad) {
     const e = checkpointError(() => parseQwen2Config(json, "models/x/config.json"), pattern);
