@@ -1,33 +1,37 @@
 import { ConfigError } from "./errors.ts";
-import type { CfgObject, CfgValue } from "./types.ts";
+import {
+  applyCast,
+  CAST_FUNCTIONS,
+  type CastInput,
+  type CastName,
+  PyFloat,
+  unwrapFloats,
+} from "./override_casts.ts";
+import type { CfgValue } from "./types.ts";
 
 const SWEEP_FUNCTIONS = ["choice", "range", "interval", "glob", "sort", "shuffle", "tag"];
 
 /**
  * Parses the value of a command-line override with Hydra's grammar: `null`,
  * booleans, ints (`1_000`), floats (`1e-5`, `inf`, `nan`), quoted strings,
- * lists `[a, b]` and dicts `{a: 1}`. Anything else is a string (interpolations
+ * lists `[a, b]` and dicts `{a: 1}`, and the cast functions `int()`, `float()`,
+ * `str()`, `bool()` and `json_str()`. Anything else is a string (interpolations
  * such as `${seed}` included). Sweeps (`a,b`, `range(...)`) need multirun,
- * which this tool does not run, and are errors.
+ * which this tool does not run, and are errors. With `functions: false`
+ * (OmegaConf's `oc.decode` and resolver arguments) `str(5)` is only text.
  *
  * @example
  * ```ts
  * import { parseOverrideValue } from "./override_value.ts";
  * parseOverrideValue("[1_000, 1e-5, null, 'a b']"); // [1000, 0.00001, null, "a b"]
+ * parseOverrideValue("str(1.0)"); // "1.0"
  * ```
  */
-export function parseOverrideValue(text: string): CfgValue {
-  const p = new ValueParser(text);
+export function parseOverrideValue(text: string, options: { functions?: boolean } = {}): CfgValue {
+  const p = new ValueParser(text, options.functions ?? true);
   p.skipSpace();
   if (p.done()) return "";
-  const fn = /^([a-z_]+)\s*\(/.exec(text.trim());
-  if (fn && SWEEP_FUNCTIONS.includes(fn[1]!)) {
-    throw new ConfigError(`Sweep '${fn[1]}(...)' needs multirun, which agentrl does not run`, {
-      found: text,
-      expected: "a single value (quote it to pass the text as a string)",
-    });
-  }
-  const value = p.element(true);
+  const value = p.element(true) as CfgValue;
   p.skipSpace();
   if (p.text[p.i] === ",") {
     throw new ConfigError(`Ambiguous value '${text}': a comma-separated sweep needs multirun`, {
@@ -61,9 +65,13 @@ export function typePrimitive(raw: string): CfgValue {
   return text;
 }
 
+const FUNCTION_CALL = /^([a-z_]+)\s*\(/;
+
 class ValueParser {
   i = 0;
-  constructor(readonly text: string) {}
+  /** How many cast calls enclose the position: floats stay marked inside one. */
+  calls = 0;
+  constructor(readonly text: string, readonly functions: boolean) {}
 
   done(): boolean {
     return this.i >= this.text.length;
@@ -80,8 +88,21 @@ class ValueParser {
     while (!this.done() && /\s/.test(this.text[this.i]!)) this.i++;
   }
 
-  element(top: boolean): CfgValue {
+  element(top: boolean): CastInput {
     this.skipSpace();
+    if (this.functions) {
+      const fn = FUNCTION_CALL.exec(this.text.slice(this.i));
+      if (fn && SWEEP_FUNCTIONS.includes(fn[1]!)) {
+        throw new ConfigError(`Sweep '${fn[1]}(...)' needs multirun, which agentrl does not run`, {
+          found: this.text,
+          expected: "a single value (quote it to pass the text as a string)",
+        });
+      }
+      if (fn && (CAST_FUNCTIONS as readonly string[]).includes(fn[1]!)) {
+        this.i += fn[0].length;
+        return this.call(fn[1] as CastName);
+      }
+    }
     const ch = this.text[this.i];
     if (ch === "[") return this.list();
     if (ch === "{") return this.dict();
@@ -89,9 +110,32 @@ class ValueParser {
     return this.primitive(top);
   }
 
-  list(): CfgValue[] {
+  /** `name(value)` or `name(value=value)`, after the opening parenthesis. */
+  call(name: CastName): CastInput {
+    this.calls++;
+    this.skipSpace();
+    const named = /^value\s*=/.exec(this.text.slice(this.i));
+    if (named) this.i += named[0].length;
+    this.skipSpace();
+    if (this.text[this.i] === ")") throw this.fail(`${name}() needs a value`);
+    const value = applyCast(name, this.element(false));
+    this.skipSpace();
+    const ch = this.text[this.i];
+    if (ch === ",") {
+      throw new ConfigError(
+        `Ambiguous value '${this.text}': ${name}() of several values is a sweep, which needs multirun`,
+        { found: this.text, expected: `${name}(one value); write a list as [a,b]` },
+      );
+    }
+    if (ch !== ")") throw this.fail(`expected ')' to close ${name}(`);
     this.i++;
-    const out: CfgValue[] = [];
+    this.calls--;
+    return this.calls > 0 ? value : unwrapFloats(value);
+  }
+
+  list(): CastInput[] {
+    this.i++;
+    const out: CastInput[] = [];
     this.skipSpace();
     if (this.text[this.i] === "]") {
       this.i++;
@@ -107,9 +151,9 @@ class ValueParser {
     }
   }
 
-  dict(): CfgObject {
+  dict(): { [key: string]: CastInput } {
     this.i++;
-    const out: CfgObject = {};
+    const out: { [key: string]: CastInput } = {};
     this.skipSpace();
     if (this.text[this.i] === "}") {
       this.i++;
@@ -159,7 +203,7 @@ class ValueParser {
     throw this.fail("unterminated quoted string");
   }
 
-  primitive(top: boolean): CfgValue {
+  primitive(top: boolean): CastInput {
     let out = "";
     let depth = 0;
     while (!this.done()) {
@@ -167,6 +211,7 @@ class ValueParser {
       if (ch === "$" && this.text[this.i + 1] === "{") depth++;
       if (ch === "}" && depth > 0) depth--;
       else if (depth === 0 && (ch === "," || (!top && (ch === "]" || ch === "}")))) break;
+      else if (depth === 0 && this.calls > 0 && ch === ")") break;
       else if (depth === 0 && !top && (ch === "[" || ch === "{")) {
         throw this.fail(`unexpected '${ch}'`);
       }
@@ -178,6 +223,9 @@ class ValueParser {
       out += ch;
       this.i++;
     }
-    return typePrimitive(out);
+    const value = typePrimitive(out);
+    // inside a cast, a float is marked so that str(1.0) gives "1.0" as in Python
+    const isFloat = typeof value === "number" && !INT.test(out.trim());
+    return this.calls > 0 && isFloat ? new PyFloat(value) : value;
   }
 }

@@ -213,7 +213,7 @@ class InterpolationResolver {
 
   #container(text: string, path: KeySegment[], source: string): CfgValue {
     try {
-      return parseOverrideValue(text);
+      return parseOverrideValue(text, { functions: false });
     } catch (e) {
       throw this.locate(e, path, source);
     }

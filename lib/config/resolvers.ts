@@ -74,7 +74,7 @@ export const RESOLVERS: Record<string, Resolver> = {
       throw new ConfigError("oc.decode takes one string", { expected: "${oc.decode:'...'}" });
     }
     if (text === null || typeof text !== "string") return text ?? null;
-    return parseOverrideValue(text);
+    return parseOverrideValue(text, { functions: false });
   },
   now: (args, ctx) => {
     const [format] = args;

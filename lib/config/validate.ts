@@ -46,7 +46,9 @@ function toErrors(
   }
   const input = (issue as { input?: unknown }).input;
   // zod's number type refuses Infinity and NaN as a wrong type: say what is wrong with it
-  if (issue.code === "invalid_type" && typeof input === "number") {
+  const wantsNumber = issue.code === "invalid_type" &&
+    (issue.expected === "number" || issue.expected === "int");
+  if (wantsNumber && typeof input === "number") {
     const notInteger = Number.isFinite(input) && issue.expected === "int";
     return [
       new ConfigError(notInteger ? "Not an integer" : "Not a finite number", {
@@ -57,12 +59,17 @@ function toErrors(
       }),
     ];
   }
+  // Hydra types `exp_name=5` as an int; OmegaConf would turn it into text, zod does not
+  const textWanted = issue.code === "invalid_type" && issue.expected === "string" &&
+    (typeof input === "number" || typeof input === "boolean");
+  const origin = origins.find(full);
   return [
     new ConfigError(messageOf(issue), {
       key: formatKeyPath(full),
-      origin: origins.find(full),
+      origin,
       found: input === undefined ? "nothing (the key is missing)" : describeValue(input),
       expected: expectedOf(issue),
+      ...(textWanted ? { hint: asTextHint(origin?.override, full.at(-1), input) } : {}),
     }),
   ];
 }
@@ -109,4 +116,19 @@ function expectedOf(issue: z.core.$ZodIssue): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** How to pass a number or boolean as text: quote it, or (on the command line) cast it. */
+function asTextHint(
+  override: string | undefined,
+  name: KeySegment | undefined,
+  input: unknown,
+): string {
+  const eq = override?.indexOf("=") ?? -1;
+  if (override === undefined || eq < 0) {
+    return `quote it in YAML to make it text (${String(name)}: '${String(input)}')`;
+  }
+  const key = override.slice(0, eq);
+  const raw = override.slice(eq + 1).trim();
+  return `quote it (${key}='${raw}') or cast it (${key}=str(${raw})) to pass it as text`;
 }

@@ -303,6 +303,20 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("a number where text belongs is a wrong type whose hint shows the quote and the cast", async () => {
+  const e = await configError(() => loadConfig({ overrides: ["exp_name=1.0"] }));
+  equal(e.message, "Wrong type"); // it once said "Not a finite number" for a finite 1.0
+  equal(e.details.key, "exp_name");
+  equal(e.details.expected, "a string");
+  equal(
+    e.details.hint,
+    "quote it (exp_name='1.0') or cast it (exp_name=str(1.0)) to pass it as text",
+  );
+  equal((await loadConfig({ overrides: ["exp_name=str(1.0)"] })).config.exp_name, "1.0");
+  equal((await loadConfig({ overrides: ["exp_name='5'"] })).config.exp_name, "5");
+  equal((await loadConfig({ overrides: ["seed=int('7')"] })).config.seed, 7);
+});
+
 Deno.test("Hydra's own settings on the command line are accepted, each with a notice", async () => {
   const { config, notices } = await loadConfig({
     overrides: ["hydra/job_logging=disabled", "hydra.verbose=true", "hydra.run.dir=."],

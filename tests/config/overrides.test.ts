@@ -99,6 +99,58 @@ Deno.test("sweeps and malformed values are errors", async () => {
   match((await configError(() => parseOverrideValue("[1] x"))).message, /unexpected text/);
 });
 
+Deno.test("cast functions convert as Hydra's do, leaf by leaf in lists and dicts", () => {
+  const cases: [string, unknown][] = [
+    ["str(5)", "5"],
+    ["str(1.0)", "1.0"], // Python's str of a float, which a JS number cannot tell from 1
+    ["str(1e-5)", "1e-05"],
+    ["str(1e3)", "1000.0"],
+    ["str(true)", "true"], // Hydra lower-cases booleans
+    ["str('a b')", "a b"],
+    ["int(3.9)", 3],
+    ["int(-3.9)", -3],
+    ["int('12')", 12],
+    ["int(value=4)", 4],
+    ["int(true)", 1],
+    ["float(3)", 3],
+    ["float(' 1_0.5 ')", 10.5],
+    ["float('-inf')", -Infinity],
+    ["bool(0)", false],
+    ["bool(0.5)", true],
+    ["bool('True')", true],
+    ["str(int(1.5))", "1"],
+    ["str(float(1))", "1.0"],
+    ["str([1, 2.5, true, a])", ["1", "2.5", "true", "a"]],
+    ["int({a: 1.5, b: '2'})", { a: 1, b: 2 }],
+    ["[str(1), int(2.5)]", ["1", 2]],
+    ["json_str({a: 1, b: [1.0, 'x', null, true]})", '{"a": 1, "b": [1.0, "x", null, true]}'],
+    ["json_str('é')", '"\\u00e9"'],
+  ];
+  for (const [text, want] of cases) deepStrictEqual(parseOverrideValue(text), want, text);
+  // OmegaConf's oc.decode and resolver arguments have no cast functions
+  equal(parseOverrideValue("str(5)", { functions: false }), "str(5)");
+  // an unknown function name stays text, as before
+  equal(parseOverrideValue("foo(bar)"), "foo(bar)");
+});
+
+Deno.test("a cast that cannot convert is an error naming the value and the function", async () => {
+  const cases: [string, RegExp][] = [
+    ["int(abc)", /^Cannot cast "abc" to int: the text is not an integer$/],
+    ["int('3.5')", /^Cannot cast "3.5" to int/],
+    ["int(inf)", /^Cannot cast inf to int: it is not a finite number$/],
+    ["float(x1)", /^Cannot cast "x1" to float/],
+    ["bool(yes)", /^Cannot cast "yes" to bool: only the text true or false converts$/],
+    ["str(null)", /^Cannot cast null to str/],
+    ["str()", /str\(\) needs a value/],
+    ["str(5", /expected '\)' to close str\(/],
+    ["str(1,2)", /several values is a sweep, which needs multirun/],
+    ["str(range(3))", /Sweep 'range\(\.\.\.\)' needs multirun/],
+  ];
+  for (const [text, pattern] of cases) {
+    match((await configError(() => parseOverrideValue(text))).message, pattern, text);
+  }
+});
+
 // ---------------------------------------------------------------- parseOverride
 
 Deno.test("parseOverride reads the kind, key and value", () => {

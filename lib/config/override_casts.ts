@@ -1,0 +1,140 @@
+// Hydra's cast functions for override values: int(), float(), str(), bool(), json_str().
+// They apply to every leaf of a list or dict (dict keys stay), as in Hydra's grammar.
+import { ConfigError } from "./errors.ts";
+import { pythonNumber } from "./python_format.ts";
+import type { CfgValue } from "./types.ts";
+
+/** The cast functions an override value may call. */
+export const CAST_FUNCTIONS = ["int", "float", "str", "bool", "json_str"] as const;
+/** One of {@linkcode CAST_FUNCTIONS}. */
+export type CastName = typeof CAST_FUNCTIONS[number];
+
+/**
+ * A float while a cast reads it: Python tells `1.0` from `1` (`str(1.0)` is "1.0"), and a
+ * JS number cannot. It never leaves the override parser: the outermost cast unwraps it.
+ */
+export class PyFloat {
+  constructor(readonly value: number) {}
+}
+
+/** A parsed value inside a cast's parentheses: floats stay marked. */
+export type CastInput = CfgValue | PyFloat | CastInput[] | { [key: string]: CastInput };
+
+/** Applies cast `name` to `value` (leaf by leaf for lists and dicts). */
+export function applyCast(name: CastName, value: CastInput): CastInput {
+  if (name === "json_str") return jsonStr(value);
+  if (Array.isArray(value)) return value.map((v) => applyCast(name, v));
+  if (isDict(value)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, applyCast(name, v)]));
+  }
+  if (value === null) throw castError(name, value, "null has no such conversion");
+  switch (name) {
+    case "int":
+      return toInt(value);
+    case "float":
+      return new PyFloat(toFloat(value));
+    case "str":
+      return toStr(value);
+    case "bool":
+      return toBool(value);
+  }
+}
+
+/** `value` with every {@linkcode PyFloat} replaced by its number. */
+export function unwrapFloats(value: CastInput): CfgValue {
+  if (value instanceof PyFloat) return value.value;
+  if (Array.isArray(value)) return value.map(unwrapFloats);
+  if (isDict(value)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unwrapFloats(v)]));
+  }
+  return value;
+}
+
+/** `str()` of a Python float: `1.0`, `0.1`, `1e-05`, `inf`. */
+export function pythonFloatStr(n: number): string {
+  const text = pythonNumber(n);
+  return /^-?\d+$/.test(text) ? `${text}.0` : text;
+}
+
+type Leaf = boolean | number | string | PyFloat;
+
+function isDict(v: CastInput): v is { [key: string]: CastInput } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof PyFloat);
+}
+
+const INT_TEXT = /^[-+]?\d+(?:_\d+)*$/;
+const FLOAT_TEXT =
+  /^[-+]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][-+]?\d+(?:_\d+)*)?$/;
+
+function toInt(v: Leaf): number {
+  if (typeof v === "boolean") return v ? 1 : 0;
+  if (typeof v === "number") return v;
+  if (v instanceof PyFloat) {
+    if (!Number.isFinite(v.value)) throw castError("int", v, "it is not a finite number");
+    return Math.trunc(v.value) || 0; // Python's int() truncates toward zero; no -0
+  }
+  const text = v.trim();
+  if (!INT_TEXT.test(text)) throw castError("int", v, "the text is not an integer");
+  return Number(text.replaceAll("_", ""));
+}
+
+function toFloat(v: Leaf): number {
+  if (typeof v === "boolean") return v ? 1 : 0;
+  if (typeof v === "number") return v;
+  if (v instanceof PyFloat) return v.value;
+  const text = v.trim();
+  const lower = text.toLowerCase().replace(/^[-+]/, "");
+  const sign = text.startsWith("-") ? -1 : 1;
+  if (lower === "inf" || lower === "infinity") return sign * Infinity;
+  if (lower === "nan") return NaN;
+  if (!FLOAT_TEXT.test(text)) throw castError("float", v, "the text is not a number");
+  return Number(text.replaceAll("_", ""));
+}
+
+function toStr(v: Leaf): string {
+  if (typeof v === "boolean") return v ? "true" : "false"; // Hydra lower-cases booleans
+  if (typeof v === "number") return BigInt(v).toString(); // an int: floats come as PyFloat
+  if (v instanceof PyFloat) return pythonFloatStr(v.value);
+  return v;
+}
+
+function toBool(v: Leaf): boolean {
+  if (typeof v === "boolean") return v;
+  if (typeof v === "number") return v !== 0;
+  if (v instanceof PyFloat) return v.value !== 0; // Python: bool(nan) is True
+  const lower = v.toLowerCase();
+  if (lower === "true") return true;
+  if (lower === "false") return false;
+  throw castError("bool", v, "only the text true or false converts");
+}
+
+/** Python's json.dumps (default separators, ASCII only) of the value, quotes dropped. */
+function jsonStr(value: CastInput): string {
+  if (value === null) return "null";
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number") return BigInt(value).toString();
+  if (value instanceof PyFloat) {
+    const n = value.value;
+    if (Number.isNaN(n)) return "NaN";
+    if (!Number.isFinite(n)) return n > 0 ? "Infinity" : "-Infinity";
+    return pythonFloatStr(n);
+  }
+  if (typeof value === "string") {
+    return JSON.stringify(value).replace(
+      /[\u007f-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    );
+  }
+  if (Array.isArray(value)) return `[${value.map(jsonStr).join(", ")}]`;
+  return `{${Object.entries(value).map(([k, v]) => `${jsonStr(k)}: ${jsonStr(v)}`).join(", ")}}`;
+}
+
+function castError(name: CastName, v: Leaf | null, why: string): ConfigError {
+  const shown = v instanceof PyFloat ? pythonFloatStr(v.value) : JSON.stringify(v);
+  return new ConfigError(`Cannot cast ${shown} to ${name}: ${why}`, {
+    found: `${name}(${shown})`,
+    expected: name === "bool"
+      ? "bool() of true/false (any case), a number or a boolean"
+      : `${name}() of a number, a boolean or text that reads as one`,
+  });
+}
