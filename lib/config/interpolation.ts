@@ -2,10 +2,15 @@ import { ConfigError } from "./errors.ts";
 import { parseKeyPath } from "./key_path.ts";
 import type { KeySegment } from "./types.ts";
 
-/** A piece of a string value: literal text, a `${key}` reference, or a `${resolver:args}` call. */
+/**
+ * A piece of a string value: literal text, a `${key}` reference, a reference whose key is
+ * itself built by interpolations (`${a.${b}}`, resolved when it is read), or a
+ * `${resolver:args}` call.
+ */
 export type Piece =
   | { kind: "text"; text: string }
   | { kind: "node"; source: string; up: number; segments: KeySegment[] }
+  | { kind: "dynamic"; source: string; key: Piece[] }
   | { kind: "call"; source: string; name: string; args: ResolverArg[] };
 
 /** One argument of a resolver call: its pieces, and whether it was quoted. */
@@ -21,8 +26,8 @@ export function hasInterpolation(value: string): boolean {
 
 /**
  * Parses an OmegaConf string value into pieces: `${a.b}`, `${.x}`, `${..x}`,
- * `${a[0]}`, `${oc.env:VAR,default}` (arguments may nest interpolations), and
- * `\${` escapes for a literal `${`.
+ * `${a[0]}`, `${a.${b}}` (a key made by interpolations), `${oc.env:VAR,default}`
+ * (arguments may nest interpolations), and `\${` escapes for a literal `${`.
  */
 export function parseInterpolation(text: string): Piece[] {
   const p = new Parser(text);
@@ -94,12 +99,14 @@ class Parser {
       const close = this.findClose();
       const body = this.text.slice(this.i, close).trim();
       if (body === "") throw this.fail("empty ${}");
-      if (body.includes("${")) throw this.fail("a key made by an interpolation is not supported");
-      if (/[${}:,'"\s]/.test(body)) throw this.fail(`invalid key '${body}'`);
-      const up = /^\.*/.exec(body)![0].length;
-      const segments = parseKeyPath(body.slice(up));
-      piece = { kind: "node", source: "", up, segments };
-      this.i = close;
+      if (body.includes("${")) {
+        // OmegaConf's nested interpolation: the key is known only once its parts resolve
+        piece = { kind: "dynamic", source: "", key: trimPieces(this.pieces((ch) => ch === "}")) };
+      } else {
+        if (!isPlainKey(body)) throw this.fail(`invalid key '${body}'`);
+        piece = keyPiece(body);
+        this.i = close;
+      }
     }
     this.skipSpace();
     if (this.text[this.i] !== "}") throw this.fail("missing '}'");
@@ -153,6 +160,17 @@ class Parser {
   skipSpace(): void {
     while (!this.done() && /\s/.test(this.text[this.i]!)) this.i++;
   }
+}
+
+/** The reference piece for a key such as `a.b`, `.x` or `..a[0]` (its source left empty). */
+export function keyPiece(key: string): Extract<Piece, { kind: "node" }> {
+  const up = /^\.*/.exec(key)![0].length;
+  return { kind: "node", source: "", up, segments: parseKeyPath(key.slice(up)) };
+}
+
+/** Whether `key` may name a node: no interpolation syntax, quotes or spaces in it. */
+export function isPlainKey(key: string): boolean {
+  return key !== "" && !/[${}:,'"\s]/.test(key);
 }
 
 function trimPieces(pieces: Piece[]): Piece[] {

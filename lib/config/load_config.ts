@@ -158,6 +158,7 @@ export async function composeAndResolve(options: LoadConfigOptions = {}): Promis
   const value = resolveConfig(composed.value, composed.origins, {
     ...(options.env ? { env: options.env } : {}),
     ...(options.now ? { now: options.now } : {}),
+    referenced, // ${a.${b}} adds its first key once the key resolves
   });
   return {
     value,
@@ -252,6 +253,7 @@ export function referencedTopKeys(root: CfgValue): Set<string> {
         out.add(p.segments[0]);
       }
       if (p.kind === "call") { for (const a of p.args) visitPieces(a.pieces); }
+      if (p.kind === "dynamic") visitPieces(p.key);
       if (p.kind === "call" && p.name === "oc.select") {
         const first = p.args[0]?.pieces[0];
         if (first?.kind === "text") out.add(first.text.split(/[.[]/)[0]!);

@@ -1,7 +1,13 @@
 import { didYouMean } from "../util/did_you_mean.ts";
 import { ConfigError } from "./errors.ts";
-import { hasInterpolation, parseInterpolation, type Piece } from "./interpolation.ts";
-import { formatKeyPath, getChild, normalizeSegment, parseKeyPath } from "./key_path.ts";
+import {
+  hasInterpolation,
+  isPlainKey,
+  keyPiece,
+  parseInterpolation,
+  type Piece,
+} from "./interpolation.ts";
+import { formatKeyPath, getChild, normalizeSegment } from "./key_path.ts";
 import type { OriginMap } from "./origins.ts";
 import { parseOverrideValue, typePrimitive } from "./override_value.ts";
 import { pythonStr } from "./python_format.ts";
@@ -21,6 +27,8 @@ export interface ResolveOptions {
   env?: (name: string) => string | undefined;
   /** The time `${now:...}` shows (default: now). */
   now?: Date;
+  /** Receives the first key of each `${a.${b}}` reference once its key is known. */
+  referenced?: Set<string>;
 }
 
 /**
@@ -52,6 +60,7 @@ class InterpolationResolver {
   readonly #active: string[] = [];
   readonly #env: (name: string) => string | undefined;
   readonly #now: Date;
+  readonly #referenced: Set<string> | undefined;
 
   constructor(
     private root: CfgObject,
@@ -60,6 +69,7 @@ class InterpolationResolver {
   ) {
     this.#env = options.env ?? ((name: string) => Deno.env.get(name));
     this.#now = options.now ?? new Date();
+    this.#referenced = options.referenced;
   }
 
   /** The context a resolver call at `path` sees: `oc.select` keys are relative to it. */
@@ -68,11 +78,7 @@ class InterpolationResolver {
       env: this.#env,
       now: this.#now,
       select: (key) => {
-        const up = /^\.*/.exec(key)![0].length;
-        const target = this.targetOf(
-          { kind: "node", source: key, up, segments: parseKeyPath(key.slice(up)) },
-          path,
-        );
+        const target = this.targetOf({ ...keyPiece(key), source: key }, path);
         const found = this.lookup(target);
         if (!found || found.value === MISSING) return undefined;
         const value = this.resolvePath(target);
@@ -177,6 +183,26 @@ class InterpolationResolver {
   }
 
   evaluate(piece: Exclude<Piece, { kind: "text" }>, path: KeySegment[], whole: boolean): CfgValue {
+    if (piece.kind === "dynamic") {
+      const key = piece.key.map((p) => this.embed(p, path)).join("");
+      if (!isPlainKey(key)) {
+        throw new ConfigError(`Interpolation ${piece.source} makes the key '${key}'`, {
+          key: formatKeyPath(path),
+          origin: this.origins.find(path),
+          found: JSON.stringify(key),
+          expected: "a key such as a.b, .x or a[0] once the inner interpolations resolve",
+        });
+      }
+      let node: Extract<Piece, { kind: "node" }>;
+      try {
+        node = { ...keyPiece(key), source: piece.source };
+      } catch (e) {
+        throw this.locate(e, path, piece.source);
+      }
+      const first = node.segments[0];
+      if (node.up === 0 && typeof first === "string") this.#referenced?.add(first);
+      return this.evaluate(node, path, whole);
+    }
     if (piece.kind === "node") {
       const target = this.targetOf(piece, path);
       if (!this.lookup(target)) throw this.missingKey(target, path, piece.source);

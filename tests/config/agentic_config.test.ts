@@ -303,6 +303,18 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("a variable read only through a made key ${${k}} counts as used", async () => {
+  const { config } = await loadConfig({
+    overrides: ["+lr_table={a: 1e-3, b: 2e-3}", "+which=b", "exp_name=run_${lr_table.${which}}"],
+  });
+  equal(config.exp_name, "run_0.002");
+  const made = await loadConfig({ overrides: ["+tag=x", "+k=tag", "exp_name=${${k}}"] });
+  equal(made.config.exp_name, "x");
+  // a variable nothing reads is still an error
+  const stray = await configError(() => loadConfig({ overrides: ["+tag=x", "+k=tag"] }));
+  equal(stray.message, "2 problems in the config"); // tag and k, both unread
+});
+
 Deno.test("a number where text belongs is a wrong type whose hint shows the quote and the cast", async () => {
   const e = await configError(() => loadConfig({ overrides: ["exp_name=1.0"] }));
   equal(e.message, "Wrong type"); // it once said "Not a finite number" for a finite 1.0
