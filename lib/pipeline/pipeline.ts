@@ -64,7 +64,7 @@ import { configChanges } from "./config_changes.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
-import { trainBatching } from "../train/micro_batches.ts";
+import { inferBatching, trainBatching } from "../train/micro_batches.ts";
 import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
 
 /** Options of {@linkcode runPipeline}. */
@@ -502,16 +502,17 @@ export async function runPipeline(
       const { distinct, index } = distinctSequences(seqs);
       metrics["actor/distinct_sequences"] = distinct.length / Math.max(1, seqs.length);
       const perPiece = (lp: Float32Array[]) => index.map((i) => lp[i]!);
-      const oldPieces = perPiece(sequenceLogprobs(model, distinct, batching.plan));
+      // forward-only passes micro-batch by each role's inference settings (infer_batch_size)
+      const oldPieces = perPiece(sequenceLogprobs(model, distinct, inferBatching(train)));
       const refPieces = reference
-        ? perPiece(sequenceLogprobs(reference.model, distinct, batching.plan))
+        ? perPiece(sequenceLogprobs(reference.model, distinct, inferBatching(config.reference)))
         : null;
       const old = joinPieces(batch.samples, pieces, oldPieces);
       const ref = refPieces ? joinPieces(batch.samples, pieces, refPieces) : null;
       // critic values per training sequence; GAE then runs over each episode's pieces laid end
       // to end (a step-wise turn's value comes from its own prompt)
       const valuePieces = critic
-        ? perPiece(sequenceValues(critic.model, distinct, criticBatching!.plan))
+        ? perPiece(sequenceValues(critic.model, distinct, inferBatching(config.critic)))
         : null;
       const values = valuePieces ? joinPieces(batch.samples, pieces, valuePieces) : null;
       Object.assign(metrics, rolloutProbsDiff(batch.samples, old));

@@ -23,6 +23,7 @@ import {
 } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
 import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
+import { mergesExactly } from "./dedup.ts";
 import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
 
@@ -37,7 +38,10 @@ export interface ActorSample {
   oldLogprobs: Float32Array;
   /** Token-aligned reference log-probs (KL loss only). */
   refLogprobs?: Float32Array;
-  /** How many identical samples this one stands for (default 1; see `dedup.ts`). */
+  /**
+   * How many identical samples this one stands for (default 1; see `dedup.ts`). Other
+   * than 1 only with `token-mean` or `seq-mean-token-sum-norm`, where merging is exact.
+   */
   weight?: number;
 }
 
@@ -68,6 +72,12 @@ type Fields = {
   old: Float32Array;
   ref: Float32Array;
 };
+
+function sum(a: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]!;
+  return s;
+}
 
 /** The model's packed input for `samples`, with shifted targets and fields. */
 export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fields>[] {
@@ -112,20 +122,26 @@ export function sequenceLogprobs(
   );
 }
 
-/** Metric sums, weighted by each micro-batch's share of its mini-batch. */
+/**
+ * Metric sums over a mini-batch's micro-batches. The losses enter by each micro-batch's
+ * loss weight (its share under `loss_agg_mode`); the token ratios (clipfrac, approxkl,
+ * ratio_mean) by its share of the mini-batch's masked tokens, so that they are the
+ * mini-batch's token means whatever the split.
+ */
 class MetricSums {
   readonly #sums = new Map<string, number>();
   #updates = 0;
-  add(m: PpoLossMetrics, weight: number): void {
-    const add = (k: string, v: number) => this.#sums.set(k, (this.#sums.get(k) ?? 0) + v * weight);
-    add("actor/pg_loss", m.pgLoss);
-    add("actor/kl_loss", m.klLoss);
-    add("actor/entropy_loss", m.entropyLoss);
-    add("actor/total_loss", m.loss);
-    add("actor/approxkl", m.approxKl);
-    add("actor/clipfrac", m.clipfrac);
-    add("actor/dual_clipfrac", m.dualClipfrac);
-    add("actor/ratio_mean", m.ratioMean);
+  add(m: PpoLossMetrics, lossWeight: number, tokenShare: number): void {
+    const add = (k: string, v: number, w: number) =>
+      this.#sums.set(k, (this.#sums.get(k) ?? 0) + v * w);
+    add("actor/pg_loss", m.pgLoss, lossWeight);
+    add("actor/kl_loss", m.klLoss, lossWeight);
+    add("actor/entropy_loss", m.entropyLoss, lossWeight);
+    add("actor/total_loss", m.loss, lossWeight);
+    add("actor/approxkl", m.approxKl, tokenShare);
+    add("actor/clipfrac", m.clipfrac, tokenShare);
+    add("actor/dual_clipfrac", m.dualClipfrac, tokenShare);
+    add("actor/ratio_mean", m.ratioMean, tokenShare);
   }
   update(gradNorm: number): void {
     this.#updates++;
@@ -166,6 +182,15 @@ export class ActorTrainer {
     shuffle: (n: number) => number[],
   ): Record<string, number> {
     const s = this.settings;
+    const merged = samples.findIndex((x) => (x.weight ?? 1) !== 1);
+    if (merged >= 0 && !mergesExactly(s.aggMode)) {
+      // the kernels count a weighted sequence once in a sequence mean: the loss would be wrong
+      throw new RangeError(
+        `samples[${merged}].weight is ${samples[merged]!.weight}: a sample standing for several ` +
+          `is exact only with loss_agg_mode token-mean or seq-mean-token-sum-norm, not ` +
+          `${s.aggMode} (pass each copy with weight 1)`,
+      );
+    }
     const data = toTrainSamples(samples);
     const sums = new MetricSums();
     const { padding, microBatches, skipped } = runUpdates(
@@ -175,10 +200,16 @@ export class ActorTrainer {
       s,
       lr,
       shuffle,
-      () => ({
-        micro: (mb, weight, normLen) => sums.add(this.#microStep(mb, weight, normLen), weight),
-        done: (norm) => sums.update(norm),
-      }),
+      (mini) => {
+        const maskedTokens = mini.microBatches.reduce((a, mb) => a + sum(mb.fields.mask), 0);
+        return {
+          micro: (mb, weight, normLen) => {
+            const m = this.#microStep(mb, weight, normLen);
+            sums.add(m, weight, maskedTokens > 0 ? m.numTokens / maskedTokens : 0);
+          },
+          done: (norm) => sums.update(norm),
+        };
+      },
     );
     const out = sums.result();
     out["actor/lr"] = lr;

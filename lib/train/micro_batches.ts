@@ -372,3 +372,34 @@ export function trainBatching(
   }
   return { miniBatchSize: b * g, plan: { batchSize: b } };
 }
+
+/** The worker settings {@linkcode inferBatching} reads (a WorkerConfig fits). */
+export interface InferBatchingConfig {
+  infer_batch_size: number;
+  use_dynamic_batching_in_infer: boolean;
+  max_tokens_per_microbatch_in_infer: number | null;
+}
+
+/**
+ * The micro-batch plan of a worker's forward-only passes (old and reference log-probs,
+ * critic values), as ROLL's `infer_batch_size` and dynamic batching in inference set it.
+ * The results do not depend on it; memory and speed do.
+ *
+ * @example
+ * ```ts
+ * import { inferBatching } from "./micro_batches.ts";
+ * console.log(inferBatching({
+ *   infer_batch_size: 16, use_dynamic_batching_in_infer: true,
+ *   max_tokens_per_microbatch_in_infer: 8192,
+ * })); // { maxTokens: 8192 }
+ * ```
+ */
+export function inferBatching(w: InferBatchingConfig): MicroBatchPlan {
+  if (w.use_dynamic_batching_in_infer) {
+    const budget = w.max_tokens_per_microbatch_in_infer ?? 0;
+    expectPositiveInt(budget, "max_tokens_per_microbatch_in_infer");
+    return { maxTokens: budget };
+  }
+  expectPositiveInt(w.infer_batch_size, "infer_batch_size");
+  return { batchSize: w.infer_batch_size };
+}

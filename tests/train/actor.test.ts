@@ -40,7 +40,7 @@ function settings(over: Partial<PpoSettings> = {}): PpoSettings {
 }
 
 /** Samples whose first 2 tokens are the prompt; the last one has no response token. */
-function samples(model: Qwen2Model, rng: Rng): ActorSample[] {
+function samples(model: Qwen2Model, rng: Rng, offPolicy = 0.1): ActorSample[] {
   const seqs = LENS.map((n) => rng.ints(n, 0, model.config.vocab_size - 1));
   const old = sequenceLogprobs(model, seqs, { maxTokens: 1000 });
   return seqs.map((tokens, i) => {
@@ -55,7 +55,7 @@ function samples(model: Qwen2Model, rng: Rng): ActorSample[] {
       responseMask,
       advantages: Float32Array.from({ length: n }, (_, t) => (responseMask[t] ? rng.normal() : 0)),
       // off-policy by a little, so the ratio and the clip take part
-      oldLogprobs: Float32Array.from(old[i]!, (v) => v + rng.normal() * 0.1),
+      oldLogprobs: Float32Array.from(old[i]!, (v) => v + rng.normal() * offPolicy),
     };
   });
 }
@@ -88,19 +88,23 @@ Deno.test("actor: micro-batch splits accumulate the one-batch gradient, in every
   using k = Kernels.open({ threads: 2 });
   using model = actorModel(k, "actor accumulation");
   using opt = new AdamW(model);
-  const data = samples(model, new Rng("actor accumulation"));
+  // far enough off-policy that some ratios leave the clip range, and some the dual clip's
+  const data = samples(model, new Rng("actor accumulation"), 0.6);
   const plans: MicroBatchPlan[] = [{ maxTokens: 10 }, { maxTokens: 7 }, { batchSize: 3 }, {
     batchSize: 1,
   }];
+  const ratios = ["actor/clipfrac", "actor/dual_clipfrac", "actor/approxkl", "actor/ratio_mean"];
   for (const aggMode of LOSS_AGG_MODES) {
     const run = (plan: MicroBatchPlan) => {
-      const trainer = new ActorTrainer(model, opt, settings({ aggMode, plan }));
+      const trainer = new ActorTrainer(model, opt, settings({ aggMode, plan, dualClip: 1.5 }));
       const m = trainer.train(data, 0, identity); // lr 0: the gradient stays in model.grads
       return { m, grads: model.grads.toArray() };
     };
     const one = run({ maxTokens: 1000 });
     assert.equal(one.m["actor/micro_batches"], 1);
     assert.ok(maxAbs(one.grads) > 0);
+    for (const key of ratios) assert.ok(one.m[key]! > 0, `${aggMode} ${key} is ${one.m[key]}`);
+    assert.ok(one.m["actor/clipfrac"]! < 1);
     for (const plan of plans) {
       const split = run(plan);
       const what = `${aggMode} ${JSON.stringify(plan)}`;
@@ -114,7 +118,8 @@ Deno.test("actor: micro-batch splits accumulate the one-batch gradient, in every
         diff <= 1e-5 * maxAbs(one.grads),
         `${what}: gradients differ by ${diff} of ${maxAbs(one.grads)}`,
       );
-      for (const key of ["actor/pg_loss", "actor/clipfrac", "actor/grad_norm"]) {
+      // the token ratios are the mini-batch's token means, not sums or sequence-weighted means
+      for (const key of ["actor/pg_loss", "actor/total_loss", "actor/grad_norm", ...ratios]) {
         const a = split.m[key]!, b = one.m[key]!;
         assert.ok(
           Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(b)),

@@ -119,4 +119,23 @@ Deno.test("actor: merged duplicates give the copies' loss and gradient (clip, KL
       );
     }
   }
+  // in a sequence mean a weighted sample would count once: refused, not trained wrong
+  for (const aggMode of ["seq-mean-token-mean", "seq-mean-token-sum"] as const) {
+    const trainer = new ActorTrainer(model, opt, {
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      dualClip: 0,
+      klLossCoef: 0,
+      entropyCoef: 0,
+      aggMode,
+      ppoEpochs: 1,
+      miniBatchSize: 64,
+      plan: { maxTokens: 1000 },
+      maxGradNorm: 1e9,
+    });
+    assert.throws(
+      () => trainer.train(merged, 0, (n) => [...Array(n).keys()]),
+      new RegExp(`samples\\[0\\]\\.weight is 3: .* not ${aggMode} \\(pass each copy`),
+    );
+  }
 });

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import {
   buildMicroBatches,
+  inferBatching,
   type MicroBatch,
   splitMiniBatches,
   sumField,
@@ -163,6 +164,25 @@ Deno.test("config: mini-batch size and micro-batch plan of a worker", () => {
         training_args,
       }),
     /max_tokens_per_microbatch_in_train must be a positive integer, got 0/,
+  );
+});
+
+Deno.test("config: the forward-only passes' plan follows infer_batch_size or the infer token budget", () => {
+  const base = { infer_batch_size: 16, max_tokens_per_microbatch_in_infer: null };
+  assert.deepEqual(inferBatching({ ...base, use_dynamic_batching_in_infer: false }), {
+    batchSize: 16,
+  });
+  assert.deepEqual(
+    inferBatching({
+      ...base,
+      use_dynamic_batching_in_infer: true,
+      max_tokens_per_microbatch_in_infer: 8192,
+    }),
+    { maxTokens: 8192 },
+  );
+  assert.throws(
+    () => inferBatching({ ...base, use_dynamic_batching_in_infer: true }),
+    /max_tokens_per_microbatch_in_infer must be a positive integer, got 0/,
   );
 });
 
