@@ -15,6 +15,7 @@ import { isBuiltinModelPath, prepareModelPath } from "../model/builtin_models.ts
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
+import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
 import { makeOutputFolders } from "../pipeline/output_folders.ts";
@@ -71,8 +72,10 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     `policy: ${kind === "random" ? "random legal actions (the env's sampleAction)" : "the model"}`,
   );
   const t0 = performance.now();
+  const capped = capSequenceLengths(config, model.config.max_position_embeddings);
+  capped.notices.forEach((n) => console.error(n));
   const result = await runValidation({
-    config,
+    config: capped.config,
     policy,
     encoder: new ChatEncoder(tokenizer),
     decodeForEnv: (ids) => tokenizer.decode(ids),

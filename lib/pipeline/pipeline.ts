@@ -39,6 +39,7 @@ import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
 import { RolloutScheduler } from "../rollout/scheduler.ts";
 import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
+import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
@@ -373,8 +374,11 @@ export async function runPipeline(
     samplingOf(config.val_env_manager.generating_args),
     stops,
   );
+  // the episodes' token budgets stop at the model's context, where the engine stops
+  const capped = capSequenceLengths(config, model.config.max_position_embeddings);
+  capped.notices.forEach((n) => log(n));
   await using scheduler = new RolloutScheduler({
-    config,
+    config: capped.config,
     mode: "train",
     policy: trainPolicy,
     encoder,
@@ -428,7 +432,7 @@ export async function runPipeline(
     const tv = performance.now();
     progress.start("validation", config.val_batch_size);
     const val = await runValidation({
-      config,
+      config: capped.config,
       policy: valPolicy,
       encoder,
       decodeForEnv,
