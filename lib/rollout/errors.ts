@@ -11,8 +11,8 @@
 /** The config cannot run, e.g. `sequence_length` below the first prompt. */
 export class RolloutConfigError extends Error {
   /** An error with a sentence-case message. */
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = "RolloutConfigError";
   }
 }

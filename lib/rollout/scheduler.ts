@@ -24,7 +24,7 @@ import type { AgenticConfig } from "../config/agentic_config.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { locateEnvError } from "./check_env_entries.ts";
 import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
-import type { ChatEncoder } from "../model/chat_template.ts";
+import { type ChatEncoder, ChatTemplateIncrementError } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
 import { WorkerEnvHost } from "./env_worker_host.ts";
@@ -346,7 +346,15 @@ export class RolloutScheduler {
             this.#lossesInARow = 0;
             queue.put(ticket.episodeId, sample);
           }
-        } catch (e) {
+        } catch (caught) {
+          // a template that cannot extend a conversation fails every multi-turn episode
+          const e = caught instanceof ChatTemplateIncrementError
+            ? new RolloutConfigError(
+              `${caught.message}. Trajectory-wise episodes need a chat template that renders ` +
+                "earlier turns unchanged; step-wise episodes (envs=step) start each turn afresh",
+              { cause: caught },
+            )
+            : caught;
           if (e instanceof RolloutConfigError) {
             // the config cannot work for any env: stop at once
             this.#loopError ??= e;

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
+import { ChatEncoder, ChatTemplateIncrementError } from "../../lib/model/chat_template.ts";
+import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import { groupSeed } from "../../lib/rollout/seeding.ts";
 import type { TrajectorySample } from "../../lib/rollout/types.ts";
 import {
+  decodeForEnv,
   encoder,
   IM_END,
   randomMove,
@@ -165,4 +168,35 @@ Deno.test("rollout: step-wise episodes (envs=step) prompt afresh each turn, reca
     });
   }
   assert.ok(multiTurn > 0, "no episode lasted two turns");
+});
+
+Deno.test("scheduler: a chat template that cannot extend the conversation stops the rollout at once", async () => {
+  // an encoder whose template rewrites earlier turns: every second turn fails
+  class RewritingEncoder extends ChatEncoder {
+    override turnIds(...args: Parameters<ChatEncoder["turnIds"]>): number[] {
+      if (args[0].length > 0) throw new ChatTemplateIncrementError("Chat template X rewrites");
+      return super.turnIds(...args);
+    }
+  }
+  const config = await smallConfig();
+  const lost: string[] = [];
+  const policy = new TextPolicy((r) => randomMove(r.seed));
+  await using scheduler = new RolloutScheduler({
+    config,
+    mode: "train",
+    policy,
+    encoder: new RewritingEncoder(tokenizer),
+    decodeForEnv,
+    onLost: (l) => lost.push(l.reason),
+  });
+  await assert.rejects(
+    () => scheduler.getBatch(8, 0),
+    (e: Error) => {
+      assert.equal(e.name, "RolloutConfigError");
+      assert.match(e.message, /^Chat template X rewrites\. Trajectory-wise episodes need/);
+      assert.match(e.message, /step-wise episodes \(envs=step\)/);
+      return true;
+    },
+  );
+  assert.deepEqual(lost, []); // not retried as env failures
 });
