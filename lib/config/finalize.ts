@@ -198,6 +198,13 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
   const trainEnvs = train.num_env_groups * train.group_size;
   const trajPerEnv = Math.ceil(Math.max(config.rollout_batch_size, 0) / trainEnvs);
   if (config.async_generation_ratio > 0 || train.max_traj_per_env < 0) {
+    if (train.max_traj_per_env >= 0 && train.max_traj_per_env !== trajPerEnv) {
+      notices.push(
+        `train_env_manager.max_traj_per_env ${train.max_traj_per_env} is set to ${trajPerEnv} ` +
+          "(rollout_batch_size / training envs): with async_generation_ratio > 0 each env " +
+          "plays that many episodes a step",
+      );
+    }
     train.max_traj_per_env = trajPerEnv;
   } else if (train.max_traj_per_env < trajPerEnv) {
     fail(
@@ -221,6 +228,17 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
       },
     );
   } else if (val.max_traj_per_env < 0) val.max_traj_per_env = config.val_batch_size / valEnvs;
+  else if (val.max_traj_per_env < config.val_batch_size / valEnvs) {
+    // fewer would play fewer validation episodes than val_batch_size, without a word
+    fail(
+      ["val_env_manager", "max_traj_per_env"],
+      "max_traj_per_env is too small to fill val_batch_size",
+      {
+        found: val.max_traj_per_env,
+        expected: `at least ${config.val_batch_size / valEnvs} (val_batch_size / ${valEnvs} envs)`,
+      },
+    );
+  }
 
   // Generation settings: an env manager's own win; missing ones come from actor_infer.
   const inferGen = config.actor_infer.generating_args;

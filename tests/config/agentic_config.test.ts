@@ -303,6 +303,34 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("max_traj_per_env: too few validation episodes is an error; async's replacement is a notice", async () => {
+  const val = await configError(() =>
+    loadConfig({ overrides: ["val_env_manager.max_traj_per_env=1", "val_batch_size=256"] })
+  );
+  equal(val.message, "max_traj_per_env is too small to fill val_batch_size");
+  equal(val.details.key, "val_env_manager.max_traj_per_env");
+  equal(val.details.expected, "at least 2 (val_batch_size / 128 envs)");
+  equal(
+    (await loadConfig({ overrides: ["val_env_manager.max_traj_per_env=3", "val_batch_size=256"] }))
+      .config.val_env_manager.max_traj_per_env,
+    3,
+  );
+  const run = await loadConfig({
+    configName: "agent_val_frozen_lake_async",
+    overrides: ["train_env_manager.max_traj_per_env=4"],
+  });
+  equal(run.config.train_env_manager.max_traj_per_env, 1);
+  ok(
+    run.notices.includes(
+      "train_env_manager.max_traj_per_env 4 is set to 1 (rollout_batch_size / training envs): " +
+        "with async_generation_ratio > 0 each env plays that many episodes a step",
+    ),
+    run.notices.join("\n"),
+  );
+  const plain = await loadConfig({ configName: "agent_val_frozen_lake_async" });
+  equal(plain.notices.filter((n) => n.includes("max_traj_per_env")).length, 0);
+});
+
 Deno.test("a variable read only through a made key ${${k}} counts as used", async () => {
   const { config } = await loadConfig({
     overrides: ["+lr_table={a: 1e-3, b: 2e-3}", "+which=b", "exp_name=run_${lr_table.${which}}"],
