@@ -99,6 +99,12 @@ export async function runRollout(
   }
   const episodes = parseIntFlag("--episodes", flags.episodes ?? "1", 1, usage);
   const seed = parseIntFlag("--seed", flags.seed ?? "0", Number.MIN_SAFE_INTEGER, usage);
+  if (seed > Number.MAX_SAFE_INTEGER - (episodes - 1)) { // (seed + episodes would round)
+    throw usage(
+      `--seed ${seed} with --episodes ${episodes} runs past the largest seed ` +
+        `(${Number.MAX_SAFE_INTEGER}): episode N plays seed ${seed} + N - 1`,
+    );
+  }
   const policy = parsePolicy(flags.policy ?? "random", usage);
   const cliConfig = parseEnvConfigFlags(flags.envConfig ?? [], usage);
 
@@ -133,8 +139,9 @@ export async function runRollout(
     );
     throw usage(override !== undefined ? misplacedMessage(override) : e.format());
   }
-  // the env calls' time limit, as the env managers apply it
+  // the env calls' time limit and the invalid-action penalty, as the env managers apply them
   const stepTimeout = loaded.config.train_env_manager.env_step_timeout;
+  const formatPenalty = loaded.config.train_env_manager.format_penalty;
   const parser = new ActionParser(
     typeof envConfig.action_pattern === "string" ? { actionPattern: envConfig.action_pattern } : {},
   );
@@ -298,15 +305,19 @@ export async function runRollout(
           `${valid ? "" : " (not a valid action)"}, reward: ${fmt(step.reward)})`,
       );
       observation = step.observation;
-      total += step.reward;
-      metrics.push(step.info.metrics);
+      // the env manager's format_penalty when the env charged none, as in training
+      const penalty = !step.info.metrics.action_is_valid && !step.info.metrics.format_penalty
+        ? formatPenalty
+        : 0;
+      total += step.reward + penalty;
+      metrics.push(penalty ? { ...step.info.metrics, format_penalty: penalty } : step.info.metrics);
       if (flags.render) {
         frames.push(renderFrame(env, `after turn ${turn} of seed ${episodeSeed}`, exit));
       }
-      const m = step.info.metrics;
+      const m = metrics.at(-1)!;
       print(
         `--- turn ${turn}: result ---\nreward ${
-          fmt(step.reward)
+          fmt(step.reward + penalty)
         }, terminated ${step.terminated}, ` +
           `truncated ${step.truncated}\nmetrics: action_is_valid=${m.action_is_valid} ` +
           `action_is_effective=${m.action_is_effective} success=${m.success} ` +
@@ -507,8 +518,9 @@ async function* stdinLines(): AsyncGenerator<string> {
   if (buffer.length > 0) yield buffer;
 }
 
+/** At most 4 decimals, no trailing zeros: -0.9999999999999999 prints as -1. */
 function fmt(x: number): string {
-  return Number.isInteger(x) ? String(x) : x.toFixed(4).replace(/0+$/, "");
+  return String(Number(x.toFixed(4)) || 0);
 }
 
 function errorText(e: unknown): string {

@@ -27,6 +27,7 @@ import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
 import { type ChatEncoder, ChatTemplateIncrementError } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
+import { EnvLimits } from "./env_limits.ts";
 import { WorkerEnvHost } from "./env_worker_host.ts";
 import { PolicyError, runEpisode } from "./episode.ts";
 import { RolloutConfigError, RolloutError } from "./errors.ts";
@@ -71,6 +72,8 @@ export class RolloutScheduler {
   readonly slots: readonly EnvSlot[];
   readonly #o: RolloutSchedulerOptions;
   readonly #host: EnvHost;
+  /** max_env_step_concurrent per tag and use_thread_lock, shared by the env loops. */
+  readonly #limits = new EnvLimits();
   readonly #queues = new Map<number, GroupQueue>();
   readonly #groupSeeds = new Map<number, number>();
   /** Complete groups not yet handed out, per group queue, in episode order. */
@@ -307,7 +310,14 @@ export class RolloutScheduler {
           }
         };
         try {
-          env ??= await this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config);
+          env ??= this.#limits.wrap(
+            slot.tag,
+            slot.entry,
+            await this.#limits.build(
+              slot.entry,
+              () => this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config),
+            ),
+          );
         } catch (e) {
           lose(lossReason(e), e);
           if (e instanceof EnvConfigError) {

@@ -159,6 +159,26 @@ Deno.test("human policy reads actions from piped stdin; a bare word is wrapped",
   match(r.stdout, /1 episode\(s\) \(stopped early\)/);
 });
 
+Deno.test("the env manager's format_penalty applies where the env charged none, as in training", async () => {
+  const r = await rollout([
+    "--env",
+    "FrozenLake",
+    "--policy",
+    "human",
+    "train_env_manager.format_penalty=-0.5",
+    "custom_envs.FrozenLake.env_config.format_penalty=0",
+    "max_actions_per_traj=2",
+  ], { stdin: "xyz\nxyz\n" });
+  equal(r.code, 0, show(r));
+  match(
+    r.stdout,
+    /reward -0\.5, terminated false, truncated false\nmetrics: .*format_penalty=-0\.5/,
+  );
+  // the two penalties sum to -1, printed as such (not "-1." from -0.9999...)
+  match(r.stdout, /return -1, 2 actions/);
+  match(r.stdout, /mean reward -1,/);
+});
+
 function countGifFrames(gif: Uint8Array): number {
   let p = 13;
   if (gif[10]! & 0x80) p += 3 * (1 << ((gif[10]! & 7) + 1));
@@ -299,6 +319,10 @@ Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async
     /--episodes '0'.*>= 1/,
   );
   assertUsageError(await rollout(["--env", "FrozenLake", "--seed", "x"]), /--seed 'x'/);
+  assertUsageError(
+    await rollout(["--env", "FrozenLake", "--seed", "9007199254740991", "--episodes", "2"]),
+    /--seed 9007199254740991 with --episodes 2 runs past the largest seed/,
+  );
   assertUsageError(
     await rollout(["--env", "FrozenLake", "--policy", "randm"]),
     /--policy 'randm'.*did you mean 'random'/,
