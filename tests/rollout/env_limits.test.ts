@@ -92,7 +92,7 @@ Deno.test("Semaphore: waiters run in order, a failure frees its place, a bad lim
   const s = new Semaphore(1);
   const order: number[] = [];
   const failed = s.run(() => Promise.reject(new Error("boom")));
-  const runs = [1, 2, 3].map((i) => s.run(async () => void order.push(i)));
+  const runs = [1, 2, 3].map((i) => s.run(() => Promise.resolve(void order.push(i))));
   await assert.rejects(failed, /boom/);
   await Promise.all(runs);
   assert.deepEqual(order, [1, 2, 3]);
