@@ -66,6 +66,11 @@ export class EnginePolicy implements RolloutPolicy {
     this.stopTokenIds = stopTokenIds;
   }
 
+  /** Frees the engine slot of a turn nobody waits for any more. */
+  abort(requestId: string): void {
+    this.engine.abort(requestId);
+  }
+
   async generate(request: PolicyRequest): Promise<PolicyResponse> {
     const r = await this.engine.generate({
       request_id: request.requestId,

@@ -72,6 +72,9 @@ export class RolloutScheduler {
   readonly slots: readonly EnvSlot[];
   readonly #o: RolloutSchedulerOptions;
   readonly #host: EnvHost;
+  /** The policy, noting which requests are in flight (close() aborts them). */
+  readonly #policy: RolloutPolicy;
+  readonly #inFlight = new Set<string>();
   /** max_env_step_concurrent per tag and use_thread_lock, shared by the env loops. */
   readonly #limits = new EnvLimits();
   readonly #queues = new Map<number, GroupQueue>();
@@ -92,6 +95,17 @@ export class RolloutScheduler {
 
   constructor(options: RolloutSchedulerOptions) {
     this.#o = options;
+    const policy = options.policy;
+    this.#policy = {
+      generate: async (request) => {
+        this.#inFlight.add(request.requestId);
+        try {
+          return await policy.generate(request);
+        } finally {
+          this.#inFlight.delete(request.requestId);
+        }
+      },
+    };
     this.config = options.config;
     this.mode = options.mode;
     this.manager = options.mode === "train"
@@ -187,6 +201,7 @@ export class RolloutScheduler {
     let have = 0;
     while (have < batchSize) {
       if (this.#loopError !== null) throw this.#loopError;
+      if (this.#closed) throw new Error("The RolloutScheduler was closed while getBatch waited");
       const group = this.#nextGroup();
       if (group === undefined) {
         if (this.mode === "val" && this.#allLoopsDone) break;
@@ -340,7 +355,7 @@ export class RolloutScheduler {
             seed,
             createStep: ticket.createStep,
           }, {
-            policy: this.#o.policy,
+            policy: this.#policy,
             encoder: this.#o.encoder,
             decodeForEnv: this.#o.decodeForEnv,
             // validation may have its own budget (val_sequence_length)
@@ -389,6 +404,8 @@ export class RolloutScheduler {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // abandoned turns would go on taking engine slots from the next rollout
+    for (const id of this.#inFlight) this.#o.policy.abort?.(id);
     for (const q of this.#queues.values()) q.close();
     this.#onProgress?.();
     await this.#host.close();

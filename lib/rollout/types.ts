@@ -37,6 +37,11 @@ export interface PolicyResponse {
 /** Whatever answers turns: the generation engine, or a scripted policy in tests. */
 export interface RolloutPolicy {
   generate(request: PolicyRequest): Promise<PolicyResponse>;
+  /**
+   * Ends request `requestId` early, if it is still running: its `generate` resolves with
+   * finish reason "abort". A scheduler that closes calls it for the turns it abandons.
+   */
+  abort?(requestId: string): void;
 }
 
 /** Why a trajectory ended. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ChatEncoder, ChatTemplateIncrementError } from "../../lib/model/chat_template.ts";
 import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import { groupSeed } from "../../lib/rollout/seeding.ts";
-import type { TrajectorySample } from "../../lib/rollout/types.ts";
+import type { PolicyResponse, RolloutPolicy, TrajectorySample } from "../../lib/rollout/types.ts";
 import {
   decodeForEnv,
   encoder,
@@ -199,4 +199,25 @@ Deno.test("scheduler: a chat template that cannot extend the conversation stops 
     },
   );
   assert.deepEqual(lost, []); // not retried as env failures
+});
+
+Deno.test("scheduler: close() aborts the turns still in flight, freeing their engine slots", async () => {
+  // a policy whose turns end only when aborted
+  const pending = new Map<string, (r: PolicyResponse) => void>();
+  const aborted: string[] = [];
+  const policy: RolloutPolicy = {
+    generate: (r) => new Promise((resolve) => pending.set(r.requestId, resolve)),
+    abort: (id) => {
+      aborted.push(id);
+      pending.get(id)?.({ tokenIds: [], logprobs: [], finishReason: "abort" });
+    },
+  };
+  const scheduler = trainScheduler(await smallConfig(), policy);
+  const batch = scheduler.getBatch(8, 0).then(() => "resolved", (e: Error) => e.message);
+  for (let i = 0; i < 200 && pending.size < 8; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(pending.size, 8); // one turn per env
+  await scheduler.close();
+  assert.deepEqual(aborted.sort(), [...pending.keys()].sort());
+  // and a getBatch that was waiting ends instead of hanging
+  assert.equal(await batch, "The RolloutScheduler was closed while getBatch waited");
 });
