@@ -3,10 +3,18 @@
  * environments (FrozenLake, Sokoban, WebShop), after ROLL's agentic pipeline.
  * This entry point exports the config API (Hydra-style composition of the
  * YAML configs that ship in `configs/`, OmegaConf interpolation, overrides and
- * the validated {@linkcode AgenticConfig}), and three namespaces: `envs` (the
+ * the validated {@linkcode AgenticConfig}), and nine namespaces: `envs` (the
  * environments and their registry), `kernels` (the native kernels through
- * FFI: `kernels.Kernels.open()`, `kernels.Tensor`, and one function per op) and
- * `model` (the Qwen2 policy model, Hugging Face folders, tokenizers).
+ * FFI: `kernels.Kernels.open()`, `kernels.Tensor`, and one function per op),
+ * `model` (the Qwen2 policy model, Hugging Face folders, tokenizers), `infer`
+ * (the generation engine), `rollout` (env groups and the rollout scheduler),
+ * `algo` (advantages, KL control, reward normalization), `train` (the actor and
+ * critic updates, optimizer, checkpoints), `track` (metrics, TensorBoard, the
+ * report) and `pipeline` (the whole training run).
+ *
+ * Imported by URL, the kernels are not beside the module: build them in a
+ * checkout (`deno task build`) and set `AGENTRL_KERNELS_CPU` (or
+ * `AGENTRL_KERNELS_CUDA`) to the library's path.
  *
  * @example
  * ```ts
@@ -40,7 +48,8 @@ export * from "./lib/config/mod.ts";
  */
 export * as envs from "./envs/mod.ts";
 /**
- * The native kernels through FFI (run `deno task build` first): contexts,
+ * The native kernels through FFI (run `deno task build` first; imported by URL,
+ * set `AGENTRL_KERNELS_CPU` to the built library): contexts,
  * tensors and ops such as `kernels.linearForward` or `kernels.logprobForward`.
  *
  * @example

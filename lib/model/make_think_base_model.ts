@@ -458,7 +458,7 @@ export async function ensureThinkBaseModel(
       return { dir: outDir, built: false, copied: false, hash };
     }
     const shipped = options.shipped === undefined ? SHIPPED_THINK_BASE : options.shipped;
-    if (shipped && await copyShipped(shipped, outDir, hash)) {
+    if (shipped && await copyShipped(shipped, outDir, hash, options.log ?? (() => {}))) {
       return { dir: outDir, built: false, copied: true, hash };
     }
   }
@@ -487,18 +487,54 @@ const MODEL_FILES = [
 ];
 
 /**
- * Copies the shipped model to `outDir` when it is local and built from the
- * recipe `hash` (a temporary folder renamed into place); false otherwise.
+ * Copies the shipped model to `outDir` when it was built from the recipe `hash` (a
+ * temporary folder renamed into place); false otherwise. A module imported by URL fetches
+ * it from beside the served modules (that needs `--allow-net` for the host); when it
+ * cannot, `log` says why and the model is built instead.
  */
-async function copyShipped(shipped: URL, outDir: string, hash: string): Promise<boolean> {
-  if (shipped.protocol !== "file:" || await builtModelHash(shipped) !== hash) return false;
+async function copyShipped(
+  shipped: URL,
+  outDir: string,
+  hash: string,
+  log: (line: string) => void,
+): Promise<boolean> {
+  const local = shipped.protocol === "file:";
+  if (!local && shipped.protocol !== "http:" && shipped.protocol !== "https:") return false;
+  let files: Map<string, Uint8Array>;
+  try {
+    if (local) {
+      if (await builtModelHash(shipped) !== hash) return false;
+      files = new Map(
+        await Promise.all(
+          MODEL_FILES.map(async (n) => [n, await Deno.readFile(new URL(n, shipped))] as const),
+        ),
+      );
+    } else {
+      files = new Map();
+      for (const name of MODEL_FILES) {
+        const res = await fetch(new URL(name, shipped));
+        if (!res.ok) throw new Error(`${res.status} ${res.statusText} for ${name}`);
+        files.set(name, new Uint8Array(await res.arrayBuffer()));
+      }
+      const manifest = JSON.parse(new TextDecoder().decode(files.get(FROZEN_LAKE_BASE_MANIFEST)));
+      if (manifest?.hash !== hash) return false;
+    }
+  } catch (e) {
+    if (local) throw e;
+    log(`cannot fetch the shipped base model from ${shipped.href} (${errorText(e)}): building it`);
+    return false;
+  }
   const tmp = `${outDir}.tmp-${Deno.pid}`;
   await Deno.remove(tmp, { recursive: true }).catch(() => {});
   await Deno.mkdir(tmp, { recursive: true });
-  for (const name of MODEL_FILES) await Deno.copyFile(new URL(name, shipped), `${tmp}/${name}`);
+  for (const [name, bytes] of files) await Deno.writeFile(`${tmp}/${name}`, bytes);
   await Deno.remove(outDir, { recursive: true }).catch(() => {});
   await Deno.rename(tmp, outDir);
   return true;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 if (import.meta.main) {

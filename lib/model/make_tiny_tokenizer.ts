@@ -57,7 +57,7 @@ export type TinyModelFiles = Record<
  * ```ts
  * import { buildTinyModelFiles } from "./make_tiny_tokenizer.ts";
  * const files = await buildTinyModelFiles();
- * console.log(JSON.parse(files["config.json"]).vocab_size); // 1024
+ * console.log(JSON.parse(files["config.json"]).vocab_size); // 768
  * ```
  */
 export async function buildTinyModelFiles(configDir?: URL): Promise<TinyModelFiles> {

@@ -141,7 +141,7 @@ function randomTag(): string {
  * const info = await saveCheckpoint(out, 5, async (dir) => {
  *   await Deno.writeTextFile(`${dir}/trainer_state.json`, JSON.stringify({ step: 5 }));
  * }, { meta: { reward: 0.5 } });
- * console.log(loadCheckpointManifest(info.dir).files); // { "trainer_state.json": 12 }
+ * console.log(loadCheckpointManifest(info.dir).files); // { "trainer_state.json": 10 }
  * ```
  */
 export async function saveCheckpoint(

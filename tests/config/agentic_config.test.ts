@@ -303,6 +303,13 @@ Deno.test("Infinity and NaN are not finite numbers (zod calls them a wrong type)
   );
 });
 
+Deno.test("eval_steps=0 turns validation off, as in ROLL; a negative one is out of range", async () => {
+  equal((await loadConfig({ overrides: ["eval_steps=0"] })).config.eval_steps, 0);
+  const e = await configError(() => loadConfig({ overrides: ["eval_steps=-1"] }));
+  equal(e.details.key, "eval_steps");
+  equal(e.details.expected, "a value >= 0");
+});
+
 Deno.test("max_traj_per_env: too few validation episodes is an error; async's replacement is a notice", async () => {
   const val = await configError(() =>
     loadConfig({ overrides: ["val_env_manager.max_traj_per_env=1", "val_batch_size=256"] })

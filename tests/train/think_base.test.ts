@@ -153,6 +153,51 @@ Deno.test("think base: the shipped model is this recipe's, and ensure copies it 
   }
 });
 
+Deno.test("think base: imported by URL, ensure fetches the shipped model from beside the modules", async () => {
+  const served: string[] = [];
+  let broken = false;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const name = new URL(req.url).pathname.slice(1);
+    served.push(name);
+    if (broken) return new Response("gone", { status: 404 });
+    try {
+      return new Response(await Deno.readFile(new URL(name, SHIPPED_THINK_BASE)));
+    } catch {
+      return new Response("not found", { status: 404 });
+    }
+  });
+  const dir = `${await Deno.makeTempDir({ prefix: "agentrl_think_url_" })}/model`;
+  try {
+    const shipped = new URL(`http://127.0.0.1:${server.addr.port}/`);
+    const r = await ensureThinkBaseModel(dir, { entry, shipped });
+    deepStrictEqual([r.built, r.copied], [false, true]);
+    ok(served.includes("model.safetensors"));
+    deepStrictEqual(
+      await Deno.readFile(`${dir}/model.safetensors`),
+      await Deno.readFile(new URL("model.safetensors", SHIPPED_THINK_BASE)),
+    );
+    // a server that cannot give it: a line says why, and the model is built
+    broken = true;
+    const lines: string[] = [];
+    const built = await ensureThinkBaseModel(`${dir}2`, {
+      entry,
+      shipped,
+      steps: 1,
+      batch: 4,
+      evalBoards: 4,
+      log: (l) => lines.push(l),
+    });
+    deepStrictEqual([built.built, built.copied], [true, false]);
+    ok(
+      lines[0]?.startsWith(`cannot fetch the shipped base model from ${shipped.href} (404`),
+      lines[0],
+    );
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir.slice(0, dir.lastIndexOf("/")), { recursive: true });
+  }
+});
+
 Deno.test("think base: an unusable entry is a clear error before any training", async () => {
   await rejects(
     () =>

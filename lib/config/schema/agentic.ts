@@ -61,7 +61,7 @@ export const agenticShape = {
   save_steps: positive.default(50),
   max_ckpt_to_keep: count.default(0),
   logging_steps: positive.default(1),
-  eval_steps: positive.default(10),
+  eval_steps: count.default(10), // 0: no validation (as ROLL)
   resume_from_checkpoint: z.union([z.boolean(), z.string()]).default(false),
   checkpoint_config: freeDict.nullable().default(null),
   // Batches and lengths
