@@ -40,6 +40,7 @@ import { RolloutScheduler } from "../rollout/scheduler.ts";
 import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
+import { weightLag } from "../rollout/metrics.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
@@ -493,6 +494,7 @@ export async function runPipeline(
       const batch = await scheduler.getBatch(config.rollout_batch_size, step);
       noteLost(`step ${step}'s rollout`, batch.lost);
       Object.assign(metrics, batch.metrics);
+      Object.assign(metrics, weightLag(batch.samples, engine.weightVersion));
       metrics["time/step_rollout"] = (performance.now() - tr) / 1000;
       const generated = trainPolicy.generatedTokens - tokensBefore;
 

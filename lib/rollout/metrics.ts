@@ -74,3 +74,27 @@ export function withPrefix(
   for (const [k, v] of Object.entries(metrics)) out[`${prefix}/${k}`] = v;
   return out;
 }
+
+/**
+ * `scheduler/weight_lag/{mean,max}`: how many weight updates behind `current` each
+ * trajectory's oldest token was sampled (0 in synchronous training; with
+ * async_generation_ratio, at most about that many steps of updates).
+ *
+ * @example
+ * ```ts
+ * import { weightLag } from "./metrics.ts";
+ * const samples = [{ weightVersions: [3, 4] as [number, number] }, { weightVersions: [4, 4] as [number, number] }];
+ * console.log(weightLag(samples, 4)); // { "scheduler/weight_lag/mean": 0.5, "scheduler/weight_lag/max": 1 }
+ * ```
+ */
+export function weightLag(
+  samples: readonly { weightVersions: [number, number] }[],
+  current: number,
+): Record<string, number> {
+  if (samples.length === 0) return {};
+  const lags = samples.map((s) => current - s.weightVersions[0]);
+  return {
+    "scheduler/weight_lag/mean": lags.reduce((a, b) => a + b, 0) / lags.length,
+    "scheduler/weight_lag/max": Math.max(...lags),
+  };
+}

@@ -21,7 +21,7 @@ export { endOfTurnIds, EnginePolicy, type PolicySampling, samplingOf } from "./e
 export { RandomPolicy } from "./random_policy.ts";
 export { type EpisodeOptions, type EpisodeSpec, PolicyError, runEpisode } from "./episode.ts";
 export { type CompleteGroup, GroupQueue, type GroupQueueOptions } from "./group_queue.ts";
-export { rolloutMetrics, withPrefix } from "./metrics.ts";
+export { rolloutMetrics, weightLag, withPrefix } from "./metrics.ts";
 export { loadPolicyModel, type PolicyModel } from "./policy_model.ts";
 export { runValidation, type ValidationOptions, type ValidationResult } from "./validation.ts";
 export {

@@ -2,6 +2,7 @@
 // round, oldest episode first, so a fast group cannot crowd slow ones out; the age of the
 // episodes trained on is measured and bounded by the ratio.
 import assert from "node:assert/strict";
+import { weightLag } from "../../lib/rollout/metrics.ts";
 import { RolloutScheduler } from "../../lib/rollout/scheduler.ts";
 import type { PolicyRequest, PolicyResponse, RolloutPolicy } from "../../lib/rollout/types.ts";
 import { decodeForEnv, encoder, IM_END, smallConfig, tokenizer } from "./_setup.ts";
@@ -78,4 +79,48 @@ Deno.test("rollout: a batch smaller than the groups' episodes does not shut a sl
   for (const g of [0, 1, 2, 3]) {
     assert.ok((trained.get(g) ?? 0) >= 4, `group ${g}: ${JSON.stringify([...trained])}`);
   }
+});
+
+Deno.test("async rollout: weight_lag counts the updates between a trajectory's first token and the trainer's weights", async () => {
+  const config = await smallConfig([
+    "rollout_batch_size=8",
+    "train_env_manager.num_env_groups=4",
+    "train_env_manager.group_size=2",
+    "train_env_manager.num_groups_partition=[4]",
+    "async_generation_ratio=1",
+  ]);
+  let version = 0; // the engine's weights: one update after each step's batch
+  const policy: RolloutPolicy = {
+    async generate(r) {
+      const group = Number(r.requestId.split("_")[1]);
+      const from = version;
+      await new Promise((done) => setTimeout(done, group === 0 ? 0 : 20));
+      const ids = [...tokenizer.encode("<answer>Up</answer>", { addSpecialTokens: false }), IM_END];
+      return {
+        tokenIds: ids,
+        logprobs: ids.map(() => -1),
+        finishReason: "stop",
+        weightVersions: [from, version],
+      };
+    },
+  };
+  await using scheduler = new RolloutScheduler({
+    config,
+    mode: "train",
+    policy,
+    encoder,
+    decodeForEnv,
+  });
+  let most = 0;
+  for (let step = 0; step < 4; step++) {
+    const batch = await scheduler.getBatch(8, step);
+    const lag = weightLag(batch.samples, version);
+    const max = lag["scheduler/weight_lag/max"]!;
+    assert.ok(max >= 0 && max <= 1, `step ${step}: lag ${max}`);
+    assert.ok(lag["scheduler/weight_lag/mean"]! <= max);
+    most = Math.max(most, max);
+    version++;
+  }
+  assert.equal(most, 1, "some trajectory started before the last update");
+  assert.deepEqual(weightLag([], 3), {});
 });
