@@ -9,6 +9,7 @@ import { Kernels } from "../../ffi/mod.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import { ChatEncoder, type ChatMessage } from "../model/chat_template.ts";
 import { loadPretrained, type Pretrained } from "../model/pretrained.ts";
+import { endOfTurnIds } from "../rollout/engine_policy.ts";
 
 /** Sampling settings of the policy (the config's validation generating_args). */
 export interface ModelPolicySampling {
@@ -49,7 +50,8 @@ export class ModelPolicy implements AsyncDisposable {
       maxRunningRequests: 1,
       maxModelLen,
       decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
-      eosTokenIds: [...tok.eosTokenIds],
+      // the end of a turn as in training: the tokenizer's EOS ids and <|im_end|>
+      eosTokenIds: endOfTurnIds(tok),
       seed,
     });
   }
