@@ -572,7 +572,8 @@ export async function runPipeline(
           };
         });
         // whole mini-batches (batch_adjust_mode), then identical sequences train once, weighted
-        // (exact for these aggregations)
+        // (exact for these aggregations within a mini-batch; over several, a merged sample's
+        // copies train together instead of spread at random, the same update in expectation)
         const adjusted = adjustBatch(
           actorSamples.map((sample, j) => ({ sample, id: index[j]! })),
           batching.miniBatchSize,
