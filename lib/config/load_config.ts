@@ -254,7 +254,7 @@ export function referencedTopKeys(root: CfgValue): Set<string> {
       }
       if (p.kind === "call") { for (const a of p.args) visitPieces(a.pieces); }
       if (p.kind === "dynamic") visitPieces(p.key);
-      if (p.kind === "call" && p.name === "oc.select") {
+      if (p.kind === "call" && (p.name === "oc.select" || p.name.startsWith("oc.dict."))) {
         const first = p.args[0]?.pieces[0];
         if (first?.kind === "text") out.add(first.text.split(/[.[]/)[0]!);
       }

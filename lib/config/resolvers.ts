@@ -39,6 +39,21 @@ function envResolver(args: CfgValue[], ctx: ResolverContext): CfgValue {
   });
 }
 
+/** The mapping an oc.dict.* call names: a key (`${oc.dict.keys:a.b}`) or the mapping itself. */
+function dictArg(name: string, args: CfgValue[], ctx: ResolverContext): Record<string, CfgValue> {
+  const [arg] = args;
+  const value = typeof arg === "string" ? ctx.select(arg) : arg;
+  if (args.length !== 1 || value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new ConfigError(`${name} takes the key of a mapping`, {
+      found: typeof arg === "string"
+        ? `'${arg}', ${value === undefined ? "which does not exist" : "not a mapping"}`
+        : String(arg),
+      expected: `\${${name}:some.mapping}`,
+    });
+  }
+  return value as Record<string, CfgValue>;
+}
+
 const STRFTIME: Record<string, (d: Date) => string> = {
   Y: (d) => String(d.getFullYear()),
   m: (d) => pad(d.getMonth() + 1),
@@ -76,6 +91,18 @@ export const RESOLVERS: Record<string, Resolver> = {
     if (text === null || typeof text !== "string") return text ?? null;
     return parseOverrideValue(text, { functions: false });
   },
+  // oc.create: a list or dict argument as a config node (ours are plain values already)
+  "oc.create": (args) => {
+    const [value] = args;
+    if (args.length !== 1 || value === null || typeof value !== "object") {
+      throw new ConfigError("oc.create takes one list or dict", {
+        expected: "${oc.create:{a: 1}} or ${oc.create:${some.dict}}",
+      });
+    }
+    return value;
+  },
+  "oc.dict.keys": (args, ctx) => Object.keys(dictArg("oc.dict.keys", args, ctx)),
+  "oc.dict.values": (args, ctx) => Object.values(dictArg("oc.dict.values", args, ctx)),
   now: (args, ctx) => {
     const [format] = args;
     if (typeof format !== "string") {

@@ -383,6 +383,27 @@ Deno.test({
   },
 });
 
+Deno.test("${oc.dict.keys:k}, ${oc.dict.values:k} and ${oc.create:...}, as in OmegaConf", async () => {
+  const out = resolve({
+    d: { a: 1, b: { c: 2 } },
+    keys: "${oc.dict.keys:d}",
+    values: "${oc.dict.values:d}",
+    s: { e: { x: 1 }, rel: "${oc.dict.keys:.e}" },
+    made: "${oc.create:{a: 1, b: [1, 2]}}",
+  });
+  deepStrictEqual(out.keys, ["a", "b"]);
+  deepStrictEqual(out.values, [1, { c: 2 }]);
+  deepStrictEqual((out.s as CfgObject).rel, ["x"]);
+  deepStrictEqual(out.made, { a: 1, b: [1, 2] });
+  const missing = await configError(() => resolve({ k: "${oc.dict.keys:nope}" }));
+  match(missing.message, /^oc\.dict\.keys takes the key of a mapping/);
+  equal(missing.details.found, "'nope', which does not exist");
+  equal(missing.details.key, "k");
+  const scalar = await configError(() => resolve({ n: 5, k: "${oc.dict.values:n}" }));
+  equal(scalar.details.found, "'n', not a mapping");
+  match((await configError(() => resolve({ c: "${oc.create:5}" }))).message, /oc\.create takes/);
+});
+
 Deno.test("${oc.decode:'...'} parses a value", () => {
   const out = resolve({
     s: "{a: 1}",
