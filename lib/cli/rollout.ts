@@ -553,8 +553,9 @@ async function loadModelPolicy(
   } catch (e) {
     // a folder that is not a model folder is the user's to fix (status 2, as in train and eval)
     const folderProblem = e instanceof CheckpointError || e instanceof TokenizerLoadError;
-    const why = errorText(e); // (the loaders' messages mostly start with the path)
-    const message = why.startsWith(path) ? why : `${path}: ${why}`;
-    throw exit(folderProblem ? 2 : 1, `Could not load the model at ${message}`);
+    // the same words as eval and train (ModelLoadError), whatever the loader's message starts with
+    const why = errorText(e);
+    const reason = why.startsWith(`${path}: `) ? why.slice(path.length + 2) : why;
+    throw exit(folderProblem ? 2 : 1, `Cannot load the model ${path}: ${reason}`);
   }
 }

@@ -137,7 +137,11 @@ export class ChatTemplate {
       unk_token: tokenizer.unkToken,
     };
     if (tokenizer.chatTemplate !== undefined) {
-      return new ChatTemplate(tokenizer.chatTemplate, tokens, `${tokenizer.source}`);
+      return new ChatTemplate(
+        tokenizer.chatTemplate,
+        tokens,
+        tokenizer.chatTemplateFile ?? tokenizer.source,
+      );
     }
     return new ChatTemplate(QWEN2_5_CHAT_TEMPLATE, tokens, "QWEN2_5_CHAT_TEMPLATE");
   }
@@ -185,7 +189,7 @@ export class ChatTemplate {
     try {
       return this.#template.render(context);
     } catch (e) {
-      throw new Error(
+      throw new ChatTemplateRenderError(
         `Chat template from ${this.origin} failed to render: ${e instanceof Error ? e.message : e}`,
         { cause: e },
       );
@@ -197,6 +201,24 @@ export class ChatTemplate {
 export interface ChatEncodeOptions {
   /** End with the generation prompt (default true: a prompt for the model). */
   addGenerationPrompt?: boolean;
+}
+
+/**
+ * The chat template raised an error (or hit an unsupported construct) while rendering a
+ * conversation: it names the template's file.
+ *
+ * @example
+ * ```ts
+ * import { ChatTemplateRenderError } from "./chat_template.ts";
+ * console.log(new ChatTemplateRenderError("x").name); // "ChatTemplateRenderError"
+ * ```
+ */
+export class ChatTemplateRenderError extends Error {
+  /** An error with a sentence-case message. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ChatTemplateRenderError";
+  }
 }
 
 /**

@@ -11,7 +11,8 @@ import { CheckpointError } from "./safetensors.ts";
 import type { Qwen2Config } from "./config.ts";
 import { Qwen2Model } from "./qwen2.ts";
 import type { Precision } from "./_mixed_precision.ts";
-import { Tokenizer } from "./tokenizer.ts";
+import { ChatTemplate } from "./chat_template.ts";
+import { Tokenizer, TokenizerLoadError } from "./tokenizer.ts";
 
 /** Files besides the weights that travel with a model folder. */
 export const TOKENIZER_FILES = [
@@ -19,6 +20,11 @@ export const TOKENIZER_FILES = [
   "tokenizer_config.json",
   "generation_config.json",
   "chat_template.jinja",
+  // the slow tokenizer's files, kept when the folder has them (use_fast=False reads them)
+  "vocab.json",
+  "merges.txt",
+  "special_tokens_map.json",
+  "added_tokens.json",
 ] as const;
 
 /** A loaded model folder. Dispose it to free the model. */
@@ -71,6 +77,23 @@ function expectModelFolder(dir: string): void {
 }
 
 /**
+ * Parses the folder's chat template and renders a system and a user message with it, so that a
+ * template that cannot work fails at load, naming its file, not in the first episode.
+ */
+function probeChatTemplate(tokenizer: Tokenizer): void {
+  const file = tokenizer.chatTemplateFile;
+  if (file === undefined) return; // the built-in Qwen2.5 template
+  try {
+    ChatTemplate.forTokenizer(tokenizer).render(
+      [{ role: "system", content: "s" }, { role: "user", content: "u" }],
+      { addGenerationPrompt: true },
+    );
+  } catch (e) {
+    throw new TokenizerLoadError(file, e instanceof Error ? e.message : String(e), { cause: e });
+  }
+}
+
+/**
  * Loads `config.json`, the safetensors weights (single file or sharded; f32,
  * bf16 or f16) and the tokenizer of a Qwen2 model folder.
  *
@@ -90,7 +113,15 @@ export async function loadPretrained(
 ): Promise<Pretrained> {
   expectModelFolder(dir);
   const tokenizer = await Tokenizer.load(dir);
+  probeChatTemplate(tokenizer);
   using ckpt = loadHfCheckpoint(dir);
+  if (tokenizer.vocabSize > ckpt.config.vocab_size) {
+    throw new CheckpointError(
+      `${dir}/config.json: vocab_size is ${ckpt.config.vocab_size}, but ${dir}/tokenizer.json ` +
+        `has ${tokenizer.vocabSize} tokens: expected a vocab_size of at least the tokenizer's`,
+      { file: `${dir}/config.json`, key: "vocab_size" },
+    );
+  }
   const model = new Qwen2Model(kernels, ckpt.config, {
     init: "none",
     ...(options.valueHead ? { valueHead: true } : {}),

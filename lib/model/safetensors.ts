@@ -424,10 +424,21 @@ export class SafetensorsFile implements Disposable {
       if (e instanceof Deno.errors.NotFound) {
         throw new CheckpointError(`Safetensors file ${p} does not exist`, { file: p });
       }
+      if (e instanceof Deno.errors.IsADirectory || e instanceof Deno.errors.PermissionDenied) {
+        throw new CheckpointError(`Safetensors file ${p} cannot be read: ${e.message}`, {
+          file: p,
+        });
+      }
       throw e;
     }
     try {
-      const size = file.statSync().size;
+      const stat = file.statSync();
+      if (stat.isDirectory) {
+        throw new CheckpointError(`Safetensors file ${p} is a folder: expected a file`, {
+          file: p,
+        });
+      }
+      const size = stat.size;
       if (size < 8) {
         throw new CheckpointError(
           `Safetensors file ${p} is ${size} bytes long; expected at least the 8-byte header size`,

@@ -135,6 +135,8 @@ export class Tokenizer {
   readonly eosTokenIds: readonly number[];
   /** The `chat_template` source, when the folder has one. */
   readonly chatTemplate: string | undefined;
+  /** The file the chat template came from (`<source>/chat_template.jinja` or `tokenizer_config.json`). */
+  readonly chatTemplateFile: string | undefined;
   readonly #hf: HfTokenizer;
   readonly #specialIds: ReadonlySet<number>;
   readonly #unkId: number | undefined;
@@ -149,6 +151,7 @@ export class Tokenizer {
     bosTokenId: number | undefined;
     padTokenId: number | undefined;
     chatTemplate: string | undefined;
+    chatTemplateFile: string | undefined;
     unkId: number | undefined;
   }) {
     this.#hf = hf;
@@ -164,6 +167,7 @@ export class Tokenizer {
     this.bosTokenId = fields.bosTokenId;
     this.padTokenId = fields.padTokenId;
     this.chatTemplate = fields.chatTemplate;
+    this.chatTemplateFile = fields.chatTemplateFile;
     this.#specialIds = new Set(fields.specialTokens.values());
     this.#unkId = fields.unkId;
   }
@@ -333,6 +337,11 @@ export class Tokenizer {
       bosTokenId: named.bos === undefined ? undefined : hf.token_to_id(named.bos),
       padTokenId: named.pad === undefined ? undefined : hf.token_to_id(named.pad),
       chatTemplate: sources.chatTemplate ?? pickChatTemplate(config.chat_template),
+      chatTemplateFile: sources.chatTemplate !== undefined
+        ? `${source}/chat_template.jinja`
+        : pickChatTemplate(config.chat_template) !== undefined
+        ? `${source}/tokenizer_config.json`
+        : undefined,
       unkId: typeof raw.model.unk_token === "string"
         ? hf.token_to_id(raw.model.unk_token)
         : named.unk === undefined
@@ -377,7 +386,8 @@ export class Tokenizer {
 
   /**
    * The text of token ids. Byte-level pieces of an unfinished UTF-8 character
-   * decode to U+FFFD. An id outside the vocabulary is a RangeError.
+   * decode to U+FFFD. An id past the vocabulary (a model's unused padding row) decodes to
+   * nothing, as in Hugging Face; a negative or fractional id is a RangeError.
    *
    * @example
    * ```ts
@@ -397,11 +407,14 @@ export class Tokenizer {
     const list: number[] = [];
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+      if (!Number.isInteger(id) || id < 0) {
         throw new RangeError(
-          `Token id ${id} (at index ${i}) is not valid: expected an integer in [0, ${this.vocabSize})`,
+          `Token id ${id} (at index ${i}) is not valid: expected an integer >= 0`,
         );
       }
+      // a model row past the tokenizer (Qwen2.5: 151936 rows, 151665 tokens) has no text:
+      // skipped, as Hugging Face's decode does, so sampling one cannot break a rollout
+      if (id >= this.vocabSize) continue;
       if (options.skipSpecialTokens && this.#specialIds.has(id)) continue;
       list.push(id);
     }

@@ -24,7 +24,11 @@ import type { AgenticConfig } from "../config/agentic_config.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { locateEnvError } from "./check_env_entries.ts";
 import type { EnvManagerConfig } from "../config/schema/env_manager.ts";
-import { type ChatEncoder, ChatTemplateIncrementError } from "../model/chat_template.ts";
+import {
+  type ChatEncoder,
+  ChatTemplateIncrementError,
+  ChatTemplateRenderError,
+} from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
 import { EnvLimits } from "./env_limits.ts";
@@ -379,6 +383,8 @@ export class RolloutScheduler {
                 "earlier turns unchanged; step-wise episodes (envs=step) start each turn afresh",
               { cause: caught },
             )
+            : caught instanceof ChatTemplateRenderError // the template, not the env, fails
+            ? new RolloutConfigError(caught.message, { cause: caught })
             : caught;
           if (e instanceof RolloutConfigError) {
             // the config cannot work for any env: stop at once

@@ -307,7 +307,7 @@ Deno.test("--policy model:PATH plays with a model folder through the generation 
   ok(summary.mean_actions >= 1);
   const missing = await rollout(["--env", "FrozenLake", "--policy", `model:${src}/nothing`]);
   equal(missing.code, 2, show(missing));
-  match(missing.stderr, /Could not load the model at \S*nothing: no such folder/);
+  match(missing.stderr, /Cannot load the model \S*nothing: no such folder/);
   doesNotMatch(missing.stderr, /Uncaught|^\s+at /m);
   await Deno.remove(src, { recursive: true });
 });

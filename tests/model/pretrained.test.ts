@@ -110,3 +110,85 @@ Deno.test("no folder, a file, and a training checkpoint's folder are named as su
   );
   await Deno.remove(dir, { recursive: true });
 });
+
+/** The tiny default folder with weights, its files then changed by `edit`. */
+async function tinyFolder(edit: (dir: string) => Promise<void>): Promise<string> {
+  using k = Kernels.open({ threads: 1 });
+  const tinyDir = await Deno.makeTempDir({ prefix: "agentrl_pretrained_edit_" });
+  await writeTinyModel(tinyDir);
+  const config = parseQwen2Config(
+    JSON.parse(await Deno.readTextFile(`${tinyDir}/config.json`)),
+    "tiny",
+  );
+  using m = new Qwen2Model(k, config, { seed: 1 });
+  const dir = `${tinyDir}/model`;
+  await savePretrained(m, dir, { tokenizerDir: tinyDir });
+  await edit(dir);
+  return dir;
+}
+
+Deno.test("a chat template that does not parse or render fails at load, naming its file", async () => {
+  using k = Kernels.open({ threads: 1 });
+  const broken = await tinyFolder((dir) =>
+    Deno.writeTextFile(`${dir}/chat_template.jinja`, "{{ messages[0].content }")
+  );
+  await assert.rejects(() => loadPretrained(k, broken), (e: Error) => {
+    assert.equal(e.name, "TokenizerLoadError");
+    assert.equal((e as unknown as { path: string }).path, `${broken}/chat_template.jinja`);
+    assert.match(
+      e.message,
+      new RegExp(`^Chat template from ${broken}/chat_template\\.jinja does not parse`),
+    );
+    return true;
+  });
+  const raising = await tinyFolder((dir) =>
+    Deno.writeTextFile(`${dir}/chat_template.jinja`, "{{ raise_exception('no system role') }}")
+  );
+  await assert.rejects(
+    () => loadPretrained(k, raising),
+    /^TokenizerLoadError: Chat template from .*chat_template\.jinja failed to render: .*no system role/,
+  );
+  for (const d of [broken, raising]) {
+    await Deno.remove(d.slice(0, d.lastIndexOf("/")), { recursive: true });
+  }
+});
+
+Deno.test("a config.json vocab_size below the tokenizer's is a load error naming both files", async () => {
+  using k = Kernels.open({ threads: 1 });
+  const tinyDir = await Deno.makeTempDir({ prefix: "agentrl_pretrained_vocab_" });
+  await writeTinyModel(tinyDir);
+  const tiny = JSON.parse(await Deno.readTextFile(`${tinyDir}/config.json`));
+  // weights for 700 ids beside the tiny tokenizer's 768 (its own token ids left out: those past
+  // vocab_size are an error of their own)
+  const config = parseQwen2Config(
+    { ...tiny, vocab_size: 700, bos_token_id: null, eos_token_id: null },
+    "small",
+  );
+  using m = new Qwen2Model(k, config, { seed: 1 });
+  const dir = `${tinyDir}/model`;
+  await savePretrained(m, dir, { tokenizerDir: tinyDir });
+  await assert.rejects(
+    () => loadPretrained(k, dir),
+    new RegExp(
+      `${dir}/config\\.json: vocab_size is 700, but ${dir}/tokenizer\\.json has 768 tokens`,
+    ),
+  );
+  await Deno.remove(tinyDir, { recursive: true });
+});
+
+Deno.test("a saved folder keeps the slow tokenizer's files when the source has them", async () => {
+  using k = Kernels.open({ threads: 1 });
+  const extra = { "vocab.json": "{}", "merges.txt": "#v0.2\n", "special_tokens_map.json": "{}" };
+  const dir = await tinyFolder(async (dir) => {
+    for (const [name, text] of Object.entries(extra)) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+  });
+  using p = await loadPretrained(k, dir);
+  const out = `${dir}2`;
+  await savePretrained(p.model, out, { tokenizerDir: dir });
+  for (const [name, text] of Object.entries(extra)) {
+    assert.equal(await Deno.readTextFile(`${out}/${name}`), text, name);
+  }
+  await Deno.remove(dir.slice(0, dir.lastIndexOf("/")), { recursive: true });
+});

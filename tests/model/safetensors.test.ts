@@ -388,6 +388,8 @@ Deno.test("every malformed file is refused with the file named", async () => {
     );
     expectError(put(dir, "tiny.st", new Uint8Array(3)), /is 3 bytes long; expected at least/);
     expectError(`${dir}/absent.st`, /does not exist/);
+    Deno.mkdirSync(`${dir}/folder.st`);
+    expectError(`${dir}/folder.st`, /Safetensors file .*folder\.st (is a folder|cannot be read)/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

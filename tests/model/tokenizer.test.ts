@@ -144,7 +144,9 @@ Deno.test("Qwen: decode skips special tokens only when asked", () => {
   equal(qwen.decode(ids, { skipSpecialTokens: true }), "assistant\n<answer>Up</answer><tool_call>");
   equal(qwen.decode([]), "");
   equal(qwen.decode(new Int32Array([9707, 1879])), "Hello world");
-  throws(() => qwen.decode([9707, 151669]), /Token id 151669 \(at index 1\) is not valid/);
+  // Qwen2.5's model has 151936 rows for 151665 tokens: an id past the tokenizer has no text
+  equal(qwen.decode([9707, 151669, 151935, 1879]), "Hello world");
+  throws(() => qwen.decode([9707, -1]), /Token id -1 \(at index 1\) is not valid/);
   throws(() => qwen.decode([-1]), RangeError);
   throws(() => qwen.decode([1.5]), RangeError);
 });
