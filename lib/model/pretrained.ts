@@ -82,7 +82,21 @@ function expectModelFolder(dir: string): void {
  */
 function probeChatTemplate(tokenizer: Tokenizer): void {
   const file = tokenizer.chatTemplateFile;
-  if (file === undefined) return; // the built-in Qwen2.5 template
+  if (file === undefined) {
+    // the built-in Qwen2.5 template: its turn markers must be tokens, not text
+    const missing = ["<|im_start|>", "<|im_end|>"].filter((t) =>
+      tokenizer.tokenToId(t) === undefined
+    );
+    if (missing.length > 0) {
+      throw new TokenizerLoadError(
+        `${tokenizer.source}/tokenizer_config.json`,
+        `${tokenizer.source} has no chat template (tokenizer_config.json's chat_template or ` +
+          `chat_template.jinja), and the built-in Qwen2.5 one needs ${missing.join(" and ")}, ` +
+          "which its tokenizer lacks: expected a chat template in the folder",
+      );
+    }
+    return;
+  }
   try {
     ChatTemplate.forTokenizer(tokenizer).render(
       [{ role: "system", content: "s" }, { role: "user", content: "u" }],

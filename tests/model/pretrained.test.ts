@@ -153,6 +153,27 @@ Deno.test("a chat template that does not parse or render fails at load, naming i
   }
 });
 
+Deno.test("no chat template and no <|im_start|> token: the built-in template cannot serve, said at load", async () => {
+  using k = Kernels.open({ threads: 1 });
+  const dir = await tinyFolder(async (dir) => {
+    await Deno.remove(`${dir}/chat_template.jinja`).catch(() => {});
+    await Deno.writeTextFile(`${dir}/tokenizer_config.json`, "{}");
+    await Deno.remove(`${dir}/generation_config.json`); // (its EOS ids are the tiny tokenizer's)
+    await Deno.writeTextFile(
+      `${dir}/tokenizer.json`,
+      JSON.stringify({ model: { type: "BPE", vocab: { a: 0, b: 1 }, merges: [] } }),
+    );
+  });
+  await assert.rejects(
+    () => loadPretrained(k, dir),
+    new RegExp(
+      `^TokenizerLoadError: ${dir} has no chat template .* needs <\\|im_start\\|> and ` +
+        "<\\|im_end\\|>, which its tokenizer lacks",
+    ),
+  );
+  await Deno.remove(dir.slice(0, dir.lastIndexOf("/")), { recursive: true });
+});
+
 Deno.test("a config.json vocab_size below the tokenizer's is a load error naming both files", async () => {
   using k = Kernels.open({ threads: 1 });
   const tinyDir = await Deno.makeTempDir({ prefix: "agentrl_pretrained_vocab_" });
