@@ -454,6 +454,21 @@ export class GenerationEngine implements AsyncDisposable {
         }
       }
     }
+    // all checked before anything is written: a rejected update leaves the weights as they were
+    const missing: string[] = [];
+    for (const r of layout.regions) {
+      const data = map.get(r.name);
+      if (data === undefined) missing.push(r.name);
+      else if (!(data instanceof Float32Array) || data.length !== r.size) {
+        throw new RangeError(
+          `Parameter '${r.name}' of shape [${r.shape.join(", ")}] needs ${r.size} float32 ` +
+            `values, got ${data instanceof Float32Array ? data.length : typeof data}`,
+        );
+      }
+    }
+    if (strict && missing.length > 0) {
+      throw new Error(`No data for parameters: ${missing.join(", ")}`);
+    }
     this.model.loadNamed((name) => map.get(name), { strict });
   }
 
@@ -553,7 +568,6 @@ export class GenerationEngine implements AsyncDisposable {
   #step(): void {
     const start = performance.now();
     this.#stepping = true;
-    this.#finishedInStep = [];
     const launched = this.#takeAhead() ?? this.#launch(this.#plan(), this.#version);
     if (launched === null) {
       this.#stepping = false;
@@ -768,13 +782,15 @@ export class GenerationEngine implements AsyncDisposable {
         })),
         decoded: nd - (inStep.length - live),
         tokens: n,
-        finished: [...this.#finishedInStep],
+        finished: this.#finishedInStep,
         running: this.#running.size,
         waiting: this.#waiting.length,
         start,
         end: performance.now(),
       });
     }
+    // reported (or nobody asked): aborts made before the next step are that step's
+    this.#finishedInStep = [];
   }
 
   /** Appends a sampled token and finishes the sequence when a stop condition holds. */
@@ -879,7 +895,10 @@ export class GenerationEngine implements AsyncDisposable {
       stop_reason: how.stopToken ?? how.stopString ?? null,
       prompt_tokens: req.prompt.length,
       completion_tokens: tokens.length,
-      weight_versions: [seq.versionFirst, seq.versionLast],
+      // no token yet (aborted while waiting): the version at the abort, as documented
+      weight_versions: seq.tokens.length === 0
+        ? [this.#version, this.#version]
+        : [seq.versionFirst, seq.versionLast],
     };
   }
 }

@@ -108,9 +108,19 @@ export function generateStaticPadded(
     const prompts = batch.map((r) => Array.from(r.prompt_token_ids));
     const limits = batch.map((r) => r.max_new_tokens ?? 16);
     const longest = Math.max(...limits);
+    // every row decodes as long as the longest (padding compute): each must fit that far
+    prompts.forEach((p, i) => {
+      if (p.length + longest > options.maxModelLen) {
+        throw new RangeError(
+          `Request ${b0 + i}: its ${p.length}-token prompt plus the batch's longest ` +
+            `max_new_tokens (${longest}) exceed maxModelLen ${options.maxModelLen} (a padded ` +
+            "batch decodes every row as long as the longest)",
+        );
+      }
+    });
     const out: number[][] = batch.map(() => []);
     const rows = batch.map((r, i) => ({
-      temperature: r.temperature ?? 1,
+      temperature: r.do_sample === false ? 0 : r.temperature ?? 1, // do_sample false: greedy
       topK: r.top_k ?? -1,
       topP: r.top_p ?? 1,
       seed: r.seed ?? b0 + i,

@@ -117,9 +117,11 @@ export interface GenerationResult {
   /** The generated text (see above). */
   text: string;
   /**
-   * Log-prob of each generated token under the distribution it was sampled
-   * from: log softmax(logits / temperature) (temperature 1 for greedy), before
-   * top-k / top-p filtering, as the sampler reports it.
+   * Log-prob of each generated token: log softmax(logits / temperature)
+   * (temperature 1 for greedy), before top-k / top-p filtering, as the sampler
+   * reports it. With top-k or top-p on, the token was drawn from the
+   * renormalised kept set, so this is not its sampling probability (training
+   * recomputes its own old log-probs).
    */
   logprobs: number[];
   finish_reason: FinishReason;
@@ -198,7 +200,10 @@ export interface StepInfo {
   decoded: number;
   /** Tokens in the step's forwardCached call (decoded + prompt tokens of the admitted). */
   tokens: number;
-  /** Sequences that finished in this step (their slots are free for the next step). */
+  /**
+   * Sequences that finished in this step, and those aborted since the step before (their
+   * slots are free for the next step).
+   */
   finished: FinishedSequence[];
   /** Sequences holding a KV-cache slot after the step. */
   running: number;

@@ -63,6 +63,19 @@ Deno.test("engine: abort a running and a waiting request (by id and by signal); 
   assert.equal(engine.stats.finished.abort, 4);
   // every admission took slot 0 and abort freed it
   assert.ok(steps.flatMap((s) => s.admitted).every((x) => x.slot === 0));
+  // the running ones aborted between steps are reported by a later step's `finished`
+  const finished = steps.flatMap((s) => s.finished);
+  for (const id of ["a", "c"]) {
+    assert.deepEqual(
+      finished.filter((f) => f.request_id === id).map((f) => f.finish_reason),
+      ["abort"],
+      id,
+    );
+  }
+  assert.deepEqual(
+    finished.filter((f) => f.request_id === "e").map((f) => f.finish_reason),
+    ["length"],
+  );
 });
 
 Deno.test("engine: close aborts what is in flight, frees the cache and refuses new requests", async () => {
@@ -219,6 +232,35 @@ Deno.test("engine: updateWeights swaps in new weights: greedy output then equals
   using wider = new Qwen2Model(k, smallConfig({ hidden_size: 48 }));
   await assert.rejects(engine.updateWeights(wider), /needs \d+ float32 values/);
   await assert.rejects(engine.updateWeights(42 as unknown as Qwen2Model), /needs a Qwen2Model/);
+  // a request aborted while waiting reports the version at its abort, as documented
+  {
+    // (two slots: two run, the third waits)
+    const running = ["busy1", "busy2"].map((id) =>
+      engine.generate({ ...request, request_id: id, max_new_tokens: 30 })
+    );
+    const queued = engine.generate({ ...request, request_id: "queued" });
+    await untilSteps(engine, engine.stats.steps + 2);
+    const v = await engine.updateWeights(trained);
+    assert.equal(engine.numWaiting, 1);
+    engine.abort("queued");
+    const q = await queued;
+    assert.deepEqual([q.finish_reason, q.completion_tokens, q.weight_versions], ["abort", 0, [
+      v,
+      v,
+    ]]);
+    await Promise.all(running);
+  }
+  // a rejected update writes nothing, even when the bad weight comes after good ones
+  const kept = engine.model.params.toArray();
+  const versionBefore = engine.weightVersion;
+  const others = other.exportNamed();
+  await assert.rejects(engine.updateWeights(others.slice(0, -1)), /No data for parameters/);
+  const shortLast = others.map((p, i) =>
+    i === others.length - 1 ? { name: p.name, data: new Float32Array(1) } : p
+  );
+  await assert.rejects(engine.updateWeights(shortLast), /needs \d+ float32 values, got 1/);
+  assert.deepEqual(engine.model.params.toArray(), kept);
+  assert.equal(engine.weightVersion, versionBefore);
   // a partial update keeps the rest
   const v2 = await engine.updateWeights([named[0]!], { strict: false });
   assert.equal(v2, engine.weightVersion);
