@@ -289,8 +289,18 @@ export class GenerationEngine implements AsyncDisposable {
       throw new TypeError(`lookahead must be true or false, got ${String(lookahead)}`);
     }
     this.#lookahead = lookahead;
+    // the cache first: one too large for memory is refused with its size, before any array
+    try {
+      this.#cache = model.createKvCache(this.maxRunningRequests, this.maxModelLen);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      throw new RangeError(
+        `The KV cache of maxRunningRequests ${this.maxRunningRequests} x maxModelLen ` +
+          `${this.maxModelLen} cannot be allocated: ${e.message}`,
+        { cause: e },
+      );
+    }
     this.#freeSlots = Array.from({ length: this.maxRunningRequests }, (_, i) => i).reverse();
-    this.#cache = model.createKvCache(this.maxRunningRequests, this.maxModelLen);
     this.#loop = this.#run();
   }
 

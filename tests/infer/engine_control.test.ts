@@ -160,6 +160,10 @@ Deno.test("engine: bad requests and options are rejected with errors naming the 
     () => new GenerationEngine(model, { ...opts, batching: "dynamic" as "static" }),
     /batching must be "continuous" or "static", got dynamic/,
   );
+  assert.throws(
+    () => new GenerationEngine(model, { maxRunningRequests: 2 ** 31 - 1, maxModelLen: 64 }),
+    /The KV cache of maxRunningRequests 2147483647 x maxModelLen 64 cannot be allocated: /,
+  );
 });
 
 Deno.test("engine: updateWeights swaps in new weights: greedy output then equals a fresh engine on the new weights", async () => {
