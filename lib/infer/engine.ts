@@ -61,8 +61,8 @@ import {
 } from "../../ffi/mod.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
 import type { Qwen2KvCache } from "../model/qwen2_kv_cache.ts";
-import type { BufferLayout } from "../model/param_layout.ts";
 import { type NormalizedRequest, normalizeRequest } from "./_request.ts";
+import { loadWeights } from "./_weights.ts";
 import { type DecodeFn, StopStringMatcher, tokensThrough } from "./_stop.ts";
 import type {
   GenerateOptions,
@@ -142,14 +142,6 @@ function positiveInt(v: unknown, name: string): number {
     throw new RangeError(`${name} must be a positive integer, got ${String(v)}`);
   }
   return v;
-}
-
-function sameLayout(a: BufferLayout, b: BufferLayout): boolean {
-  if (a.total !== b.total || a.regions.length !== b.regions.length) return false;
-  return a.regions.every((r, i) => {
-    const s = b.regions[i]!;
-    return r.name === s.name && r.offset === s.offset && r.size === s.size;
-  });
 }
 
 /**
@@ -409,77 +401,11 @@ export class GenerationEngine implements AsyncDisposable {
         "updateWeights was called inside a step (from the decode function): call it between steps",
       );
     }
-    const strict = options.strict ?? true;
-    const model = this.model;
     // A step queued ahead ran with the old weights: dropped now (before a copy that waits, and
     // would report that step's deferred errors), so that the next step is planned afresh.
     if (this.#ahead !== null) this.#ahead = this.#failOnDrop(this.#ahead);
-    if (source instanceof Qwen2Model) {
-      if (source.disposed) throw new TypeError("The source model was disposed");
-      if (source !== model) {
-        if (sameLayout(source.layout, model.layout)) {
-          model.params.copyFrom(source.params);
-          model.markParamsChanged();
-        } else {
-          this.#loadNamed(new Map(source.exportNamed().map((p) => [p.name, p.data])), strict);
-        }
-      }
-    } else if (source instanceof Map) {
-      this.#loadNamed(source as ReadonlyMap<string, Float32Array>, strict);
-    } else if (source !== null && typeof source === "object" && Symbol.iterator in source) {
-      const map = new Map<string, Float32Array>();
-      for (const p of source as Iterable<{ name: string; data: Float32Array; shape?: number[] }>) {
-        if (typeof p?.name !== "string") {
-          throw new TypeError("Named weights must be records { name, data[, shape] }");
-        }
-        if (p.shape !== undefined && model.layout.has(p.name)) {
-          const want = model.layout.get(p.name).shape;
-          if (p.shape.length !== want.length || p.shape.some((d, i) => d !== want[i])) {
-            throw new RangeError(
-              `Weight '${p.name}' has shape [${p.shape.join(", ")}]: expected [${want.join(", ")}]`,
-            );
-          }
-        }
-        map.set(p.name, p.data);
-      }
-      this.#loadNamed(map, strict);
-    } else {
-      throw new TypeError(
-        "updateWeights needs a Qwen2Model, a Map of name to Float32Array or an iterable of " +
-          "{ name, data } records",
-      );
-    }
+    loadWeights(this.model, source, options.strict ?? true);
     return ++this.#version;
-  }
-
-  #loadNamed(map: ReadonlyMap<string, Float32Array>, strict: boolean): void {
-    const layout = this.model.layout;
-    if (strict) {
-      for (const name of map.keys()) {
-        if (!layout.has(name)) {
-          throw new RangeError(
-            `Unknown weight '${name}': the engine's model has no such parameter ` +
-              `(expected names like ${layout.regions[0]?.name ?? "?"})`,
-          );
-        }
-      }
-    }
-    // all checked before anything is written: a rejected update leaves the weights as they were
-    const missing: string[] = [];
-    for (const r of layout.regions) {
-      const data = map.get(r.name);
-      if (data === undefined) missing.push(r.name);
-      else if (!(data instanceof Float32Array) || data.length !== r.size) {
-        throw new RangeError(
-          `Parameter '${r.name}' of shape [${r.shape.join(", ")}] needs ${r.size} float32 ` +
-            `values, got ${data instanceof Float32Array ? data.length : typeof data}`,
-        );
-      }
-    }
-    if (strict && missing.length > 0) {
-      throw new Error(`No data for parameters: ${missing.join(", ")}`);
-    }
-    this.model.loadNamed((name) => map.get(name), { strict });
   }
 
   /** Stops the engine: aborts every request (they resolve with "abort") and frees the KV cache. */
