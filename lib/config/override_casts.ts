@@ -17,8 +17,18 @@ export class PyFloat {
   constructor(readonly value: number) {}
 }
 
-/** A parsed value inside a cast's parentheses: floats stay marked. */
-export type CastInput = CfgValue | PyFloat | CastInput[] | { [key: string]: CastInput };
+/** An integer literal past 2^53 inside a cast: its digits, which `str()` keeps exactly. */
+export class PyInt {
+  constructor(readonly text: string) {}
+}
+
+/** A parsed value inside a cast's parentheses: floats and big integers stay marked. */
+export type CastInput =
+  | CfgValue
+  | PyFloat
+  | PyInt
+  | CastInput[]
+  | { [key: string]: CastInput };
 
 /** Applies cast `name` to `value` (leaf by leaf for lists and dicts). */
 export function applyCast(name: CastName, value: CastInput): CastInput {
@@ -43,6 +53,7 @@ export function applyCast(name: CastName, value: CastInput): CastInput {
 /** `value` with every {@linkcode PyFloat} replaced by its number. */
 export function unwrapFloats(value: CastInput): CfgValue {
   if (value instanceof PyFloat) return value.value;
+  if (value instanceof PyInt) return Number(value.text);
   if (Array.isArray(value)) return value.map(unwrapFloats);
   if (isDict(value)) {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unwrapFloats(v)]));
@@ -52,21 +63,24 @@ export function unwrapFloats(value: CastInput): CfgValue {
 
 /** `str()` of a Python float: `1.0`, `0.1`, `1e-05`, `inf`. */
 export function pythonFloatStr(n: number): string {
+  if (Object.is(n, -0)) return "-0.0";
   const text = pythonNumber(n);
   return /^-?\d+$/.test(text) ? `${text}.0` : text;
 }
 
-type Leaf = boolean | number | string | PyFloat;
+type Leaf = boolean | number | string | PyFloat | PyInt;
 
 function isDict(v: CastInput): v is { [key: string]: CastInput } {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof PyFloat);
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof PyFloat) &&
+    !(v instanceof PyInt);
 }
 
 const INT_TEXT = /^[-+]?\d+(?:_\d+)*$/;
 const FLOAT_TEXT =
   /^[-+]?(?:\d+(?:_\d+)*(?:\.(?:\d+(?:_\d+)*)?)?|\.\d+(?:_\d+)*)(?:[eE][-+]?\d+(?:_\d+)*)?$/;
 
-function toInt(v: Leaf): number {
+function toInt(v: Leaf): number | PyInt {
+  if (v instanceof PyInt) return v;
   if (typeof v === "boolean") return v ? 1 : 0;
   if (typeof v === "number") return v;
   if (v instanceof PyFloat) {
@@ -75,10 +89,18 @@ function toInt(v: Leaf): number {
   }
   const text = v.trim();
   if (!INT_TEXT.test(text)) throw castError("int", v, "the text is not an integer");
-  return Number(text.replaceAll("_", ""));
+  return intOf(text);
+}
+
+/** An integer literal's value: a number, or its digits when a number cannot hold them. */
+export function intOf(text: string): number | PyInt {
+  const digits = text.replaceAll("_", "").replace(/^\+/, "");
+  const n = Number(digits);
+  return Number.isSafeInteger(n) ? n : new PyInt(digits.replace(/^(-?)0+(?=\d)/, "$1"));
 }
 
 function toFloat(v: Leaf): number {
+  if (v instanceof PyInt) return Number(v.text);
   if (typeof v === "boolean") return v ? 1 : 0;
   if (typeof v === "number") return v;
   if (v instanceof PyFloat) return v.value;
@@ -92,6 +114,7 @@ function toFloat(v: Leaf): number {
 }
 
 function toStr(v: Leaf): string {
+  if (v instanceof PyInt) return v.text;
   if (typeof v === "boolean") return v ? "true" : "false"; // Hydra lower-cases booleans
   if (typeof v === "number") return BigInt(v).toString(); // an int: floats come as PyFloat
   if (v instanceof PyFloat) return pythonFloatStr(v.value);
@@ -99,6 +122,7 @@ function toStr(v: Leaf): string {
 }
 
 function toBool(v: Leaf): boolean {
+  if (v instanceof PyInt) return true; // past 2^53: never 0
   if (typeof v === "boolean") return v;
   if (typeof v === "number") return v !== 0;
   if (v instanceof PyFloat) return v.value !== 0; // Python: bool(nan) is True
@@ -113,6 +137,7 @@ function jsonStr(value: CastInput): string {
   if (value === null) return "null";
   if (typeof value === "boolean") return value ? "true" : "false";
   if (typeof value === "number") return BigInt(value).toString();
+  if (value instanceof PyInt) return value.text;
   if (value instanceof PyFloat) {
     const n = value.value;
     if (Number.isNaN(n)) return "NaN";
@@ -130,11 +155,16 @@ function jsonStr(value: CastInput): string {
 }
 
 function castError(name: CastName, v: Leaf | null, why: string): ConfigError {
-  const shown = v instanceof PyFloat ? pythonFloatStr(v.value) : JSON.stringify(v);
+  const shown = v instanceof PyFloat
+    ? pythonFloatStr(v.value)
+    : v instanceof PyInt
+    ? v.text
+    : JSON.stringify(v);
   return new ConfigError(`Cannot cast ${shown} to ${name}: ${why}`, {
     found: `${name}(${shown})`,
     expected: name === "bool"
       ? "bool() of true/false (any case), a number or a boolean"
       : `${name}() of a number, a boolean or text that reads as one`,
+    hint: "to pass the text as it is, quote the whole value",
   });
 }

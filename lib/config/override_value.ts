@@ -4,6 +4,7 @@ import {
   CAST_FUNCTIONS,
   type CastInput,
   type CastName,
+  intOf,
   PyFloat,
   unwrapFloats,
 } from "./override_casts.ts";
@@ -39,7 +40,14 @@ export function parseOverrideValue(text: string, options: { functions?: boolean 
       expected: "a single value; write a list as [a,b] or quote the string",
     });
   }
-  if (!p.done()) throw p.fail("unexpected text after the value");
+  if (!p.done()) {
+    const e = p.fail("unexpected text after the value");
+    // e.g. float(lr)_run: a cast followed by text; quoted, it is all text
+    throw new ConfigError(e.message, {
+      ...e.details,
+      hint: `quote it to pass it as text: '${text.trim().replaceAll("'", "\\'")}'`,
+    });
+  }
   return value;
 }
 
@@ -224,8 +232,9 @@ class ValueParser {
       this.i++;
     }
     const value = typePrimitive(out);
-    // inside a cast, a float is marked so that str(1.0) gives "1.0" as in Python
-    const isFloat = typeof value === "number" && !INT.test(out.trim());
-    return this.calls > 0 && isFloat ? new PyFloat(value) : value;
+    if (this.calls === 0 || typeof value !== "number") return value;
+    // inside a cast, floats are marked so that str(1.0) gives "1.0" as in Python, and integers
+    // past 2^53 keep their digits
+    return INT.test(out.trim()) ? intOf(out.trim()) : new PyFloat(value);
   }
 }

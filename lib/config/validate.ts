@@ -124,11 +124,15 @@ function asTextHint(
   name: KeySegment | undefined,
   input: unknown,
 ): string {
+  // an interpolation of a number stays a number, quoted or cast: text around it makes a string
+  const aroundIt = `put text around the interpolation to make it text (e.g. run_\${seed})`;
   const eq = override?.indexOf("=") ?? -1;
   if (override === undefined || eq < 0) {
-    return `quote it in YAML to make it text (${String(name)}: '${String(input)}')`;
+    return `quote it in YAML to make it text (${String(name)}: '${String(input)}'); if it is ` +
+      `an interpolation, ${aroundIt}`;
   }
   const key = override.slice(0, eq);
   const raw = override.slice(eq + 1).trim();
+  if (raw.includes("${")) return `the value resolves to ${String(input)}: ${aroundIt}`;
   return `quote it (${key}='${raw}') or cast it (${key}=str(${raw})) to pass it as text`;
 }

@@ -359,6 +359,16 @@ Deno.test("a number where text belongs is a wrong type whose hint shows the quot
     e.details.hint,
     "quote it (exp_name='1.0') or cast it (exp_name=str(1.0)) to pass it as text",
   );
+  // an interpolation of a number stays one, quoted or cast: the hint says to add text
+  for (const o of ["exp_name=${seed}", "exp_name='${seed}'", "exp_name=str(${seed})"]) {
+    const i = await configError(() => loadConfig({ overrides: [o] }));
+    equal(
+      i.details.hint,
+      "the value resolves to 42: put text around the interpolation to make it text " +
+        "(e.g. run_${seed})",
+      o,
+    );
+  }
   equal((await loadConfig({ overrides: ["exp_name=str(1.0)"] })).config.exp_name, "1.0");
   equal((await loadConfig({ overrides: ["exp_name='5'"] })).config.exp_name, "5");
   equal((await loadConfig({ overrides: ["seed=int('7')"] })).config.seed, 7);

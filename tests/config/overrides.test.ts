@@ -125,6 +125,11 @@ Deno.test("cast functions convert as Hydra's do, leaf by leaf in lists and dicts
     ["[str(1), int(2.5)]", ["1", 2]],
     ["json_str({a: 1, b: [1.0, 'x', null, true]})", '{"a": 1, "b": [1.0, "x", null, true]}'],
     ["json_str('é')", '"\\u00e9"'],
+    // integers past 2^53 keep their digits as text; Python's -0.0
+    ["str(12345678901234567890)", "12345678901234567890"],
+    ["json_str([12345678901234567890])", "[12345678901234567890]"],
+    ["str(-0.0)", "-0.0"],
+    ["str(+5)", "5"],
   ];
   for (const [text, want] of cases) deepStrictEqual(parseOverrideValue(text), want, text);
   // OmegaConf's oc.decode and resolver arguments have no cast functions
@@ -149,6 +154,14 @@ Deno.test("a cast that cannot convert is an error naming the value and the funct
   for (const [text, pattern] of cases) {
     match((await configError(() => parseOverrideValue(text))).message, pattern, text);
   }
+  equal(
+    (await configError(() => parseOverrideValue("float(lr)"))).details.hint,
+    "to pass the text as it is, quote the whole value",
+  );
+  equal(
+    (await configError(() => parseOverrideValue("str(5)_run"))).details.hint,
+    "quote it to pass it as text: 'str(5)_run'",
+  );
 });
 
 // ---------------------------------------------------------------- parseOverride
