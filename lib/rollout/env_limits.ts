@@ -35,34 +35,46 @@ export class Semaphore {
   }
 }
 
-/** The semaphores of one scheduler: a per-tag step limiter and the shared lock. */
+/**
+ * The semaphores env loops share: a limiter per tag (and cap) and one lock. The schedulers of
+ * a process share {@linkcode SHARED_ENV_LIMITS}, as ROLL's limiters are per process: a
+ * validation running beside the training rollout counts against the same cap.
+ */
 export class EnvLimits {
   readonly #perTag = new Map<string, Semaphore>();
   readonly #lock = new Semaphore(1);
 
-  /** Runs `fn` (building an env of `entry`) under the lock when the entry asks for it. */
-  build<T>(entry: CustomEnv, fn: () => Promise<T>): Promise<T> {
-    return entry.use_thread_lock ? this.#lock.run(fn) : fn();
+  /** Runs `fn` (building an env of `tag`) under the entry's lock and cap, as reset and step. */
+  build<T>(tag: string, entry: CustomEnv, fn: () => Promise<T>): Promise<T> {
+    return this.#limited(tag, entry, fn);
   }
 
   /** `env` with its reset and step under the tag's limits (`env` itself when it has none). */
   wrap(tag: string, entry: CustomEnv, env: EnvHandle): EnvHandle {
-    const cap = entry.max_env_step_concurrent;
-    if (cap <= 0 && !entry.use_thread_lock) return env;
-    let limiter = this.#perTag.get(tag);
-    if (cap > 0 && !limiter) this.#perTag.set(tag, limiter = new Semaphore(cap));
-    const lock = entry.use_thread_lock ? this.#lock : null;
-    const limited = <T>(fn: () => Promise<T>): Promise<T> => {
-      const capped = limiter ? () => limiter.run(fn) : fn;
-      return lock ? lock.run(capped) : capped();
-    };
+    if (entry.max_env_step_concurrent <= 0 && !entry.use_thread_lock) return env;
     return {
       instruction: env.instruction,
-      reset: (seed) => limited(() => env.reset(seed)),
-      step: (action) => limited(() => env.step(action)),
+      reset: (seed) => this.#limited(tag, entry, () => env.reset(seed)),
+      step: (action) => this.#limited(tag, entry, () => env.step(action)),
       renderRgb: () => env.renderRgb(),
       sampleAction: (seed) => env.sampleAction(seed),
       close: () => env.close(),
     };
   }
+
+  /** `fn` under the lock (when asked for), then the tag's cap (when set). */
+  #limited<T>(tag: string, entry: CustomEnv, fn: () => Promise<T>): Promise<T> {
+    const cap = entry.max_env_step_concurrent;
+    let run = fn;
+    if (cap > 0) {
+      const key = `${tag}\u0000${cap}`; // (two configs with another cap for a tag: apart)
+      let limiter = this.#perTag.get(key);
+      if (!limiter) this.#perTag.set(key, limiter = new Semaphore(cap));
+      run = () => limiter.run(fn);
+    }
+    return entry.use_thread_lock ? this.#lock.run(run) : run();
+  }
 }
+
+/** The limits every scheduler of this process uses unless given others. */
+export const SHARED_ENV_LIMITS: EnvLimits = new EnvLimits();

@@ -31,7 +31,7 @@ import {
 } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
-import { EnvLimits } from "./env_limits.ts";
+import { type EnvLimits, SHARED_ENV_LIMITS } from "./env_limits.ts";
 import { WorkerEnvHost } from "./env_worker_host.ts";
 import { PolicyError, runEpisode } from "./episode.ts";
 import { RolloutConfigError, RolloutError } from "./errors.ts";
@@ -58,6 +58,8 @@ export interface RolloutSchedulerOptions {
   render?: boolean;
   /** Called with each lost trajectory. */
   onLost?: (lost: LostTrajectory) => void;
+  /** The env limits to count against (default: the process's, {@linkcode SHARED_ENV_LIMITS}). */
+  envLimits?: EnvLimits;
 }
 
 /** What {@linkcode RolloutScheduler.getBatch} returns. */
@@ -79,8 +81,8 @@ export class RolloutScheduler {
   /** The policy, noting which requests are in flight (close() aborts them). */
   readonly #policy: RolloutPolicy;
   readonly #inFlight = new Set<string>();
-  /** max_env_step_concurrent per tag and use_thread_lock, shared by the env loops. */
-  readonly #limits = new EnvLimits();
+  /** max_env_step_concurrent per tag and use_thread_lock, shared by the process's env loops. */
+  readonly #limits: EnvLimits;
   readonly #queues = new Map<number, GroupQueue>();
   readonly #groupSeeds = new Map<number, number>();
   /** Complete groups not yet handed out, per group queue, in episode order. */
@@ -99,6 +101,7 @@ export class RolloutScheduler {
 
   constructor(options: RolloutSchedulerOptions) {
     this.#o = options;
+    this.#limits = options.envLimits ?? SHARED_ENV_LIMITS;
     const policy = options.policy;
     this.#policy = {
       generate: async (request) => {
@@ -333,6 +336,7 @@ export class RolloutScheduler {
             slot.tag,
             slot.entry,
             await this.#limits.build(
+              slot.tag,
               slot.entry,
               () => this.#host.open(slot.envId, slot.entry.env_type, slot.entry.env_config),
             ),

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { CustomEnv } from "../../lib/config/schema/env_manager.ts";
 import type { EnvHandle } from "../../lib/rollout/env_host.ts";
 import type { StepResult } from "../../envs/types.ts";
-import { EnvLimits, Semaphore } from "../../lib/rollout/env_limits.ts";
+import { EnvLimits, Semaphore, SHARED_ENV_LIMITS } from "../../lib/rollout/env_limits.ts";
 
 const STEP: StepResult = {
   observation: "o",
@@ -70,6 +70,16 @@ Deno.test("max_env_step_concurrent caps a tag's envs in reset or step at once; 0
   const e = entry({ max_env_step_concurrent: 2 });
   await Promise.all([play(limits, "A", e, c, 4), play(limits, "B", e, c, 4)]);
   assert.equal(c.most(), 4);
+  // two schedulers of one process (train and validation) count against the same cap, and
+  // building an env counts too
+  const shared = counter();
+  await Promise.all([
+    play(limits, "A", e, shared, 4),
+    play(limits, "A", e, shared, 4),
+    ...Array.from({ length: 4 }, () => limits.build("A", e, () => shared.inside(null))),
+  ]);
+  assert.equal(shared.most(), 2);
+  assert.ok(SHARED_ENV_LIMITS instanceof EnvLimits);
 });
 
 Deno.test("use_thread_lock: one env at a time of every locked tag is built, reset or stepped", async () => {
@@ -79,7 +89,7 @@ Deno.test("use_thread_lock: one env at a time of every locked tag is built, rese
   await Promise.all([
     play(limits, "A", locked, c, 4),
     play(limits, "B", locked, c, 4),
-    ...Array.from({ length: 4 }, () => limits.build(locked, () => c.inside(null))),
+    ...Array.from({ length: 4 }, () => limits.build("A", locked, () => c.inside(null))),
   ]);
   assert.equal(c.most(), 1);
   // an unlocked tag beside them is not held
