@@ -16,6 +16,7 @@ import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy
 import { RandomPolicy } from "../rollout/random_policy.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
+import { probeTurnIncrements } from "../rollout/turn_probe.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
 import { makeOutputFolders } from "../pipeline/output_folders.ts";
@@ -74,10 +75,12 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   const t0 = performance.now();
   const capped = capSequenceLengths(config, model.config.max_position_embeddings);
   capped.notices.forEach((n) => console.error(n));
+  const encoder = new ChatEncoder(tokenizer);
+  probeTurnIncrements(encoder, config, config.val_env_manager.tags);
   const result = await runValidation({
     config: capped.config,
     policy,
-    encoder: new ChatEncoder(tokenizer),
+    encoder,
     decodeForEnv: (ids) => tokenizer.decode(ids),
     render: config.render_save_dir !== null && config.render_save_dir !== undefined,
   });

@@ -41,6 +41,7 @@ import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { weightLag } from "../rollout/metrics.ts";
+import { probeTurnIncrements } from "../rollout/turn_probe.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
 import { type MetricsRow, readJsonlMetrics } from "../track/jsonl.ts";
@@ -239,6 +240,11 @@ export async function runPipeline(
   const tok = actor.tokenizer;
   const encoder = new ChatEncoder(tok);
   const decodeForEnv = (ids: readonly number[]) => tok.decode(ids);
+  // a template that cannot extend a conversation fails now, not at its first <think> turn
+  probeTurnIncrements(encoder, config, [
+    ...config.train_env_manager.tags,
+    ...(config.eval_steps > 0 ? config.val_env_manager.tags : []),
+  ]);
 
   // reference: only when a KL term reads it (needsRef, above)
   using reference = needsRef

@@ -1,0 +1,68 @@
+/**
+ * Whether the chat template can extend a conversation token by token, asked before a rollout:
+ * trajectory-wise episodes keep the sampled ids and append each next turn, which a template
+ * that rewrites earlier turns (one that strips an earlier answer's `<think>` block, Qwen3's)
+ * cannot do. Asked with a plain and a `<think>` response, so that a run does not stop at the
+ * first sampled `</think>` hundreds of steps in.
+ *
+ * @module
+ */
+import type { AgenticConfig } from "../config/agentic_config.ts";
+import { type ChatEncoder, ChatTemplateIncrementError } from "../model/chat_template.ts";
+import { RolloutConfigError } from "./errors.ts";
+
+/** The config error for a template that cannot extend a conversation. */
+export function incrementConfigError(e: ChatTemplateIncrementError): RolloutConfigError {
+  return new RolloutConfigError(
+    `${e.message}. Trajectory-wise episodes need a chat template that renders earlier turns ` +
+      "unchanged; step-wise episodes (envs=step) start each turn afresh",
+    { cause: e },
+  );
+}
+
+/**
+ * Throws a {@linkcode RolloutConfigError} when one of `tags` plays trajectory-wise episodes and
+ * `encoder`'s template cannot extend a two-turn conversation.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "../config/load_config.ts";
+ * import { ChatEncoder } from "../model/chat_template.ts";
+ * import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+ * import { Tokenizer } from "../model/tokenizer.ts";
+ * import { probeTurnIncrements } from "./turn_probe.ts";
+ * const files = await buildTinyModelFiles();
+ * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+ * const { config } = await loadConfig({ configName: "agent_val_frozen_lake" });
+ * probeTurnIncrements(new ChatEncoder(tok), config, config.train_env_manager.tags); // passes
+ * ```
+ */
+export function probeTurnIncrements(
+  encoder: ChatEncoder,
+  config: AgenticConfig,
+  tags: Iterable<string>,
+): void {
+  const custom = config.custom_envs as Record<string, { env_manager_cls?: string | null }>;
+  const trajectoryWise = [...new Set(tags)].some((t) => custom[t]?.env_manager_cls !== "step");
+  if (!trajectoryWise) return;
+  const tok = encoder.tokenizer;
+  const end = tok.tokenToId("<|im_end|>");
+  const first = [
+    { role: "system" as const, content: "Play." },
+    { role: "user" as const, content: "Turn 1" },
+  ];
+  for (const text of ["<answer>Up</answer>", "<think>up is safe</think><answer>Up</answer>"]) {
+    const ids = encoder.encode(first, { addGenerationPrompt: true });
+    const response = [...tok.encode(text, { addSpecialTokens: false }), ...(end ? [end] : [])];
+    try {
+      encoder.nextTurnIds(
+        [...first, encoder.assistantMessage(response)],
+        [...ids, ...response],
+        { role: "user", content: "Turn 2" },
+      );
+    } catch (e) {
+      if (e instanceof ChatTemplateIncrementError) throw incrementConfigError(e);
+      throw e;
+    }
+  }
+}
