@@ -73,8 +73,11 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     `policy: ${kind === "random" ? "random legal actions (the env's sampleAction)" : "the model"}`,
   );
   const t0 = performance.now();
-  const capped = capSequenceLengths(config, model.config.max_position_embeddings);
-  capped.notices.forEach((n) => console.error(n));
+  // validation's budget: val_sequence_length (sequence_length when unset, by finalize)
+  const capped = capSequenceLengths(config, model.config.max_position_embeddings, [
+    "val_sequence_length",
+  ]);
+  capped.notices.forEach((n) => console.error(`note: ${n}`));
   const encoder = new ChatEncoder(tokenizer);
   probeTurnIncrements(encoder, config, config.val_env_manager.tags);
   const result = await runValidation({

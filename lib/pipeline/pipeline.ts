@@ -382,8 +382,12 @@ export async function runPipeline(
     stops,
   );
   // the episodes' token budgets stop at the model's context, where the engine stops
-  const capped = capSequenceLengths(config, model.config.max_position_embeddings);
-  capped.notices.forEach((n) => log(n));
+  const capped = capSequenceLengths(
+    config,
+    model.config.max_position_embeddings,
+    config.eval_steps > 0 ? ["sequence_length", "val_sequence_length"] : ["sequence_length"],
+  );
+  capped.notices.forEach((n) => log(`note: ${n}`));
   await using scheduler = new RolloutScheduler({
     config: capped.config,
     mode: "train",

@@ -24,4 +24,12 @@ Deno.test("capSequenceLengths cuts sequence_length and val_sequence_length to th
   assert.equal(fits.config.val_sequence_length, 6000);
   assert.deepEqual(fits.notices, []);
   assert.equal(capSequenceLengths(config, 1 << 20).config, config);
+  // only the budgets the caller's rollouts use are noticed (eval: validation's)
+  const { config: mixed } = await loadConfig({
+    overrides: ["sequence_length=8192", "val_sequence_length=2048", "val_prompt_length=100"],
+  });
+  const evalOnly = capSequenceLengths(mixed, 4096, ["val_sequence_length"]);
+  assert.deepEqual(evalOnly.notices, []);
+  assert.equal(evalOnly.config.sequence_length, 4096); // still cut, silently
+  assert.equal(evalOnly.config.val_sequence_length, 2048);
 });
