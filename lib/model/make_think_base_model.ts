@@ -510,14 +510,21 @@ async function copyShipped(
         ),
       );
     } else {
-      files = new Map();
-      for (const name of MODEL_FILES) {
+      const get = async (name: string) => {
         const res = await fetch(new URL(name, shipped));
-        if (!res.ok) throw new Error(`${res.status} ${res.statusText} for ${name}`);
-        files.set(name, new Uint8Array(await res.arrayBuffer()));
+        if (!res.ok) {
+          await res.body?.cancel();
+          throw new Error(`${res.status} ${res.statusText} for ${name}`);
+        }
+        return new Uint8Array(await res.arrayBuffer());
+      };
+      // the manifest first: a served copy of another recipe is not downloaded
+      const manifestBytes = await get(FROZEN_LAKE_BASE_MANIFEST);
+      if (JSON.parse(new TextDecoder().decode(manifestBytes))?.hash !== hash) return false;
+      files = new Map([[FROZEN_LAKE_BASE_MANIFEST, manifestBytes]]);
+      for (const name of MODEL_FILES) {
+        if (name !== FROZEN_LAKE_BASE_MANIFEST) files.set(name, await get(name));
       }
-      const manifest = JSON.parse(new TextDecoder().decode(files.get(FROZEN_LAKE_BASE_MANIFEST)));
-      if (manifest?.hash !== hash) return false;
     }
   } catch (e) {
     if (local) throw e;

@@ -47,6 +47,8 @@ export {
   ChatEncoder,
   type ChatMessage,
   ChatTemplate,
+  ChatTemplateIncrementError,
+  ChatTemplateRenderError,
   QWEN2_5_CHAT_TEMPLATE,
 } from "./chat_template.ts";
 export { loadPretrained, type Pretrained, savePretrained } from "./pretrained.ts";

@@ -32,6 +32,8 @@ export {
 } from "./optimizer.ts";
 export {
   buildMicroBatches,
+  inferBatching,
+  type InferBatchingConfig,
   type MicroBatch,
   type MicroBatches,
   type MicroBatchPlan,
