@@ -40,6 +40,13 @@ export const BENCHMARKS: Record<string, Benchmark> = {
     run: async () =>
       (await import("./rollout.ts")).benchRollout({ log: (l) => console.log(`  ${l}`) }),
   },
+  workspace: {
+    description:
+      "training workspace reallocations over growing micro-batches: growth by 1.1x vs exact",
+    quick: true,
+    run: async () =>
+      (await import("./workspace.ts")).benchWorkspace({ log: (l) => console.log(`  ${l}`) }),
+  },
   envs: {
     description: "environment steps/s (resets included, random valid actions) vs a no-op env",
     quick: true,

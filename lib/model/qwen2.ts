@@ -316,7 +316,9 @@ export class Qwen2Model implements Disposable {
       )
       : null;
     this.#wc = this.#low ? this.#bindLowWeights(this.#low) : this.#w;
-    this.#train = new Arena(kernels);
+    // a packed micro-batch a few tokens longer than any before would otherwise reallocate (and
+    // zero-fill) the whole workspace; growing by a tenth at least makes that rare
+    this.#train = new Arena(kernels, 1.1);
     this.#decode = new Arena(kernels, 1.5);
     this.#graphs = new DecodeGraphs(kernels);
     this.#head = new Arena(kernels, 1.5);

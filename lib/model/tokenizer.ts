@@ -41,6 +41,9 @@ export interface DecodeOptions {
   skipSpecialTokens?: boolean;
 }
 
+/** How many recent texts' ids a tokenizer keeps (prompts repeat within a group). */
+const ENCODE_MEMO_SIZE = 2048;
+
 /** The parsed files {@linkcode Tokenizer.fromJSON} builds a tokenizer from. */
 export interface TokenizerSources {
   /** The parsed `tokenizer.json`. */
@@ -138,6 +141,8 @@ export class Tokenizer {
   /** The file the chat template came from (`<source>/chat_template.jinja` or `tokenizer_config.json`). */
   readonly chatTemplateFile: string | undefined;
   readonly #hf: HfTokenizer;
+  /** Recent encodings by text (insertion order: the oldest is dropped first). */
+  readonly #encoded = new Map<string, number[]>();
   readonly #specialIds: ReadonlySet<number>;
   readonly #unkId: number | undefined;
 
@@ -367,9 +372,21 @@ export class Tokenizer {
     if (typeof text !== "string") {
       throw new TypeError(`Text to encode is ${describe(text)}: expected a string`);
     }
-    const { ids, tokens } = this.#hf.encode(text, {
-      add_special_tokens: options.addSpecialTokens ?? true,
-    });
+    const special = options.addSpecialTokens ?? true;
+    // step-wise prompts repeat (a group's boards): encoding is pure, so a seen text is a copy
+    const key = `${special ? 1 : 0}${text}`;
+    const seen = this.#encoded.get(key);
+    if (seen !== undefined) return seen.slice();
+    const ids = this.#encodeUncached(text, special);
+    if (this.#encoded.size >= ENCODE_MEMO_SIZE) {
+      this.#encoded.delete(this.#encoded.keys().next().value!); // the oldest first
+    }
+    this.#encoded.set(key, ids.slice());
+    return ids;
+  }
+
+  #encodeUncached(text: string, addSpecialTokens: boolean): number[] {
+    const { ids, tokens } = this.#hf.encode(text, { add_special_tokens: addSpecialTokens });
     for (let i = 0; i < ids.length; i++) {
       if (ids[i] !== undefined) continue;
       // The library leaves WordLevel's unknown words without an id.

@@ -271,3 +271,17 @@ Deno.test("WordLevel: unknown words get the unknown token's id", () => {
   });
   throws(() => noUnk.encode("hi you"), /Text piece "you" has no token id in <memory>/);
 });
+
+Deno.test("encode: a repeated text gives the same ids, as a fresh array each time", () => {
+  const text = "<|im_start|>user\nState:\n_OOG\n___P<|im_end|>";
+  const first = qwen.encode(text);
+  const again = qwen.encode(text);
+  deepStrictEqual(again, first);
+  again.push(-1); // the caller's array: the next encode is not affected
+  deepStrictEqual(qwen.encode(text), first);
+  // with and without special tokens are kept apart
+  equal(qwen.encode("Hello", { addSpecialTokens: false }).length, 1);
+  // past the memo's size the oldest texts go, and still encode the same
+  for (let i = 0; i < 2100; i++) qwen.encode(`turn ${i}`);
+  deepStrictEqual(qwen.encode(text), first);
+});
