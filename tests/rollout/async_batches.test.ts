@@ -17,14 +17,19 @@ class OneFastGroup implements RolloutPolicy {
   }
 }
 
-Deno.test("async rollout: every group queue gives one group a batch however fast it is; episode age is bounded and reported", async () => {
-  const config = await smallConfig([
+/** 4 group queues of 2 envs, a batch of 8, episodes up to one step ahead. */
+function fourGroupsAsync() {
+  return smallConfig([
     "rollout_batch_size=8",
     "train_env_manager.num_env_groups=4",
     "train_env_manager.group_size=2",
     "train_env_manager.num_groups_partition=[4]",
     "async_generation_ratio=1",
   ]);
+}
+
+Deno.test("async rollout: every group queue gives one group a batch however fast it is; episode age is bounded and reported", async () => {
+  const config = await fourGroupsAsync();
   await using scheduler = new RolloutScheduler({
     config,
     mode: "train",
@@ -82,13 +87,7 @@ Deno.test("rollout: a batch smaller than the groups' episodes does not shut a sl
 });
 
 Deno.test("async rollout: weight_lag counts the updates between a trajectory's first token and the trainer's weights", async () => {
-  const config = await smallConfig([
-    "rollout_batch_size=8",
-    "train_env_manager.num_env_groups=4",
-    "train_env_manager.group_size=2",
-    "train_env_manager.num_groups_partition=[4]",
-    "async_generation_ratio=1",
-  ]);
+  const config = await fourGroupsAsync();
   let version = 0; // the engine's weights: one update after each step's batch
   const policy: RolloutPolicy = {
     async generate(r) {
