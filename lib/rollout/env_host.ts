@@ -67,14 +67,22 @@ export function withTimeout<T>(p: Promise<T>, seconds: number, what: string): Pr
   return Promise.race([p, limit]).finally(() => clearTimeout(timer));
 }
 
+/** Seconds allowed at least for building an env (a worker's start and module import included). */
+export const OPEN_TIMEOUT_SECONDS = 120;
+
 /** Envs in the main thread (the default): no messaging cost. */
 export class MainThreadEnvHost implements EnvHost {
   readonly #timeout: number;
+  readonly #openTimeout: number;
   readonly #open = new Set<EnvHandle>();
 
-  /** `timeoutSeconds` bounds every reset and step. */
-  constructor(timeoutSeconds: number) {
+  /**
+   * `timeoutSeconds` bounds every reset and step; building an env may take
+   * `openTimeoutSeconds` (default: that, but at least {@linkcode OPEN_TIMEOUT_SECONDS}).
+   */
+  constructor(timeoutSeconds: number, openTimeoutSeconds?: number) {
     this.#timeout = timeoutSeconds;
+    this.#openTimeout = openTimeoutSeconds ?? Math.max(timeoutSeconds, OPEN_TIMEOUT_SECONDS);
   }
 
   async open(
@@ -82,7 +90,13 @@ export class MainThreadEnvHost implements EnvHost {
     envType: string,
     envConfig: Record<string, unknown> | null,
   ): Promise<EnvHandle> {
-    const env: Env = await createEnv(envType, envConfig);
+    // as in workers: importing an env module may take a while, a creation that never ends not
+    // (under use_thread_lock it would hold the lock for good)
+    const env: Env = await withTimeout(
+      createEnv(envType, envConfig),
+      this.#openTimeout,
+      `creating env ${envId}`,
+    );
     const timeout = this.#timeout;
     const open = this.#open;
     const handle: EnvHandle = {

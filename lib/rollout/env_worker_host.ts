@@ -15,12 +15,9 @@
  */
 import type { ResetResult, RgbFrame, StepResult } from "../../envs/types.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
-import { type EnvHandle, type EnvHost, EnvTimeoutError } from "./env_host.ts";
+import { type EnvHandle, type EnvHost, EnvTimeoutError, OPEN_TIMEOUT_SECONDS } from "./env_host.ts";
 import type { EnvWorkerReply, EnvWorkerRequest } from "./env_worker.ts";
 import { CRASH_REPLY_ID } from "./env_worker_protocol.ts";
-
-/** Seconds allowed for starting a worker and building an env in it. */
-const OPEN_TIMEOUT_SECONDS = 120;
 
 /** A worker was stopped (another env in it hung) while this call was pending. */
 export class EnvWorkerStoppedError extends Error {

@@ -1,7 +1,8 @@
 // max_env_step_concurrent and use_thread_lock: how many envs reset or step at once.
 import assert from "node:assert/strict";
 import type { CustomEnv } from "../../lib/config/schema/env_manager.ts";
-import type { EnvHandle } from "../../lib/rollout/env_host.ts";
+import { registerEnv } from "../../envs/registry.ts";
+import { type EnvHandle, EnvTimeoutError, MainThreadEnvHost } from "../../lib/rollout/env_host.ts";
 import type { StepResult } from "../../envs/types.ts";
 import { EnvLimits, Semaphore, SHARED_ENV_LIMITS } from "../../lib/rollout/env_limits.ts";
 
@@ -107,4 +108,18 @@ Deno.test("Semaphore: waiters run in order, a failure frees its place, a bad lim
   await Promise.all(runs);
   assert.deepEqual(order, [1, 2, 3]);
   assert.throws(() => new Semaphore(0), /Semaphore limit 0 is not valid/);
+});
+
+Deno.test("a main-thread env whose creation never ends times out, so it cannot hold the lock", async () => {
+  registerEnv("never_built", { create: () => new Promise<never>(() => {}) }, { replace: true });
+  const host = new MainThreadEnvHost(1, 0.05);
+  const limits = new EnvLimits();
+  const locked = entry({ use_thread_lock: true });
+  await assert.rejects(
+    () => limits.build("N", locked, () => host.open(0, "never_built", null)),
+    (e: Error) => e instanceof EnvTimeoutError && /creating env 0/.test(e.message),
+  );
+  // the lock is free again
+  assert.equal(await limits.build("N", locked, () => Promise.resolve(7)), 7);
+  await host.close();
 });
