@@ -33,32 +33,37 @@ export type CastInput =
 /** Applies cast `name` to `value` (leaf by leaf for lists and dicts). */
 export function applyCast(name: CastName, value: CastInput): CastInput {
   if (name === "json_str") return jsonStr(value);
-  if (Array.isArray(value)) return value.map((v) => applyCast(name, v));
-  if (isDict(value)) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, applyCast(name, v)]));
-  }
-  if (value === null) throw castError(name, value, "null has no such conversion");
-  switch (name) {
-    case "int":
-      return toInt(value);
-    case "float":
-      return new PyFloat(toFloat(value));
-    case "str":
-      return toStr(value);
-    case "bool":
-      return toBool(value);
-  }
+  return mapLeaves(value, (leaf) => {
+    if (leaf === null) throw castError(name, leaf, "null has no such conversion");
+    switch (name) {
+      case "int":
+        return toInt(leaf);
+      case "float":
+        return new PyFloat(toFloat(leaf));
+      case "str":
+        return toStr(leaf);
+      case "bool":
+        return toBool(leaf);
+    }
+  });
 }
 
-/** `value` with every {@linkcode PyFloat} replaced by its number. */
-export function unwrapFloats(value: CastInput): CfgValue {
-  if (value instanceof PyFloat) return value.value;
-  if (value instanceof PyInt) return Number(value.text);
-  if (Array.isArray(value)) return value.map(unwrapFloats);
+/** `value` with every {@linkcode PyFloat} and {@linkcode PyInt} replaced by its number. */
+export function unwrapMarked(value: CastInput): CfgValue {
+  return mapLeaves(
+    value,
+    (leaf) =>
+      leaf instanceof PyFloat ? leaf.value : leaf instanceof PyInt ? Number(leaf.text) : leaf,
+  ) as CfgValue;
+}
+
+/** `value` with `f` applied to each leaf of its lists and dicts (dict keys stay). */
+function mapLeaves(value: CastInput, f: (leaf: Leaf | null) => CastInput): CastInput {
+  if (Array.isArray(value)) return value.map((v) => mapLeaves(v, f));
   if (isDict(value)) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unwrapFloats(v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapLeaves(v, f)]));
   }
-  return value;
+  return f(value);
 }
 
 /** `str()` of a Python float: `1.0`, `0.1`, `1e-05`, `inf`. */

@@ -6,7 +6,7 @@ import {
   type CastName,
   intOf,
   PyFloat,
-  unwrapFloats,
+  unwrapMarked,
 } from "./override_casts.ts";
 import type { CfgValue } from "./types.ts";
 
@@ -138,7 +138,7 @@ class ValueParser {
     if (ch !== ")") throw this.fail(`expected ')' to close ${name}(`);
     this.i++;
     this.calls--;
-    return this.calls > 0 ? value : unwrapFloats(value);
+    return this.calls > 0 ? value : unwrapMarked(value);
   }
 
   list(): CastInput[] {

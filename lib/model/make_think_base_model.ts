@@ -500,35 +500,33 @@ async function copyShipped(
 ): Promise<boolean> {
   const local = shipped.protocol === "file:";
   if (!local && shipped.protocol !== "http:" && shipped.protocol !== "https:") return false;
-  let files: Map<string, Uint8Array>;
+  const read = async (name: string): Promise<Uint8Array> => {
+    const url = new URL(name, shipped);
+    if (local) return await Deno.readFile(url);
+    const res = await fetch(url);
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new Error(`${res.status} ${res.statusText} for ${name}`);
+    }
+    return new Uint8Array(await res.arrayBuffer());
+  };
+  const files = new Map<string, Uint8Array>();
   try {
-    if (local) {
-      if (await builtModelHash(shipped) !== hash) return false;
-      files = new Map(
-        await Promise.all(
-          MODEL_FILES.map(async (n) => [n, await Deno.readFile(new URL(n, shipped))] as const),
-        ),
-      );
-    } else {
-      const get = async (name: string) => {
-        const res = await fetch(new URL(name, shipped));
-        if (!res.ok) {
-          await res.body?.cancel();
-          throw new Error(`${res.status} ${res.statusText} for ${name}`);
-        }
-        return new Uint8Array(await res.arrayBuffer());
-      };
-      // the manifest first: a served copy of another recipe is not downloaded
-      const manifestBytes = await get(FROZEN_LAKE_BASE_MANIFEST);
-      if (JSON.parse(new TextDecoder().decode(manifestBytes))?.hash !== hash) return false;
-      files = new Map([[FROZEN_LAKE_BASE_MANIFEST, manifestBytes]]);
-      for (const name of MODEL_FILES) {
-        if (name !== FROZEN_LAKE_BASE_MANIFEST) files.set(name, await get(name));
-      }
+    // the manifest first: a copy of another recipe is not read further
+    const manifest = await read(FROZEN_LAKE_BASE_MANIFEST);
+    if (JSON.parse(new TextDecoder().decode(manifest))?.hash !== hash) return false;
+    files.set(FROZEN_LAKE_BASE_MANIFEST, manifest);
+    for (const name of MODEL_FILES) {
+      if (!files.has(name)) files.set(name, await read(name));
     }
   } catch (e) {
-    if (local) throw e;
-    log(`cannot fetch the shipped base model from ${shipped.href} (${errorText(e)}): building it`);
+    // a local folder without the model (or a damaged manifest) is built instead, as before
+    if (local) {
+      if (e instanceof Deno.errors.NotFound || e instanceof SyntaxError) return false;
+      throw e;
+    }
+    const why = e instanceof Error ? e.message : String(e);
+    log(`cannot fetch the shipped base model from ${shipped.href} (${why}): building it`);
     return false;
   }
   const tmp = `${outDir}.tmp-${Deno.pid}`;
@@ -538,10 +536,6 @@ async function copyShipped(
   await Deno.remove(outDir, { recursive: true }).catch(() => {});
   await Deno.rename(tmp, outDir);
   return true;
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 if (import.meta.main) {

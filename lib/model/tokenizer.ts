@@ -332,6 +332,7 @@ export class Tokenizer {
         if (!eosTokenIds.includes(id)) eosTokenIds.push(id);
       }
     }
+    const configTemplate = pickChatTemplate(config.chat_template);
     return new Tokenizer(hf, {
       source,
       vocabSize: maxId + 1,
@@ -341,10 +342,10 @@ export class Tokenizer {
       eosTokenIds,
       bosTokenId: named.bos === undefined ? undefined : hf.token_to_id(named.bos),
       padTokenId: named.pad === undefined ? undefined : hf.token_to_id(named.pad),
-      chatTemplate: sources.chatTemplate ?? pickChatTemplate(config.chat_template),
+      chatTemplate: sources.chatTemplate ?? configTemplate,
       chatTemplateFile: sources.chatTemplate !== undefined
         ? `${source}/chat_template.jinja`
-        : pickChatTemplate(config.chat_template) !== undefined
+        : configTemplate !== undefined
         ? `${source}/tokenizer_config.json`
         : undefined,
       unkId: typeof raw.model.unk_token === "string"

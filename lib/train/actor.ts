@@ -24,7 +24,12 @@ import {
 import type { Qwen2Model } from "../model/qwen2.ts";
 import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
 import { mergesExactly } from "./dedup.ts";
-import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
+import {
+  type MicroBatch,
+  type MicroBatchPlan,
+  sumField,
+  type TrainSample,
+} from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
 
 /** A sample to train on. */
@@ -72,12 +77,6 @@ type Fields = {
   old: Float32Array;
   ref: Float32Array;
 };
-
-function sum(a: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]!;
-  return s;
-}
 
 /** The model's packed input for `samples`, with shifted targets and fields. */
 export function toTrainSamples(samples: readonly ActorSample[]): TrainSample<Fields>[] {
@@ -201,7 +200,7 @@ export class ActorTrainer {
       lr,
       shuffle,
       (mini) => {
-        const maskedTokens = mini.microBatches.reduce((a, mb) => a + sum(mb.fields.mask), 0);
+        const maskedTokens = sumField(mini.microBatches, "mask");
         return {
           micro: (mb, weight, normLen) => {
             const m = this.#microStep(mb, weight, normLen);
