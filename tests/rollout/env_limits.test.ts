@@ -80,7 +80,13 @@ Deno.test("max_env_step_concurrent caps a tag's envs in reset or step at once; 0
     ...Array.from({ length: 4 }, () => limits.build("A", e, () => shared.inside(null))),
   ]);
   assert.equal(shared.most(), 2);
-  assert.ok(SHARED_ENV_LIMITS instanceof EnvLimits);
+  // the process's limits, which every scheduler uses unless given others, cap the same way
+  const processWide = counter();
+  await Promise.all([
+    play(SHARED_ENV_LIMITS, "Shared", e, processWide, 4),
+    play(SHARED_ENV_LIMITS, "Shared", e, processWide, 4),
+  ]);
+  assert.equal(processWide.most(), 2);
 });
 
 Deno.test("use_thread_lock: one env at a time of every locked tag is built, reset or stepped", async () => {
