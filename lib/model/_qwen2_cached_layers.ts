@@ -1,7 +1,8 @@
 /**
  * The decoder layers of a KV-cache step (`Qwen2Model.forwardCached`): on the GPU,
  * one token with bf16 weights runs as one call per layer (or one for all), fewer rows through
- * the fused few-row kernels; elsewhere the separate calls.
+ * the fused few-row kernels; elsewhere the separate calls. Qwen3's norms of q and k run as
+ * calls of their own between the projections and RoPE (no layer call takes them).
  *
  * @module
  */
@@ -55,7 +56,9 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   // One token with bf16 weights runs each layer as one call: four chained kernels on the GPU,
   // faster than the separate calls below (bench/results/gpu/DECODE_NOTES.md).
   // AGENTRL_DECODE_LAYER=0 runs those calls.
-  const wholeLayer = fuse && d.n === 1 && s.layerCalls;
+  // (Qwen3's norms of q and k sit between the projection and RoPE: no fused layer takes them.)
+  const qk = d.qkNorm;
+  const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null;
   const eps = cfg.rms_norm_eps;
   const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
     fuse ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps) : linearForward(k, y, d.h, w, bias);
@@ -67,7 +70,7 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
     if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
     // One token with stacked bf16 weights: one GEMV; fused, it also ropes and caches.
     const stacked = d.qkv && w.qkv ? { y: d.qkv, w: w.qkv } : null;
-    if (stacked && fuse) {
+    if (stacked && fuse && qk === null) {
       rmsnormQkvRopeForward(k, stacked.y, d.x, w.ln1, stacked.w, w.bqkv ?? null, eps, {
         hq: cfg.num_attention_heads,
         kCache: kc,
@@ -83,16 +86,21 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
       normed(d.k, w.ln1, w.wk, w.bk);
       normed(d.v, w.ln1, w.wv, w.bv);
     }
+    if (qk) { // Qwen3: each head's query and key normed before RoPE
+      rmsnormForward(k, qk.qn2, qk.rq, qk.q2, w.qn!, eps);
+      rmsnormForward(k, qk.kn2, qk.rk, qk.k2, w.kn!, eps);
+    }
+    const [q3, k3] = qk ? [qk.qn3, qk.kn3] : [d.q3, d.k3];
     if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
-      if (!stacked) {
-        ropeKvCacheWrite(k, d.q3, d.k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
+      if (!stacked || qk) {
+        ropeKvCacheWrite(k, q3, k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
       }
     } else {
-      rope(k, d.q3, d.q3, d.positions, cfg.rope_theta);
-      rope(k, d.k3, d.k3, d.positions, cfg.rope_theta);
-      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, d.k3, d.v3, d.slots, d.positions);
+      rope(k, q3, q3, d.positions, cfg.rope_theta);
+      rope(k, k3, k3, d.positions, cfg.rope_theta);
+      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, k3, d.v3, d.slots, d.positions);
     }
-    attentionDecode(k, d.a3, d.q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, s.scale);
+    attentionDecode(k, d.a3, q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, s.scale);
     linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM
     const gateUp = w.gu ?? w.gu32;
     if (fuse && gateUp) { // the norm, gate|up and SwiGLU in one GEMV
@@ -117,7 +125,7 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
  * persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer} here instead).
  */
 function allLayersCall(s: CachedLayersSetup, cache: Qwen2KvCache, d: DecodeActs): boolean {
-  if (!s.allLayersCall || !d.qkv) return false;
+  if (!s.allLayersCall || !d.qkv || d.qkNorm) return false;
   const entries = [];
   for (let l = 0; l < s.config.num_hidden_layers; l++) {
     const w = bf16Layer(s.layers[l]!);

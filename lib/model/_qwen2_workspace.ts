@@ -6,7 +6,7 @@
 // Shape legend: T tokens, B sequences, C hidden, QD = HQ * D, KVD = HKV * D,
 // F intermediate, V vocabulary, N new tokens (decode), R logit rows.
 import { type Kernels, Tensor } from "../../ffi/mod.ts";
-import type { Qwen2Config } from "./config.ts";
+import { hasQkNorm, type Qwen2Config } from "./config.ts";
 import { ALIGN_WORDS, BufferLayout } from "./param_layout.ts";
 
 /**
@@ -69,6 +69,7 @@ interface Dims {
   d: number;
   v: number;
   layers: number;
+  qkNorm: boolean;
 }
 
 function dims(cfg: Qwen2Config): Dims {
@@ -82,7 +83,23 @@ function dims(cfg: Qwen2Config): Dims {
     d: cfg.head_dim,
     v: cfg.vocab_size,
     layers: cfg.num_hidden_layers,
+    qkNorm: hasQkNorm(cfg),
   };
+}
+
+/**
+ * Qwen3's per-head norms of queries and keys: the projections before the norm, as rows of
+ * one head each (the norm's input, kept for its backward pass), and the norm's rstd.
+ */
+export interface QkNormActs {
+  qp: Tensor; // (T, QD) q projection
+  qp2: Tensor; // (T HQ, D) same memory
+  rq: Tensor; // (T HQ)
+  kp: Tensor; // (T, KVD) k projection
+  kp2: Tensor; // (T HKV, D)
+  rk: Tensor; // (T HKV)
+  q2: Tensor; // (T HQ, D) the layer's q (the norm's output), by head
+  k2: Tensor; // (T HKV, D)
 }
 
 /** Saved activations of one decoder layer (training). */
@@ -104,6 +121,7 @@ export interface LayerActs {
   g: Tensor; // (T, F) gate
   u: Tensor; // (T, F) up
   s: Tensor; // (T, F) silu(gate) * up
+  qkNorm: QkNormActs | null; // Qwen3 only
 }
 
 /** Every activation and backward scratch buffer of one (T, B) batch shape. */
@@ -141,11 +159,13 @@ export interface TrainActs {
   dlogp: Tensor; // (T)
   dentropy: Tensor; // (T)
   dvalues: Tensor; // (T)
+  /** Qwen3: the gradients of the q and k projections (before the norms), and dq, dk by head. */
+  dqk: { dqp: Tensor; dqp2: Tensor; dkp: Tensor; dkp2: Tensor; dq2: Tensor; dk2: Tensor } | null;
 }
 
 /** Lays out and binds the training workspace for T tokens in B sequences. */
 export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: number): TrainActs {
-  const { c, qd, kvd, f, hq, hkv, d, layers } = dims(cfg);
+  const { c, qd, kvd, f, hq, hkv, d, layers, qkNorm } = dims(cfg);
   const L = new BufferLayout();
   L.add("tokens", [t], "i32");
   L.add("positions", [t], "i32");
@@ -170,6 +190,12 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
         ["s", [t, f]],
       ] as const
     ) L.add(`${n}.${l}`, shape);
+    if (qkNorm) {
+      L.add(`qp.${l}`, [t, qd]);
+      L.add(`kp.${l}`, [t, kvd]);
+      L.add(`rq.${l}`, [t * hq]);
+      L.add(`rk.${l}`, [t * hkv]);
+    }
   }
   for (const n of ["hf", "dres", "dtmp", "dh"]) L.add(n, [t, c]);
   for (const n of ["rstdf", "logp", "entropy", "lseLp", "values", "dlogp", "dentropy", "dvalues"]) {
@@ -178,8 +204,13 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
   for (const n of ["dq", "da"]) L.add(n, [t, qd]);
   for (const n of ["dk", "dv"]) L.add(n, [t, kvd]);
   for (const n of ["dg", "du", "ds"]) L.add(n, [t, f]);
+  if (qkNorm) {
+    L.add("dqp", [t, qd]);
+    L.add("dkp", [t, kvd]);
+  }
 
   const get = arena.bind(L);
+  const byHead = (x: Tensor, heads: number) => Tensor.viewOf(x, 0, [t * heads, d]);
   const q3 = (x: Tensor) => Tensor.viewOf(x, 0, [t, hq, d]);
   const kv3 = (x: Tensor) => Tensor.viewOf(x, 0, [t, hkv, d]);
   const layerActs: LayerActs[] = [];
@@ -203,6 +234,18 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
       g: get(`g.${l}`),
       u: get(`u.${l}`),
       s: get(`s.${l}`),
+      qkNorm: qkNorm
+        ? {
+          qp: get(`qp.${l}`),
+          qp2: byHead(get(`qp.${l}`), hq),
+          rq: get(`rq.${l}`),
+          kp: get(`kp.${l}`),
+          kp2: byHead(get(`kp.${l}`), hkv),
+          rk: get(`rk.${l}`),
+          q2: byHead(q, hq),
+          k2: byHead(k, hkv),
+        }
+        : null,
     });
   }
   const values = get("values");
@@ -240,6 +283,16 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
     dlogp: get("dlogp"),
     dentropy: get("dentropy"),
     dvalues: get("dvalues"),
+    dqk: qkNorm
+      ? {
+        dqp: get("dqp"),
+        dqp2: byHead(get("dqp"), hq),
+        dkp: get("dkp"),
+        dkp2: byHead(get("dkp"), hkv),
+        dq2: byHead(dq, hq),
+        dk2: byHead(dk, hkv),
+      }
+      : null,
   };
 }
 
@@ -271,11 +324,25 @@ export interface DecodeActs {
   g: Tensor; // (N, F)
   u: Tensor;
   s: Tensor;
+  /**
+   * Qwen3: q and k by head (the norms' inputs), the normed q and k (what RoPE, the cache and
+   * the attention take then) and the norms' rstd.
+   */
+  qkNorm: {
+    q2: Tensor; // (N HQ, D) view of q
+    k2: Tensor; // (N HKV, D) view of k
+    qn2: Tensor; // (N HQ, D)
+    qn3: Tensor; // (N, HQ, D) same memory
+    kn2: Tensor; // (N HKV, D)
+    kn3: Tensor; // (N, HKV, D)
+    rq: Tensor; // (N HQ)
+    rk: Tensor; // (N HKV)
+  } | null;
 }
 
 /** Lays out and binds the decode scratch for N new tokens. */
 export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): DecodeActs {
-  const { c, qd, kvd, f, hq, hkv, d } = dims(cfg);
+  const { c, qd, kvd, f, hq, hkv, d, qkNorm } = dims(cfg);
   const L = new BufferLayout();
   // tokens, positions, slots and lens: rows of one region, uploaded together
   const stride = Math.ceil(n / ALIGN_WORDS) * ALIGN_WORDS;
@@ -293,6 +360,12 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     L.add("q", [n, qd]);
     for (const name of ["k", "v"]) L.add(name, [n, kvd]);
     for (const name of ["g", "u"]) L.add(name, [n, f]);
+  }
+  if (qkNorm) {
+    L.add("qn", [n * hq, d]);
+    L.add("kn", [n * hkv, d]);
+    L.add("rq", [n * hq]);
+    L.add("rk", [n * hkv]);
   }
   const get = arena.bind(L);
   const ids = get("ids");
@@ -327,6 +400,18 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     g: gu ? Tensor.viewOf(gu, 0, [1, f]) : get("g"),
     u: gu ? Tensor.viewOf(gu, 4 * f, [1, f]) : get("u"),
     s: get("s"),
+    qkNorm: qkNorm
+      ? {
+        q2: Tensor.viewOf(q, 0, [n * hq, d]),
+        k2: Tensor.viewOf(k, 0, [n * hkv, d]),
+        qn2: get("qn"),
+        qn3: Tensor.viewOf(get("qn"), 0, [n, hq, d]),
+        kn2: get("kn"),
+        kn3: Tensor.viewOf(get("kn"), 0, [n, hkv, d]),
+        rq: get("rq"),
+        rk: get("rk"),
+      }
+      : null,
   };
 }
 

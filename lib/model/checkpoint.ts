@@ -25,7 +25,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { Qwen2Config } from "./config.ts";
+import { hasQkNorm, type Qwen2Config } from "./config.ts";
 import { parseQwen2Config, qwen2ConfigToJson } from "./hf_config.ts";
 import {
   CheckpointError,
@@ -357,9 +357,10 @@ export function loadHfCheckpoint(
 }
 
 /**
- * The weights a Qwen2ForCausalLM checkpoint holds for `config`, in the order
- * transformers registers them (biases only when `attention_bias`; `lm_head.weight`
- * only when the embeddings are not tied).
+ * The weights a Qwen2ForCausalLM (or Qwen3ForCausalLM, LlamaForCausalLM) checkpoint
+ * holds for `config`, in the order transformers registers them (biases only when
+ * `attention_bias`; Qwen3's `q_norm` and `k_norm`; `lm_head.weight` only when the
+ * embeddings are not tied).
  *
  * @example
  * ```ts
@@ -388,8 +389,14 @@ export function expectedQwen2Weights(config: Qwen2Config): WeightSpec[] {
     if (config.attention_bias) out.push({ name: `${p}.self_attn.k_proj.bias`, shape: [kv] });
     out.push({ name: `${p}.self_attn.v_proj.weight`, shape: [kv, C] });
     if (config.attention_bias) out.push({ name: `${p}.self_attn.v_proj.bias`, shape: [kv] });
+    out.push({ name: `${p}.self_attn.o_proj.weight`, shape: [C, q] });
+    if (hasQkNorm(config)) {
+      out.push(
+        { name: `${p}.self_attn.q_norm.weight`, shape: [config.head_dim] },
+        { name: `${p}.self_attn.k_norm.weight`, shape: [config.head_dim] },
+      );
+    }
     out.push(
-      { name: `${p}.self_attn.o_proj.weight`, shape: [C, q] },
       { name: `${p}.mlp.gate_proj.weight`, shape: [F, C] },
       { name: `${p}.mlp.up_proj.weight`, shape: [F, C] },
       { name: `${p}.mlp.down_proj.weight`, shape: [C, F] },

@@ -1,9 +1,14 @@
 /**
- * The Qwen2 architecture's hyper-parameters, as Hugging Face `config.json`
- * writes them for `Qwen2ForCausalLM`.
+ * The decoder's hyper-parameters, as Hugging Face `config.json` writes them for
+ * `Qwen2ForCausalLM` (Qwen2.5), `Qwen3ForCausalLM` (Qwen3's dense models) and
+ * `LlamaForCausalLM` (Llama without RoPE scaling): one decoder with two switches, q/k/v
+ * biases (`attention_bias`) and Qwen3's per-head RMSNorm of queries and keys.
  *
  * @module
  */
+
+/** The Hugging Face architectures the decoder implements, by `model_type`. */
+export type ModelType = "qwen2" | "qwen3" | "llama";
 
 /** Model shape and numerics (the subset of `config.json` the model reads). */
 export interface Qwen2Config {
@@ -23,4 +28,16 @@ export interface Qwen2Config {
   attention_bias: boolean;
   bos_token_id: number | null;
   eos_token_id: number | number[] | null;
+  /**
+   * The Hugging Face architecture (default `"qwen2"`). `"qwen3"` adds a per-head RMSNorm
+   * of the queries and of the keys before RoPE (`self_attn.q_norm.weight` and
+   * `self_attn.k_norm.weight`, [head_dim] each); `"llama"` is Qwen2's layer without
+   * q/k/v biases. Saved checkpoints name it in `config.json`.
+   */
+  model_type?: ModelType;
+}
+
+/** Whether `config`'s attention normalizes each head's query and key (Qwen3). */
+export function hasQkNorm(config: { model_type?: ModelType }): boolean {
+  return config.model_type === "qwen3";
 }

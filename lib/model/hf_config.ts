@@ -1,16 +1,23 @@
 /**
  * Hugging Face `config.json` ⇄ {@linkcode Qwen2Config}: parsing with validation
  * and HF's defaults, and writing a `config.json` that transformers loads as
- * `Qwen2ForCausalLM`.
+ * `Qwen2ForCausalLM`, `Qwen3ForCausalLM` or `LlamaForCausalLM`.
  *
  * @module
  */
-import type { Qwen2Config } from "./config.ts";
+import type { ModelType, Qwen2Config } from "./config.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
-/** The architecture this toolkit implements. */
+/** The Qwen2 architecture's name in `config.json`. */
 export const QWEN2_ARCHITECTURE = "Qwen2ForCausalLM";
+
+/** Each model type's architecture name in `config.json`. */
+export const ARCHITECTURES: Readonly<Record<ModelType, string>> = {
+  qwen2: QWEN2_ARCHITECTURE,
+  qwen3: "Qwen3ForCausalLM",
+  llama: "LlamaForCausalLM",
+};
 
 /** Defaults of transformers' `Qwen2Config` for the optional fields we read. */
 export const QWEN2_DEFAULTS = {
@@ -20,6 +27,19 @@ export const QWEN2_DEFAULTS = {
   tie_word_embeddings: false,
   attention_bias: true,
 } as const;
+
+/** Defaults of transformers' config classes where they differ from Qwen2's. */
+const TYPE_DEFAULTS: Readonly<
+  Record<ModelType, { max_position_embeddings: number; attention_bias: boolean; head_dim?: number }>
+> = {
+  qwen2: { max_position_embeddings: 32768, attention_bias: true },
+  // Qwen3Config's head_dim is 128 whatever the hidden size
+  qwen3: { max_position_embeddings: 32768, attention_bias: false, head_dim: 128 },
+  llama: { max_position_embeddings: 2048, attention_bias: false },
+};
+
+const isModelType = (v: unknown): v is ModelType =>
+  typeof v === "string" && Object.hasOwn(ARCHITECTURES, v);
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -33,16 +53,18 @@ const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-3
 /**
  * Parses a Hugging Face `config.json` object into a {@linkcode Qwen2Config}.
  *
- * Requires `model_type: "qwen2"` and, when `architectures` is given, that it
- * include `Qwen2ForCausalLM`; the shape fields (`vocab_size`, `hidden_size`,
+ * Requires `model_type` `"qwen2"`, `"qwen3"` or `"llama"` and, when `architectures`
+ * is given, that it include the matching `Qwen2ForCausalLM`, `Qwen3ForCausalLM` or
+ * `LlamaForCausalLM`; the shape fields (`vocab_size`, `hidden_size`,
  * `intermediate_size`, `num_hidden_layers`, `num_attention_heads`) must be
  * positive integers. The rest defaults as transformers does: `num_key_value_heads`
- * to the head count, `head_dim` to hidden / heads, `rope_theta` 10000,
+ * to the head count, `head_dim` to hidden / heads (Qwen3: 128), `rope_theta` 10000,
  * `rms_norm_eps` 1e-6, `tie_word_embeddings` false, `max_position_embeddings`
- * 32768, `attention_bias` true (transformers always gives Qwen2 q/k/v biases).
- * Features the model does not implement (`hidden_act` other than silu, sliding
- * window attention, `rope_scaling`) are refused. Errors are
- * {@linkcode CheckpointError}s naming `source` and the key.
+ * 32768 (Llama: 2048), `attention_bias` true for Qwen2 (transformers always gives
+ * its q/k/v biases) and false otherwise. Features the model does not implement
+ * (`hidden_act` other than silu, sliding window attention, `rope_scaling`, Llama's
+ * and Qwen3's `attention_bias`, which also biases o_proj, and Llama's `mlp_bias`)
+ * are refused. Errors are {@linkcode CheckpointError}s naming `source` and the key.
  *
  * @example
  * ```ts
@@ -70,23 +92,26 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   const get = (key: string): unknown => json[key] ?? undefined; // JSON null counts as absent
 
   const modelType = get("model_type");
-  if (modelType !== "qwen2") {
-    fail(
+  if (!isModelType(modelType)) {
+    const known = Object.entries(ARCHITECTURES).map(([t, a]) => `"${t}" (${a})`).join(", ");
+    return fail(
       "model_type",
-      `model_type is ${
-        show(modelType)
-      }; expected "qwen2" (this toolkit implements ${QWEN2_ARCHITECTURE} only)`,
+      `model_type is ${show(modelType)}; expected one this toolkit implements: ${known}`,
     );
   }
+  const architecture = ARCHITECTURES[modelType];
+  const defaults = TYPE_DEFAULTS[modelType];
   const architectures = get("architectures");
   if (architectures !== undefined) {
     if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === "string")) {
       fail("architectures", `architectures is ${show(architectures)}; expected a list of names`);
     }
-    if (!(architectures as string[]).includes(QWEN2_ARCHITECTURE)) {
+    if (!(architectures as string[]).includes(architecture)) {
       fail(
         "architectures",
-        `architectures is ${show(architectures)}; expected it to include "${QWEN2_ARCHITECTURE}"`,
+        `architectures is ${
+          show(architectures)
+        }; expected it to include "${architecture}" (model_type "${modelType}")`,
       );
     }
   }
@@ -142,13 +167,13 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       `num_key_value_heads (${kvHeads}) must divide num_attention_heads (${heads})`,
     );
   }
-  if (get("head_dim") === undefined && hidden % heads !== 0) {
+  if (get("head_dim") === undefined && defaults.head_dim === undefined && hidden % heads !== 0) {
     fail(
       "num_attention_heads",
       `num_attention_heads (${heads}) must divide hidden_size (${hidden}) when head_dim is not given`,
     );
   }
-  const headDim = positiveInt("head_dim", hidden / heads);
+  const headDim = positiveInt("head_dim", defaults.head_dim ?? hidden / heads);
   if (headDim % 2 !== 0) {
     fail("head_dim", `head_dim is ${headDim}; expected an even number (RoPE rotates pairs)`);
   }
@@ -162,6 +187,17 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       "use_sliding_window",
       "use_sliding_window is true; sliding-window attention is not implemented (set it to false)",
     );
+  }
+  const attentionBias = boolean("attention_bias", defaults.attention_bias);
+  if (attentionBias && modelType !== "qwen2") {
+    fail(
+      "attention_bias",
+      `attention_bias is true; ${architecture} then also biases o_proj, which is not ` +
+        "implemented (expected false)",
+    );
+  }
+  if (boolean("mlp_bias", false)) {
+    fail("mlp_bias", "mlp_bias is true; MLP biases are not implemented (expected false)");
   }
   const ropeScaling = get("rope_scaling");
   if (ropeScaling !== undefined) {
@@ -216,14 +252,15 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     head_dim: headDim,
     max_position_embeddings: positiveInt(
       "max_position_embeddings",
-      QWEN2_DEFAULTS.max_position_embeddings,
+      defaults.max_position_embeddings,
     ),
     rope_theta: ropeTheta,
     rms_norm_eps: positiveNumber("rms_norm_eps", QWEN2_DEFAULTS.rms_norm_eps),
     tie_word_embeddings: boolean("tie_word_embeddings", QWEN2_DEFAULTS.tie_word_embeddings),
-    attention_bias: boolean("attention_bias", QWEN2_DEFAULTS.attention_bias),
+    attention_bias: attentionBias,
     bos_token_id: tokenId("bos_token_id"),
     eos_token_id: tokenIds("eos_token_id"),
+    model_type: modelType,
   };
 }
 
@@ -234,8 +271,9 @@ export interface Qwen2ConfigJsonOptions {
 }
 
 /**
- * A `config.json` object for `config` that transformers loads as
- * `Qwen2ForCausalLM` (and {@linkcode parseQwen2Config} reads back unchanged).
+ * A `config.json` object for `config` that transformers loads as its
+ * architecture (`Qwen2ForCausalLM` unless `model_type` says `qwen3` or `llama`),
+ * and {@linkcode parseQwen2Config} reads back unchanged.
  *
  * @example
  * ```ts
@@ -256,9 +294,10 @@ export function qwen2ConfigToJson(
   config: Qwen2Config,
   options: Qwen2ConfigJsonOptions = {},
 ): Record<string, unknown> {
-  return {
-    architectures: [QWEN2_ARCHITECTURE],
-    model_type: "qwen2",
+  const modelType = config.model_type ?? "qwen2";
+  const common = {
+    architectures: [ARCHITECTURES[modelType]],
+    model_type: modelType,
     attention_dropout: 0.0,
     bos_token_id: config.bos_token_id,
     eos_token_id: config.eos_token_id,
@@ -267,7 +306,6 @@ export function qwen2ConfigToJson(
     initializer_range: 0.02,
     intermediate_size: config.intermediate_size,
     max_position_embeddings: config.max_position_embeddings,
-    max_window_layers: config.num_hidden_layers,
     num_attention_heads: config.num_attention_heads,
     num_hidden_layers: config.num_hidden_layers,
     num_key_value_heads: config.num_key_value_heads,
@@ -275,13 +313,18 @@ export function qwen2ConfigToJson(
     rms_norm_eps: config.rms_norm_eps,
     rope_scaling: null,
     rope_theta: config.rope_theta,
-    sliding_window: config.max_position_embeddings,
     tie_word_embeddings: config.tie_word_embeddings,
     torch_dtype: options.torch_dtype ?? "float32",
     use_cache: true,
+    vocab_size: config.vocab_size,
+  };
+  if (modelType === "llama") return { ...common, attention_bias: false, mlp_bias: false };
+  return {
+    ...common,
+    max_window_layers: config.num_hidden_layers,
+    sliding_window: config.max_position_embeddings,
     use_sliding_window: false,
     // transformers ignores this for Qwen2 (q/k/v always have biases); we read it back.
     attention_bias: config.attention_bias,
-    vocab_size: config.vocab_size,
   };
 }

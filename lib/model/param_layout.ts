@@ -17,7 +17,7 @@
  * @module
  */
 import { Tensor } from "../../ffi/mod.ts";
-import type { Qwen2Config } from "./config.ts";
+import { hasQkNorm, type Qwen2Config } from "./config.ts";
 
 /** Element types a region may hold (both 4 bytes wide). */
 export type RegionDType = "f32" | "i32";
@@ -121,7 +121,7 @@ export interface Qwen2LayoutOptions {
  * [out, in] shapes, in the order of transformers' `state_dict()`:
  * `model.embed_tokens.weight`; per layer `self_attn.{q,k,v}_proj.{weight,bias}`
  * (biases only with `attention_bias`), `self_attn.o_proj.weight`,
- * `mlp.{gate,up,down}_proj.weight`, `input_layernorm.weight`,
+ * `self_attn.{q,k}_norm.weight` (Qwen3 only), `mlp.{gate,up,down}_proj.weight`, `input_layernorm.weight`,
  * `post_attention_layernorm.weight`; `model.norm.weight`; `lm_head.weight` only
  * when the embeddings are not tied; then the optional value head.
  *
@@ -155,6 +155,10 @@ export function qwen2ParamLayout(
       if (config.attention_bias) layout.add(`${p}.self_attn.${name}_proj.bias`, [out]);
     }
     layout.add(`${p}.self_attn.o_proj.weight`, [c, qd]);
+    if (hasQkNorm(config)) {
+      layout.add(`${p}.self_attn.q_norm.weight`, [config.head_dim]);
+      layout.add(`${p}.self_attn.k_norm.weight`, [config.head_dim]);
+    }
     layout.add(`${p}.mlp.gate_proj.weight`, [f, c]);
     layout.add(`${p}.mlp.up_proj.weight`, [f, c]);
     layout.add(`${p}.mlp.down_proj.weight`, [c, f]);

@@ -186,6 +186,9 @@ export interface LayerWeights {
   wv: Tensor;
   bv: Tensor | null;
   wo: Tensor;
+  /** Qwen3's per-head norm weights of queries and keys (D each), else null. */
+  qn: Tensor | null;
+  kn: Tensor | null;
   ln2: Tensor;
   wg: Tensor;
   wu: Tensor;
@@ -348,6 +351,8 @@ export class Qwen2Model implements Disposable {
         wv: view(`${p}.self_attn.v_proj.weight`),
         bv: opt(`${p}.self_attn.v_proj.bias`),
         wo: view(`${p}.self_attn.o_proj.weight`),
+        qn: opt(`${p}.self_attn.q_norm.weight`),
+        kn: opt(`${p}.self_attn.k_norm.weight`),
         ln2: view(`${p}.post_attention_layernorm.weight`),
         wg: view(`${p}.mlp.gate_proj.weight`),
         wu: view(`${p}.mlp.up_proj.weight`),
@@ -520,9 +525,14 @@ export class Qwen2Model implements Disposable {
       const x = ws.res[l]!;
       const y = ws.res[l + 1]!;
       rmsnormForward(k, a.h1, a.rstd1, x, w.ln1, cfg.rms_norm_eps);
-      linearForward(k, a.q, a.h1, w.wq, w.bq);
-      linearForward(k, a.k, a.h1, w.wk, w.bk);
+      const qk = a.qkNorm;
+      linearForward(k, qk?.qp ?? a.q, a.h1, w.wq, w.bq);
+      linearForward(k, qk?.kp ?? a.k, a.h1, w.wk, w.bk);
       linearForward(k, a.v, a.h1, w.wv, w.bv);
+      if (qk) { // Qwen3: each head's query and key normed before RoPE
+        rmsnormForward(k, qk.q2, qk.rq, qk.qp2, w.qn!, cfg.rms_norm_eps);
+        rmsnormForward(k, qk.k2, qk.rk, qk.kp2, w.kn!, cfg.rms_norm_eps);
+      }
       rope(k, a.q3, a.q3, ws.positions, cfg.rope_theta);
       rope(k, a.k3, a.k3, ws.positions, cfg.rope_theta);
       attentionForward(k, a.a3, a.lse, a.q3, a.k3, a.v3, ws.cu, this.#scale, this.precision);
@@ -691,6 +701,7 @@ export class Qwen2Model implements Disposable {
     rmsnormBackward(k, ws.dtmp, g.ln2, ws.dh, a.m, a.rstd2, w.ln2);
     add(k, ws.dres, ws.dres, ws.dtmp); // dm
     // Attention: m = x + o_proj(attn(rope(q), rope(k), v)), q, k, v = proj(h1), h1 = norm(x)
+    // (Qwen3: q and k = headnorm(proj(h1)))
     linearBackward(k, { dx: ws.da, dw: g.wo }, ws.dres, a.a, w.wo);
     attentionBackward(
       k,
@@ -707,8 +718,15 @@ export class Qwen2Model implements Disposable {
     );
     rope(k, ws.dq3, ws.dq3, ws.positions, theta, true);
     rope(k, ws.dk3, ws.dk3, ws.positions, theta, true);
-    linearBackward(k, { dx: ws.dh, dw: g.wq, dbias: g.bq }, ws.dq, a.h1, w.wq);
-    linearBackward(k, { dx: ws.dh, dw: g.wk, dbias: g.bk }, ws.dk, a.h1, w.wk, true);
+    let [dq, dk] = [ws.dq, ws.dk];
+    const qk = a.qkNorm, dqk = ws.dqk;
+    if (qk && dqk) { // Qwen3: through each head's norm back to the projections
+      rmsnormBackward(k, dqk.dqp2, g.qn, dqk.dq2, qk.qp2, qk.rq, w.qn!);
+      rmsnormBackward(k, dqk.dkp2, g.kn, dqk.dk2, qk.kp2, qk.rk, w.kn!);
+      [dq, dk] = [dqk.dqp, dqk.dkp];
+    }
+    linearBackward(k, { dx: ws.dh, dw: g.wq, dbias: g.bq }, dq, a.h1, w.wq);
+    linearBackward(k, { dx: ws.dh, dw: g.wk, dbias: g.bk }, dk, a.h1, w.wk, true);
     linearBackward(k, { dx: ws.dh, dw: g.wv, dbias: g.bv }, ws.dv, a.h1, w.wv, true);
     rmsnormBackward(k, ws.dtmp, g.ln1, ws.dh, x, a.rstd1, w.ln1);
     add(k, ws.dres, ws.dres, ws.dtmp); // dx

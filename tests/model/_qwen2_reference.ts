@@ -1,5 +1,5 @@
-// A float64 reference implementation of the Qwen2 decoder, written from the
-// Hugging Face modeling code's definitions as plain loops (no kernels, no
+// A float64 reference implementation of the Qwen2 decoder (and Qwen3's per-head
+// q/k norms), written from the Hugging Face modeling code's definitions as plain loops (no kernels, no
 // packing tricks: each sequence is run on its own), and the helpers the model
 // tests share.
 //
@@ -86,8 +86,17 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
     const pre = `model.layers.${l}`;
     const bias = (name: string) => p.get(`${pre}.self_attn.${name}_proj.bias`) ?? null;
     const h = rmsnorm(x, need(p, `${pre}.input_layernorm.weight`), n, c, cfg.rms_norm_eps);
+    // Qwen3Attention: q_norm / k_norm (RMSNorm over head_dim) on each head before RoPE
+    const headNorm = (y: Float64Array, which: "q" | "k", heads: number) => {
+      const w = p.get(`${pre}.self_attn.${which}_norm.weight`);
+      return w === undefined ? y : rmsnorm(y, w, n * heads, d, cfg.rms_norm_eps);
+    };
     const q = applyRope(
-      linear(h, need(p, `${pre}.self_attn.q_proj.weight`), bias("q"), n, hq * d, c),
+      headNorm(
+        linear(h, need(p, `${pre}.self_attn.q_proj.weight`), bias("q"), n, hq * d, c),
+        "q",
+        hq,
+      ),
       positions,
       n,
       hq,
@@ -95,7 +104,11 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
       cfg.rope_theta,
     );
     const k = applyRope(
-      linear(h, need(p, `${pre}.self_attn.k_proj.weight`), bias("k"), n, hkv * d, c),
+      headNorm(
+        linear(h, need(p, `${pre}.self_attn.k_proj.weight`), bias("k"), n, hkv * d, c),
+        "k",
+        hkv,
+      ),
       positions,
       n,
       hkv,

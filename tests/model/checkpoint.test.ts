@@ -132,6 +132,7 @@ Deno.test("parses Qwen2.5-0.5B-Instruct's config.json", () => {
     attention_bias: true,
     bos_token_id: 151643,
     eos_token_id: 151645,
+    model_type: "qwen2",
   });
   // The published parameter count of Qwen2.5-0.5B.
   const weights = expectedQwen2Weights(c);
@@ -179,8 +180,32 @@ Deno.test("config defaults follow transformers' Qwen2Config", () => {
 Deno.test("bad configs are refused naming the file, the key and what was expected", () => {
   const bad: [unknown, RegExp][] = [
     [[1], /expected a JSON object \(a model config\), found \[1\]/],
-    [{ ...TINY, model_type: "qwen3" }, /model_type is "qwen3"; expected "qwen2"/],
-    [{ ...TINY, model_type: undefined }, /model_type is nothing; expected "qwen2"/],
+    [
+      { ...TINY, model_type: "mistral" },
+      /model_type is "mistral"; expected one this toolkit implements: "qwen2" \(Qwen2ForCausalLM\), "qwen3" \(Qwen3ForCausalLM\), "llama" \(LlamaForCausalLM\)/,
+    ],
+    [{ ...TINY, model_type: undefined }, /model_type is nothing; expected one this toolkit/],
+    [
+      { ...TINY, model_type: "qwen3" },
+      /architectures is \["Qwen2ForCausalLM"\]; expected it to include "Qwen3ForCausalLM" \(model_type "qwen3"\)/,
+    ],
+    [
+      { ...TINY, model_type: "qwen3", architectures: ["Qwen3ForCausalLM"], attention_bias: true },
+      /attention_bias is true; Qwen3ForCausalLM then also biases o_proj, which is not implemented/,
+    ],
+    [
+      { ...TINY, model_type: "llama", architectures: undefined, mlp_bias: true },
+      /mlp_bias is true; MLP biases are not implemented/,
+    ],
+    [
+      {
+        ...TINY,
+        model_type: "llama",
+        architectures: ["LlamaForCausalLM"],
+        rope_scaling: { rope_type: "llama3", factor: 32 },
+      },
+      /rope_scaling is \{"rope_type":"llama3","factor":32\}; RoPE scaling is not implemented/,
+    ],
     [
       { ...TINY, architectures: ["Qwen2ForSequenceClassification"] },
       /architectures is \["Qwen2ForSequenceClassification"\]; expected it to include "Qwen2ForCausalLM"/,
@@ -227,6 +252,79 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     assert.ok(e.message.startsWith("models/x/config.json: "), e.message);
     assert.equal(e.details.file, "models/x/config.json");
   }
+});
+
+/** A Qwen3-0.6B-shaped config.json (Qwen3's dense layout: head_dim 128 beside hidden 1024). */
+const QWEN3_06B = {
+  architectures: ["Qwen3ForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  head_dim: 128,
+  hidden_act: "silu",
+  hidden_size: 1024,
+  initializer_range: 0.02,
+  intermediate_size: 3072,
+  max_position_embeddings: 40960,
+  max_window_layers: 28,
+  model_type: "qwen3",
+  num_attention_heads: 16,
+  num_hidden_layers: 28,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
+};
+
+Deno.test("Qwen3 and Llama configs: their architectures, transformers' defaults for each, written back", () => {
+  const q3 = parseQwen2Config(QWEN3_06B, "Qwen3-0.6B/config.json");
+  assert.equal(q3.model_type, "qwen3");
+  assert.equal(q3.head_dim, 128);
+  assert.equal(q3.attention_bias, false);
+  assert.equal(q3.max_position_embeddings, 40960);
+  const weights = expectedQwen2Weights(q3);
+  assert.equal(weights.length, 1 + 28 * 11 + 1); // no biases; q_norm and k_norm
+  assert.equal(weights.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0), 596_049_920);
+  assert.deepEqual(
+    weights.find((w) => w.name === "model.layers.3.self_attn.q_norm.weight")?.shape,
+    [
+      128,
+    ],
+  );
+  assert.deepEqual(
+    weights.find((w) => w.name === "model.layers.3.self_attn.q_proj.weight")?.shape,
+    [
+      2048,
+      1024,
+    ],
+  );
+  // Qwen3Config's defaults: head_dim 128 (not hidden / heads), no attention bias.
+  const q3min = parseQwen2Config({ ...TINY, model_type: "qwen3", architectures: undefined }, "m");
+  assert.equal(q3min.head_dim, 128);
+  assert.equal(q3min.attention_bias, false);
+  // LlamaConfig's: head_dim hidden / heads, no attention bias, 2048 positions.
+  const llama = parseQwen2Config({ ...TINY, model_type: "llama", architectures: undefined }, "l");
+  assert.equal(llama.head_dim, 4);
+  assert.equal(llama.attention_bias, false);
+  assert.equal(llama.max_position_embeddings, 2048);
+  assert.ok(!expectedQwen2Weights(llama).some((w) => /bias|q_norm/.test(w.name)));
+  for (const c of [q3, q3min, llama]) {
+    const json = JSON.parse(JSON.stringify(qwen2ConfigToJson(c)));
+    assert.equal(json.model_type, c.model_type);
+    assert.deepEqual(json.architectures, [
+      c.model_type === "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM",
+    ]);
+    assert.equal(json.attention_bias, false);
+    assert.deepEqual(parseQwen2Config(json, "back.json"), c);
+  }
+  assert.equal(qwen2ConfigToJson(llama).mlp_bias, false);
 });
 
 Deno.test("qwen2ConfigToJson writes what transformers expects and parses back unchanged", () => {

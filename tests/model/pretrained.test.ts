@@ -76,6 +76,27 @@ Deno.test("a random checkpoint with the real 151,936-entry Qwen vocabulary loads
   await Deno.remove(tokenizerDir, { recursive: true });
 });
 
+Deno.test("a random Qwen3 checkpoint (q/k norms, head_dim above hidden / heads) with Qwen3's tokenizer and chat template loads and generates", async () => {
+  const tokenizerDir = await writeQwenFolder();
+  const { prompt } = await roundTrip({
+    architectures: ["Qwen3ForCausalLM"],
+    model_type: "qwen3",
+    vocab_size: 151936,
+    hidden_size: 32,
+    intermediate_size: 64,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    max_position_embeddings: 512,
+    rope_theta: 1000000,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: true,
+  }, tokenizerDir);
+  assert.ok(prompt.includes(151644), "the chat template's <|im_start|> is a special token");
+  await Deno.remove(tokenizerDir, { recursive: true });
+});
+
 Deno.test("the tiny default model folder (tokenizer + config) loads and generates", async () => {
   const tinyDir = await Deno.makeTempDir({ prefix: "agentrl_tiny_" });
   await writeTinyModel(tinyDir);

@@ -32,7 +32,7 @@ function close(actual: ArrayLike<number>, expected: ArrayLike<number>, what: str
   assertClose(actual, expected, what, { atol: 2e-5, rtol: 2e-5 });
 }
 
-Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied and untied", () => {
+Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied and untied, Qwen3's q/k norms", () => {
   const untied = qwen2ParamLayout(tinyConfig());
   const names = untied.regions.map((r) => r.name);
   assert.deepEqual(names.slice(0, 13), [
@@ -91,6 +91,33 @@ Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied
     tie_word_embeddings: true,
   }));
   assert.equal(qwen05.elements, 494_032_768);
+
+  // Qwen3: per-head q/k norm weights after o_proj, as Qwen3Attention registers them.
+  const qwen3 = qwen2ParamLayout(tinyConfig({ model_type: "qwen3", attention_bias: false }));
+  assert.deepEqual(qwen3.regions.map((r) => r.name).slice(1, 8), [
+    "model.layers.0.self_attn.q_proj.weight",
+    "model.layers.0.self_attn.k_proj.weight",
+    "model.layers.0.self_attn.v_proj.weight",
+    "model.layers.0.self_attn.o_proj.weight",
+    "model.layers.0.self_attn.q_norm.weight",
+    "model.layers.0.self_attn.k_norm.weight",
+    "model.layers.0.mlp.gate_proj.weight",
+  ]);
+  assert.deepEqual(qwen3.get("model.layers.1.self_attn.k_norm.weight").shape, [8]);
+  // Qwen3-0.6B's parameter count (tied, head_dim 128 with hidden 1024): 596,049,920.
+  const qwen3_06 = qwen2ParamLayout(tinyConfig({
+    model_type: "qwen3",
+    attention_bias: false,
+    vocab_size: 151936,
+    hidden_size: 1024,
+    intermediate_size: 3072,
+    num_hidden_layers: 28,
+    num_attention_heads: 16,
+    num_key_value_heads: 8,
+    head_dim: 128,
+    tie_word_embeddings: true,
+  }));
+  assert.equal(qwen3_06.elements, 596_049_920);
 });
 
 Deno.test("qwen2 init: seeded normal(0, 0.02) matrices, ones for norms, zeros for biases", () => {
@@ -174,7 +201,7 @@ Deno.test("qwen2 loadNamed / exportNamed round trip; views are kernel arguments 
   assert.throws(() => b.param("lm_head.bias"), /no parameter named 'lm_head.bias'/);
 });
 
-Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 reference (tied, untied, GQA, MQA, no bias)", () => {
+Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 reference (tied, untied, GQA, MQA, no bias, Qwen3, Llama)", () => {
   using k = open();
   const variants = [
     { what: "untied GQA", cfg: tinyConfig(), lens: [5, 3, 6], starts: [0, 3, 0], temp: 1 },
@@ -199,6 +226,19 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
       what: "MHA (kv heads = heads), head_dim != hidden / heads",
       cfg: tinyConfig({ num_key_value_heads: 4, head_dim: 6, intermediate_size: 40 }),
       lens: [4, 4],
+      temp: 1,
+    },
+    {
+      what: "Qwen3 (per-head q/k norms), GQA, head_dim 16 (q wider than hidden)",
+      cfg: tinyConfig({ model_type: "qwen3", attention_bias: false, head_dim: 16 }),
+      lens: [6, 1, 5],
+      starts: [0, 2, 7],
+      temp: 0.9,
+    },
+    {
+      what: "Llama (no q/k/v bias), tied",
+      cfg: tinyConfig({ model_type: "llama", attention_bias: false, tie_word_embeddings: true }),
+      lens: [3, 5],
       temp: 1,
     },
   ];

@@ -42,10 +42,11 @@ interface Entry {
   logits: boolean;
 }
 
-Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps)", () => {
+Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps; Qwen3 too)", () => {
   using k = Kernels.open({ threads: 2 });
-  for (const tie of [false, true]) {
-    const cfg = tinyConfig({ tie_word_embeddings: tie, vocab_size: 64 });
+  for (const tie of [false, true, "qwen3"] as const) {
+    const cfg = tinyConfig({ tie_word_embeddings: tie !== false, vocab_size: 64 });
+    if (tie === "qwen3") Object.assign(cfg, { model_type: "qwen3", attention_bias: false });
     using model = new Qwen2Model(k, cfg);
     randomizeParams(model, `cache ${tie}`);
     const rng = new Rng(`cache ${tie}`);

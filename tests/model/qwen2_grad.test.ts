@@ -218,6 +218,23 @@ Deno.test("qwen2 gradients: log-probs only, MQA (1 kv head), no attention bias, 
   });
 });
 
+Deno.test("qwen2 gradients: Qwen3's per-head q/k norms (and their weights), GQA, tied", () => {
+  runCase({
+    what: "qwen3",
+    config: tinyConfig({
+      model_type: "qwen3",
+      attention_bias: false,
+      tie_word_embeddings: true,
+      head_dim: 12,
+      rms_norm_eps: 1e-5,
+    }),
+    lens: [5, 4],
+    starts: [0, 3],
+    temperature: 1.1,
+    entropy: true,
+  });
+});
+
 Deno.test("qwen2 gradients: the critic's value head and the body below it", () => {
   runCase({
     what: "critic",

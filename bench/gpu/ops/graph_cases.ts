@@ -8,11 +8,15 @@ import type { Qwen2Config } from "../../../lib/model/config.ts";
 import { Qwen2Model } from "../../../lib/model/qwen2.ts";
 import { type Case, EXACT, Rand, TOL_FP32, TOL_GEMM } from "./harness.ts";
 
-/** A random Qwen2 small enough to compare on both devices (biases set too). */
+/**
+ * A random Qwen2 small enough to compare on both devices (biases set too); a Qwen3 (no biases,
+ * per-head q/k norms with weights away from one) with `modelType: "qwen3"`.
+ */
 function graphModel(
   k: Kernels,
   precision: "f32" | "bf16" = "f32",
   headDim = 16,
+  modelType: "qwen2" | "qwen3" = "qwen2",
 ): Qwen2Model {
   const config: Qwen2Config = {
     vocab_size: 96,
@@ -26,15 +30,17 @@ function graphModel(
     rope_theta: 10000,
     rms_norm_eps: 1e-6,
     tie_word_embeddings: true,
-    attention_bias: true,
+    attention_bias: modelType === "qwen2",
     bos_token_id: null,
     eos_token_id: null,
+    model_type: modelType,
   };
   const model = new Qwen2Model(k, config, { seed: 3, precision }); // compared with the CPU
   const all = model.params.read() as Float32Array;
   const r = new Rand("graph model biases", 0);
   for (const g of model.layout.regions) {
     if (g.name.endsWith(".bias")) all.set(r.randn(g.size, 0.05), g.offset);
+    if (/[qk]_norm/.test(g.name)) all.set(r.randn(g.size, 0.2).map((x) => 1 + x), g.offset);
   }
   model.params.write(all);
   model.markParamsChanged();
@@ -166,6 +172,49 @@ export function graphCases(seed: number): Case[] {
         out.push(...l.read());
       }
       return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
+    },
+  }, {
+    // Qwen3: each head's query and key normed between the projections and RoPE, so no fused
+    // layer call; bf16 weights, batch 1 (the stacked q|k|v GEMV), then two sequences (f32)
+    op: "Qwen3 decode with graphs (q/k norms), bf16 batch 1 and f32 batch 2",
+    tol: TOL_GEMM,
+    run: (s) => {
+      const out: number[] = [];
+      for (const [precision, rows] of [["bf16", 1], ["f32", 2]] as const) {
+        using model = graphModel(s.k, precision, 64, "qwen3");
+        using cache = model.createKvCache(rows, 16);
+        const prompt = Int32Array.from(tokens.subarray(0, 4));
+        const slots = Int32Array.from({ length: 4 * rows }, (_, i) => Math.floor(i / 4));
+        const at = Int32Array.from({ length: 4 * rows }, (_, i) => i % 4);
+        const last = Int32Array.from({ length: rows }, (_, i) => 4 * i + 3);
+        const ids = Int32Array.from({ length: 4 * rows }, (_, i) => prompt[i % 4]!);
+        out.push(...model.forwardCached(cache, ids, at, slots, last)!.read());
+        for (let step = 0; step < 6; step++) {
+          const t = Int32Array.from({ length: rows }, (_, i) => (tokens[4 + step]! + i) % 96);
+          const pos = new Int32Array(rows).fill(4 + step);
+          const which = Int32Array.from({ length: rows }, (_, i) => i);
+          out.push(...model.forwardCached(cache, t, pos, which, which)!.read());
+        }
+      }
+      return { logits: Float32Array.from(out) };
+    },
+  }, {
+    op: "Qwen3 training pass (q/k norms): log-probs and every gradient",
+    tol: TOL_GEMM,
+    run: (s) => {
+      using model = graphModel(s.k, "f32", 16, "qwen3");
+      const batch = {
+        tokens: Int32Array.from(tokens.subarray(0, 9)),
+        positions: Int32Array.of(0, 1, 2, 3, 4, 0, 1, 2, 3),
+        cuSeqlens: Int32Array.of(0, 5, 9),
+        targets: Int32Array.from(tokens.subarray(1, 10)),
+      };
+      const logp = model.forward(batch).logp.read();
+      model.zeroGrad();
+      model.backward({ dlogp: new Float32Array(9).fill(-1 / 9) });
+      const normGrads = model.layout.regions.filter((g) => /[qk]_norm/.test(g.name))
+        .flatMap((g) => [...model.grad(g.name).read()]);
+      return { logp, grads: model.grads.read(), normGrads: Float32Array.from(normGrads) };
     },
   }, {
     // AGENTRL_DECODE_LAYER=0 (head dim 64): each layer the separate fused calls, not one
