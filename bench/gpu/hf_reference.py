@@ -1,4 +1,4 @@
-"""Reference for the CUDA backend: a random-initialised Qwen2 checkpoint and its
+"""Reference for the CUDA backend: a random-initialised Qwen2 (or Qwen3) checkpoint and its
 per-token log-probs and loss gradients from Hugging Face transformers (fp32,
 TF32 off, eager attention), for bench/gpu/reference.ts to compare against.
 
@@ -10,7 +10,10 @@ save_pretrained) and reference.safetensors with
 A tied embedding is one parameter in transformers (named_parameters lists
 model.embed_tokens.weight only), so its gradient holds the LM head's part too.
 
-Usage: python3 bench/gpu/hf_reference.py OUT_DIR
+With ARCH qwen3: a Qwen3-0.6B-shaped checkpoint (4 layers; head_dim 128 beside hidden
+1024) whose q_norm / k_norm weights are set away from one, so they matter.
+
+Usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3]
 """
 import os
 import sys
@@ -24,20 +27,39 @@ LENGTHS = [37, 64, 91]
 LAST_TARGET = 0  # the target of each sequence's last token
 
 
-def make_config() -> Qwen2Config:
-    config = Qwen2Config(
-        vocab_size=151936,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=4,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        rope_theta=1000000.0,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        use_sliding_window=False,
-    )
+def make_config(arch: str):
+    if arch == "qwen3":
+        from transformers import Qwen3Config  # transformers >= 4.51
+
+        config = Qwen3Config(
+            vocab_size=151936,
+            hidden_size=1024,
+            intermediate_size=3072,
+            num_hidden_layers=4,
+            num_attention_heads=16,
+            num_key_value_heads=8,
+            head_dim=128,
+            max_position_embeddings=4096,
+            rope_theta=1000000.0,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            attention_bias=False,
+            use_sliding_window=False,
+        )
+    else:
+        config = Qwen2Config(
+            vocab_size=151936,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=4,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+            rope_theta=1000000.0,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            use_sliding_window=False,
+        )
     # transformers 5 keeps the RoPE base in rope_parameters; make sure it is 1e6 either way
     rp = getattr(config, "rope_parameters", None)
     if isinstance(rp, dict):
@@ -55,7 +77,15 @@ def set_attn(model, impl: str) -> str:
     return str(getattr(model.config, "_attn_implementation", impl))
 
 
-def main(out_dir: str) -> None:
+def make_model(config, arch: str):
+    if arch == "qwen3":
+        from transformers import Qwen3ForCausalLM
+
+        return Qwen3ForCausalLM(config)
+    return Qwen2ForCausalLM(config)
+
+
+def main(out_dir: str, arch: str) -> None:
     t_start = time.time()
     try:  # full fp32 GEMMs (TF32 off; also torch's default for matmul)
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -66,9 +96,9 @@ def main(out_dir: str) -> None:
     if device == "cpu":
         print("hf_reference: no CUDA device, running on the CPU", flush=True)
     torch.manual_seed(0)
-    config = make_config()
+    config = make_config(arch)
     with torch.device(device):
-        model = Qwen2ForCausalLM(config)
+        model = make_model(config, arch)
     model = model.to(device=device, dtype=torch.float32)
     attn = set_attn(model, "eager")
     model.train(False)  # no dropout (Qwen2 has none; to be explicit)
@@ -77,6 +107,8 @@ def main(out_dir: str) -> None:
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
                 p.normal_(0.0, 0.02)
+            if name.endswith("q_norm.weight") or name.endswith("k_norm.weight"):
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
     os.makedirs(out_dir, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
 
@@ -116,7 +148,7 @@ def main(out_dir: str) -> None:
     save_file(out, os.path.join(out_dir, "reference.safetensors"))
     rp = getattr(config, "rope_parameters", None)
     print(
-        f"hf_reference: torch {torch.__version__}, {device}, attn {attn}, rope {rp}, "
+        f"hf_reference: {arch}, torch {torch.__version__}, {device}, attn {attn}, rope {rp}, "
         f"{n_grads} gradients, {total} tokens, mean logp {float(out['logp'].mean()):.4f} -> {out_dir} "
         f"({time.time() - t_start:.1f} s)",
         flush=True,
@@ -124,7 +156,7 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR", file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("qwen2", "qwen3")):
+        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3]", file=sys.stderr)
         sys.exit(2)
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "qwen2")

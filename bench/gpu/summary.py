@@ -100,10 +100,12 @@ def main(out: str) -> int:
         row("ops", "CUDA vs CPU backend, every op output",
             "skipped: no CUDA device" if skipped else f"{st} (no result line)", "all", False)
 
-    for part, name, file in (("ref cuda", "ref", "reference_cuda.json"),
-                             ("ref cuda f32", "ref_f32", "reference_cuda_f32.json"),
-                             ("ref cpu", "ref_cpu", "reference_cpu.json")):
-        st_hf, _ = status("hf_reference")
+    for part, name, file, hf in (
+            ("ref cuda", "ref", "reference_cuda.json", "hf_reference"),
+            ("ref cuda f32", "ref_f32", "reference_cuda_f32.json", "hf_reference"),
+            ("ref cpu", "ref_cpu", "reference_cpu.json", "hf_reference"),
+            ("ref cuda qwen3", "ref_qwen3", "reference_cuda_qwen3.json", "hf_reference_qwen3")):
+        st_hf, _ = status(hf)
         if st_hf != "ok":
             row(part, "hf_reference.py (transformers fp32)", st_hf, "ok", False)
             continue
