@@ -10,7 +10,7 @@
 import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
-import { ChatEncoder } from "../model/chat_template.ts";
+import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { isBuiltinModelPath, prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
@@ -65,9 +65,17 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
     seed: config.seed,
   });
-  const enginePolicy = new EnginePolicy(engine, samplingOf(gen), endOfTurnIds(tokenizer));
+  const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
+  const enginePolicy = new EnginePolicy(
+    engine,
+    samplingOf(gen),
+    endOfTurnIds(tokenizer, encoder.template),
+  );
   const policy = kind === "random"
-    ? new RandomPolicy(tokenizer, tokenizer.tokenToId("<|im_end|>") ?? null)
+    ? new RandomPolicy(
+      tokenizer,
+      encoder.turnEndTokenId() ?? tokenizer.tokenToId("<|im_end|>") ?? null,
+    )
     : enginePolicy;
   console.error(
     `policy: ${kind === "random" ? "random legal actions (the env's sampleAction)" : "the model"}`,
@@ -78,7 +86,6 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     "val_sequence_length",
   ]);
   capped.notices.forEach((n) => console.error(`note: ${n}`));
-  const encoder = new ChatEncoder(tokenizer);
   probeTurnIncrements(encoder, config, config.val_env_manager.tags);
   const result = await runValidation({
     config: capped.config,

@@ -7,7 +7,8 @@
  */
 import { Kernels } from "../../ffi/mod.ts";
 import { GenerationEngine } from "../infer/engine.ts";
-import { ChatEncoder, type ChatMessage } from "../model/chat_template.ts";
+import type { ChatEncoder, ChatMessage, ChatTemplateChoice } from "../model/chat_template.ts";
+import { chatEncoderWith } from "../rollout/chat_setup.ts";
 import { loadPretrained, type Pretrained } from "../model/pretrained.ts";
 import { endOfTurnIds } from "../rollout/engine_policy.ts";
 
@@ -39,19 +40,21 @@ export class ModelPolicy implements AsyncDisposable {
     sampling: ModelPolicySampling,
     maxModelLen: number,
     seed: number,
+    template: ChatTemplateChoice,
+    note?: (line: string) => void,
   ) {
     this.#kernels = kernels;
     this.#pretrained = pretrained;
     this.#sampling = sampling;
     this.maxModelLen = maxModelLen;
-    this.#encoder = new ChatEncoder(pretrained.tokenizer);
+    this.#encoder = chatEncoderWith(pretrained.tokenizer, template, note);
     const tok = pretrained.tokenizer;
     this.#engine = new GenerationEngine(pretrained.model, {
       maxRunningRequests: 1,
       maxModelLen,
       decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
-      // the end of a turn as in training: the tokenizer's EOS ids and <|im_end|>
-      eosTokenIds: endOfTurnIds(tok),
+      // the end of a turn as in training: the tokenizer's EOS ids, <|im_end|>, the template's
+      eosTokenIds: endOfTurnIds(tok, this.#encoder.template),
       seed,
     });
   }
@@ -62,12 +65,14 @@ export class ModelPolicy implements AsyncDisposable {
     sampling: ModelPolicySampling,
     maxModelLen: number,
     seed: number,
+    template: ChatTemplateChoice = "native",
+    note?: (line: string) => void,
   ): Promise<ModelPolicy> {
     const kernels = Kernels.open();
     try {
       const pretrained = await loadPretrained(kernels, path);
       const len = Math.min(maxModelLen, pretrained.config.max_position_embeddings);
-      return new ModelPolicy(kernels, pretrained, sampling, len, seed);
+      return new ModelPolicy(kernels, pretrained, sampling, len, seed, template, note);
     } catch (e) {
       kernels.close();
       throw e;

@@ -549,6 +549,8 @@ async function loadModelPolicy(
       },
       config.val_sequence_length ?? config.sequence_length ?? 4096,
       seed,
+      config.actor_train.data_args?.template ?? "native",
+      (line) => console.error(`note: ${line}`),
     );
   } catch (e) {
     // a folder that is not a model folder is the user's to fix (status 2, as in train and eval)

@@ -30,6 +30,9 @@ export interface RenderOptions {
 export const QWEN2_5_DEFAULT_SYSTEM =
   "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
+/** Which chat template to use: the tokenizer folder's own, or Qwen2.5's. */
+export type ChatTemplateChoice = "native" | "qwen2_5";
+
 /**
  * Qwen2.5's chat format without tools: `<|im_start|>{role}\n{content}<|im_end|>\n`
  * per message, the default system prompt ({@linkcode QWEN2_5_DEFAULT_SYSTEM})
@@ -117,7 +120,8 @@ export class ChatTemplate {
    * The template of a tokenizer's folder (`chat_template` of
    * `tokenizer_config.json` or `chat_template.jinja`), else
    * {@linkcode QWEN2_5_CHAT_TEMPLATE}; the named special tokens come from the
-   * tokenizer.
+   * tokenizer. `choice` `"qwen2_5"` takes {@linkcode QWEN2_5_CHAT_TEMPLATE} whatever the
+   * folder holds (ROLL's `data_args.template`).
    *
    * @example
    * ```ts
@@ -129,21 +133,22 @@ export class ChatTemplate {
    * console.log(ChatTemplate.forTokenizer(tok).source === QWEN2_5_CHAT_TEMPLATE); // true
    * ```
    */
-  static forTokenizer(tokenizer: Tokenizer): ChatTemplate {
+  static forTokenizer(tokenizer: Tokenizer, choice: ChatTemplateChoice = "native"): ChatTemplate {
     const tokens: TemplateTokens = {
       bos_token: tokenizer.bosToken,
       eos_token: tokenizer.eosToken,
       pad_token: tokenizer.padToken,
       unk_token: tokenizer.unkToken,
     };
-    if (tokenizer.chatTemplate !== undefined) {
+    if (tokenizer.chatTemplate !== undefined && choice === "native") {
       return new ChatTemplate(
         tokenizer.chatTemplate,
         tokens,
         tokenizer.chatTemplateFile ?? tokenizer.source,
       );
     }
-    return new ChatTemplate(QWEN2_5_CHAT_TEMPLATE, tokens, "QWEN2_5_CHAT_TEMPLATE");
+    const origin = choice === "native" ? "QWEN2_5_CHAT_TEMPLATE" : "the qwen2_5 template (chosen)";
+    return new ChatTemplate(QWEN2_5_CHAT_TEMPLATE, tokens, origin);
   }
 
   /**
@@ -305,6 +310,35 @@ export class ChatEncoder {
   }
 
   /**
+   * The added token the template closes an assistant turn with (`<|im_end|>`, Llama 3's
+   * `<|eot_id|>`), or undefined when the text after a reply does not start with one (or the
+   * template cannot render a plain user/assistant exchange).
+   *
+   * @example
+   * ```ts
+   * import { ChatEncoder } from "./chat_template.ts";
+   * import { Tokenizer } from "./tokenizer.ts";
+   * import { buildTinyModelFiles } from "./make_tiny_tokenizer.ts";
+   * const files = await buildTinyModelFiles();
+   * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+   * const id = new ChatEncoder(tok).turnEndTokenId();
+   * console.log(id === tok.tokenToId("<|im_end|>")); // true
+   * ```
+   */
+  turnEndTokenId(): number | undefined {
+    const user: ChatMessage[] = [{ role: "user", content: "Hi" }];
+    const reply = "Hello";
+    try {
+      const opened = this.template.render(user, { addGenerationPrompt: true });
+      const closed = this.template.render([...user, { role: "assistant", content: reply }]);
+      if (!closed.startsWith(opened + reply)) return undefined;
+      return this.tokenizer.addedTokenAt(closed.slice(opened.length + reply.length))?.id;
+    } catch {
+      return undefined; // (a template that needs more than a plain exchange)
+    }
+  }
+
+  /**
    * The assistant message of a response's ids: the decoded text without
    * special tokens (so without the closing `<|im_end|>`).
    *
@@ -394,20 +428,23 @@ export class ChatEncoder {
           "template that only appends to the conversation (Qwen2.5-style)",
       );
     }
-    if (!full.startsWith(closed)) {
+    // What matters is that the extended conversation starts with the prompt and the response as
+    // sampled; the closed conversation may differ after the response (Llama 3's first template
+    // adds a generation prompt whether asked or not).
+    const kept = opened.length + last.content.length;
+    if (!full.startsWith(closed.slice(0, kept))) {
       throw new ChatTemplateIncrementError(
         `Chat template from ${origin} renders earlier turns differently once a turn is added, ` +
           "so the conversation cannot be extended token by token: expected a template that " +
           "only appends to the conversation (Qwen2.5-style)",
       );
     }
-    let closing = closed.slice(opened.length + last.content.length);
+    let text = full.slice(kept);
     const n = idsSoFar.length;
     const lastToken = n > 0 ? this.tokenizer.addedToken(idsSoFar[n - 1]!) : undefined;
-    if (lastToken && closing.startsWith(lastToken.content)) {
-      closing = closing.slice(lastToken.content.length);
+    if (lastToken && text.startsWith(lastToken.content)) {
+      text = text.slice(lastToken.content.length);
     }
-    const text = closing + full.slice(closed.length);
     if (text === "") return [];
     // Tokenizers split the text at added tokens first, so text after an added token
     // tokenizes the same alone as in the whole conversation (unless the token eats spaces).

@@ -21,7 +21,7 @@
  *
  * @module
  */
-export type { Qwen2Config } from "./config.ts";
+export { hasQkNorm, type ModelType, type Qwen2Config } from "./config.ts";
 export {
   type BackwardInput,
   type LogprobBatch,
@@ -47,6 +47,7 @@ export {
   ChatEncoder,
   type ChatMessage,
   ChatTemplate,
+  type ChatTemplateChoice,
   ChatTemplateIncrementError,
   ChatTemplateRenderError,
   QWEN2_5_CHAT_TEMPLATE,

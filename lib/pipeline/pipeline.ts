@@ -32,7 +32,7 @@ import {
 } from "../algo/mod.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { GenerationEngine } from "../infer/engine.ts";
-import { ChatEncoder } from "../model/chat_template.ts";
+import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { loadPolicyModel, type PolicyModel } from "../rollout/policy_model.ts";
@@ -238,7 +238,7 @@ export async function runPipeline(
   log(`actor: ${actor.source}${from ? ` (resuming at step ${from.step})` : ""}`);
   const model = actor.model;
   const tok = actor.tokenizer;
-  const encoder = new ChatEncoder(tok);
+  const encoder = chatEncoderFor(tok, config, (line) => log(`note: ${line}`));
   const decodeForEnv = (ids: readonly number[]) => tok.decode(ids);
   // a template that cannot extend a conversation fails now, not at its first <think> turn
   probeTurnIncrements(encoder, config, [
@@ -370,7 +370,7 @@ export async function runPipeline(
     decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
     seed: config.seed,
   });
-  const stops = endOfTurnIds(tok);
+  const stops = endOfTurnIds(tok, encoder.template);
   const trainPolicy = new EnginePolicy(
     engine,
     samplingOf(config.train_env_manager.generating_args),

@@ -7,6 +7,8 @@
  */
 import type { GenerationEngine } from "../infer/engine.ts";
 import type { PolicyRequest, PolicyResponse, RolloutPolicy } from "./types.ts";
+import { ChatEncoder, type ChatTemplate } from "../model/chat_template.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
 
 /** Sampling settings (generating_args). */
 export interface PolicySampling {
@@ -41,13 +43,18 @@ export function samplingOf(
   };
 }
 
-/** The end-of-turn ids a policy stops at: the tokenizer's eos and `<|im_end|>`. */
-export function endOfTurnIds(
-  tok: { eosTokenIds: readonly number[]; tokenToId(t: string): number | undefined },
-): number[] {
+/**
+ * The end-of-turn ids a policy stops at: the tokenizer's eos, `<|im_end|>`, and the token its
+ * chat template closes an assistant turn with (Llama 3's `<|eot_id|>`, which a base model's
+ * tokenizer files do not name as eos); `template` is the one the prompts are rendered with (default
+ * the tokenizer's).
+ */
+export function endOfTurnIds(tok: Tokenizer, template?: ChatTemplate): number[] {
   const ids = new Set(tok.eosTokenIds);
   const imEnd = tok.tokenToId("<|im_end|>");
   if (imEnd !== undefined) ids.add(imEnd);
+  const turnEnd = new ChatEncoder(tok, template).turnEndTokenId();
+  if (turnEnd !== undefined) ids.add(turnEnd);
   return [...ids];
 }
 

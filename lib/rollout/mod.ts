@@ -10,6 +10,7 @@ export { type EnvSlot, layoutEnvs } from "./env_layout.ts";
 export { EnvLimits, Semaphore, SHARED_ENV_LIMITS } from "./env_limits.ts";
 export { capSequenceLengths, type SequenceLengthKey } from "./context_limit.ts";
 export { incrementConfigError, probeTurnIncrements } from "./turn_probe.ts";
+export { chatEncoderFor } from "./chat_setup.ts";
 export {
   type EnvHandle,
   type EnvHost,

@@ -15,7 +15,8 @@ import { RolloutConfigError } from "./errors.ts";
 export function incrementConfigError(e: ChatTemplateIncrementError): RolloutConfigError {
   return new RolloutConfigError(
     `${e.message}. Trajectory-wise episodes need a chat template that renders earlier turns ` +
-      "unchanged; step-wise episodes (envs=step) start each turn afresh",
+      "unchanged: choose one with actor_train.data_args.template=qwen2_5 (ChatML, which Qwen " +
+      "models read), or play step-wise episodes (envs=step), which start each turn afresh",
     { cause: e },
   );
 }
@@ -46,7 +47,7 @@ export function probeTurnIncrements(
   const trajectoryWise = [...new Set(tags)].some((t) => custom[t]?.env_manager_cls !== "step");
   if (!trajectoryWise) return;
   const tok = encoder.tokenizer;
-  const end = tok.tokenToId("<|im_end|>");
+  const end = encoder.turnEndTokenId() ?? tok.tokenToId("<|im_end|>");
   const first = [
     { role: "system" as const, content: "Play." },
     { role: "user" as const, content: "Turn 1" },

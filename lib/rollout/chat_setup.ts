@@ -1,0 +1,80 @@
+/**
+ * The chat template a run renders prompts with: the tokenizer folder's own, or the one
+ * `actor_train.data_args.template` names.
+ *
+ * ROLL's agentic pipeline renders with the tokenizer's template whatever `data_args.template`
+ * says; agentrl honors `qwen2_5`, so that a model whose own template re-renders earlier turns
+ * (Qwen3 moves its `<think>` blocks) can play trajectory-wise episodes in ChatML.
+ *
+ * @module
+ */
+import type { AgenticConfig } from "../config/agentic_config.ts";
+import { ChatEncoder, ChatTemplate, type ChatTemplateChoice } from "../model/chat_template.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
+import { RolloutConfigError } from "./errors.ts";
+
+/**
+ * A chat encoder for `tok` with the template `config.actor_train.data_args.template` names
+ * (`native`, the default: the tokenizer's; `qwen2_5`: Qwen2.5's ChatML template, which only
+ * appends turns). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
+ * {@linkcode RolloutConfigError}); where it replaces a template of the folder's own, `note` is
+ * told.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "../config/load_config.ts";
+ * import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+ * import { Tokenizer } from "../model/tokenizer.ts";
+ * import { chatEncoderFor } from "./chat_setup.ts";
+ * const files = await buildTinyModelFiles();
+ * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+ * const { config } = await loadConfig({
+ *   configName: "agent_val_frozen_lake",
+ *   overrides: ["actor_train.data_args.template=qwen2_5"],
+ * });
+ * console.log(chatEncoderFor(tok, config).template.origin); // "the qwen2_5 template (chosen)"
+ * ```
+ */
+export function chatEncoderFor(
+  tok: Tokenizer,
+  config: AgenticConfig,
+  note?: (line: string) => void,
+): ChatEncoder {
+  return chatEncoderWith(tok, config.actor_train.data_args?.template ?? "native", note);
+}
+
+/**
+ * {@linkcode chatEncoderFor} with the choice given directly.
+ *
+ * @example
+ * ```ts
+ * import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+ * import { Tokenizer } from "../model/tokenizer.ts";
+ * import { chatEncoderWith } from "./chat_setup.ts";
+ * const files = await buildTinyModelFiles();
+ * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+ * console.log(chatEncoderWith(tok, "native").template.origin); // "QWEN2_5_CHAT_TEMPLATE"
+ * ```
+ */
+export function chatEncoderWith(
+  tok: Tokenizer,
+  choice: ChatTemplateChoice,
+  note?: (line: string) => void,
+): ChatEncoder {
+  if (choice === "qwen2_5") {
+    const missing = ["<|im_start|>", "<|im_end|>"].filter((t) => tok.tokenToId(t) === undefined);
+    if (missing.length > 0) {
+      throw new RolloutConfigError(
+        `actor_train.data_args.template is qwen2_5, but the tokenizer of ${tok.source} has no ` +
+          `${missing.join(" or ")} token: expected native (the folder's own template) for it`,
+      );
+    }
+    if (tok.chatTemplate !== undefined) {
+      note?.(
+        `actor_train.data_args.template=qwen2_5: prompts use Qwen2.5's ChatML template, not ` +
+          `the one of ${tok.chatTemplateFile ?? tok.source}`,
+      );
+    }
+  }
+  return new ChatEncoder(tok, ChatTemplate.forTokenizer(tok, choice));
+}
