@@ -549,7 +549,7 @@ async function loadModelPolicy(
       },
       config.val_sequence_length ?? config.sequence_length ?? 4096,
       seed,
-      config.actor_train.data_args?.template ?? "native",
+      config.actor_train.data_args?.template === "qwen2_5" ? "qwen2_5" : "native",
       (line) => console.error(`note: ${line}`),
     );
   } catch (e) {

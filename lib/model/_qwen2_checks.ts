@@ -31,6 +31,18 @@ export function validateConfig(cfg: Qwen2Config): void {
         `num_key_value_heads (${cfg.num_key_value_heads})`,
     );
   }
+  const type = cfg.model_type ?? "qwen2";
+  if (!["qwen2", "qwen3", "llama"].includes(type)) {
+    throw new RangeError(
+      `Qwen2 config model_type must be "qwen2", "qwen3" or "llama", got ${JSON.stringify(type)}`,
+    );
+  }
+  if (type !== "qwen2" && cfg.attention_bias) {
+    throw new RangeError(
+      `Qwen2 config attention_bias must be false for model_type ${type} (its attention_bias ` +
+        "biases o_proj too, which is not implemented)",
+    );
+  }
   if (cfg.head_dim % 2 !== 0) {
     throw new RangeError(`Qwen2 config head_dim must be even for RoPE, got ${cfg.head_dim}`);
   }

@@ -375,9 +375,11 @@ export class ChatEncoder {
    * `idsSoFar + nextTurnIds(...)` equals {@linkcode ChatEncoder.encode} of the
    * extended conversation.
    *
-   * A template that re-renders earlier turns when one is added (Qwen3 moves
-   * its `<think>` block), or whose turn boundary is not an added token, is a
-   * {@linkcode ChatTemplateIncrementError}.
+   * A template that trims the reply (Llama 3's `| trim`) is followed: the
+   * sampled whitespace stays in the ids. A template that re-renders earlier
+   * turns when one is added (Qwen3 moves its `<think>` block), closes an earlier
+   * turn with another token than the last one, or whose turn boundary is not an
+   * added token, is a {@linkcode ChatTemplateIncrementError}.
    *
    * @example
    * ```ts
@@ -421,28 +423,34 @@ export class ChatEncoder {
       addGenerationPrompt: options.addGenerationPrompt ?? true,
     });
     const origin = this.template.origin;
-    if (!closed.startsWith(opened + last.content)) {
+    // The response as the template shows it: verbatim, or trimmed (Llama 3's `| trim`); the
+    // sampled ids stay as they were either way.
+    const shown = [last.content, last.content.trim()].find((c) => closed.startsWith(opened + c));
+    if (shown === undefined) {
       throw new ChatTemplateIncrementError(
         `Chat template from ${origin} does not render the assistant's response verbatim after ` +
           "the generation prompt, so the sampled tokens cannot be kept as they are: expected a " +
           "template that only appends to the conversation (Qwen2.5-style)",
       );
     }
-    // What matters is that the extended conversation starts with the prompt and the response as
-    // sampled; the closed conversation may differ after the response (Llama 3's first template
-    // adds a generation prompt whether asked or not).
-    const kept = opened.length + last.content.length;
-    if (!full.startsWith(closed.slice(0, kept))) {
-      throw new ChatTemplateIncrementError(
+    // What matters is that the extended conversation starts with the prompt and the response;
+    // the closed conversation may differ after the response (Llama 3's first template adds a
+    // generation prompt whether asked or not).
+    const kept = opened.length + shown.length;
+    const rewritten = () =>
+      new ChatTemplateIncrementError(
         `Chat template from ${origin} renders earlier turns differently once a turn is added, ` +
           "so the conversation cannot be extended token by token: expected a template that " +
           "only appends to the conversation (Qwen2.5-style)",
       );
-    }
+    if (!full.startsWith(opened + shown)) throw rewritten();
     let text = full.slice(kept);
     const n = idsSoFar.length;
     const lastToken = n > 0 ? this.tokenizer.addedToken(idsSoFar[n - 1]!) : undefined;
-    if (lastToken && text.startsWith(lastToken.content)) {
+    // A response that ended with the token the template closes the turn with keeps it; the
+    // extended conversation must close that turn with the same token.
+    if (lastToken && closed.startsWith(lastToken.content, kept)) {
+      if (!text.startsWith(lastToken.content)) throw rewritten();
       text = text.slice(lastToken.content.length);
     }
     if (text === "") return [];

@@ -9,14 +9,19 @@
  * @module
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
-import { ChatEncoder, ChatTemplate, type ChatTemplateChoice } from "../model/chat_template.ts";
+import {
+  ChatEncoder,
+  ChatTemplate,
+  type ChatTemplateChoice,
+  QWEN2_5_CHAT_TEMPLATE,
+} from "../model/chat_template.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import { RolloutConfigError } from "./errors.ts";
 
 /**
  * A chat encoder for `tok` with the template `config.actor_train.data_args.template` names
  * (`native`, the default: the tokenizer's; `qwen2_5`: Qwen2.5's ChatML template, which only
- * appends turns). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
+ * appends turns; any other name, such as ROLL's `qwen3`: the tokenizer's, with a note). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
  * {@linkcode RolloutConfigError}); where it replaces a template of the folder's own, `note` is
  * told.
  *
@@ -40,7 +45,14 @@ export function chatEncoderFor(
   config: AgenticConfig,
   note?: (line: string) => void,
 ): ChatEncoder {
-  return chatEncoderWith(tok, config.actor_train.data_args?.template ?? "native", note);
+  const name = config.actor_train.data_args?.template ?? "native";
+  if (name !== "native" && name !== "qwen2_5") {
+    note?.(
+      `actor_train.data_args.template=${name}: prompts use the tokenizer's own template (agentrl ` +
+        "knows native and qwen2_5; ROLL's agentic pipeline uses the tokenizer's template too)",
+    );
+  }
+  return chatEncoderWith(tok, name === "qwen2_5" ? "qwen2_5" : "native", note);
 }
 
 /**
@@ -69,7 +81,7 @@ export function chatEncoderWith(
           `${missing.join(" or ")} token: expected native (the folder's own template) for it`,
       );
     }
-    if (tok.chatTemplate !== undefined) {
+    if (tok.chatTemplate !== undefined && tok.chatTemplate !== QWEN2_5_CHAT_TEMPLATE) {
       note?.(
         `actor_train.data_args.template=qwen2_5: prompts use Qwen2.5's ChatML template, not ` +
           `the one of ${tok.chatTemplateFile ?? tok.source}`,

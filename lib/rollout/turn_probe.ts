@@ -52,7 +52,13 @@ export function probeTurnIncrements(
     { role: "system" as const, content: "Play." },
     { role: "user" as const, content: "Turn 1" },
   ];
-  for (const text of ["<answer>Up</answer>", "<think>up is safe</think><answer>Up</answer>"]) {
+  // a plain answer, one with whitespace around it (Llama 3's template trims it), a <think> one
+  const answers = [
+    "<answer>Up</answer>",
+    "\n<answer>Up</answer>\n",
+    "<think>up is safe</think><answer>Up</answer>",
+  ];
+  for (const text of answers) {
     const ids = encoder.encode(first, { addGenerationPrompt: true });
     const response = [...tok.encode(text, { addSpecialTokens: false }), ...(end ? [end] : [])];
     try {

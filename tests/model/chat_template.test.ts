@@ -277,6 +277,27 @@ Deno.test("ChatEncoder: templates that cannot be extended token by token are cle
     () => counting.nextTurnIds(messages, ids, { role: "user", content: "Turn 2" }),
     /counting\.jinja does not render the assistant's response verbatim|counting\.jinja renders earlier turns differently/,
   );
+  // A template that closes the last assistant turn with <|im_end|> and earlier ones with
+  // <|endoftext|>: the sampled <|im_end|> would stay before an appended <|endoftext|>.
+  const lastOnly = new ChatEncoder(
+    qwen,
+    new ChatTemplate(
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}" +
+        "{% if m.role == 'assistant' and not loop.last %}<|endoftext|>{% else %}<|im_end|>" +
+        "{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+      {},
+      "lastonly.jinja",
+    ),
+  );
+  const closedIds = [
+    ...lastOnly.encode(messages.slice(0, 1)),
+    ...qwen.encode("<answer>Up</answer>"),
+    qwen.tokenToId("<|im_end|>")!,
+  ];
+  throws(
+    () => lastOnly.nextTurnIds(messages, closedIds, { role: "user", content: "Turn 2" }),
+    /lastonly\.jinja renders earlier turns differently/,
+  );
   const chat = new ChatEncoder(qwen);
   throws(
     () => chat.nextTurnIds(messages.slice(0, 1), ids, { role: "user", content: "x" }),

@@ -463,6 +463,14 @@ Deno.test("qwen2 rejects bad batches and configs with clear errors; dispose free
   );
   assert.throws(() => new Qwen2Model(k, tinyConfig({ head_dim: 5 })), /head_dim must be even/);
   assert.throws(
+    () => new Qwen2Model(k, tinyConfig({ model_type: "gemma" as "llama" })),
+    /model_type must be "qwen2", "qwen3" or "llama", got "gemma"/,
+  );
+  assert.throws(
+    () => new Qwen2Model(k, tinyConfig({ model_type: "llama", attention_bias: true })),
+    /attention_bias must be false for model_type llama/,
+  );
+  assert.throws(
     () => new Qwen2Model(k, tinyConfig({ hidden_size: 0 })),
     /hidden_size must be a positive integer/,
   );

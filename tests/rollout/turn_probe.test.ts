@@ -64,6 +64,15 @@ Deno.test("Qwen3's own template re-renders earlier turns; data_args.template=qwe
     "one of qwen3/tokenizer_config.json",
   ]);
   probeTurnIncrements(enc, chosen.config, tags);
+  // ROLL's other names (its Qwen3 configs say qwen3) load, and render with the folder's template
+  const roll = await loadConfig({
+    configName: "agent_val_frozen_lake",
+    overrides: ["actor_train.data_args.template=qwen3"],
+  });
+  const rollNotes: string[] = [];
+  const own = chatEncoderFor(qwen3, roll.config, (n) => rollNotes.push(n));
+  assert.equal(own.template.origin, "qwen3/tokenizer_config.json");
+  assert.match(rollNotes.join("\n"), /template=qwen3: prompts use the tokenizer's own template/);
   assert.deepEqual(
     endOfTurnIds(qwen3, enc.template).includes(qwen3.tokenToId("<|im_end|>")!),
     true,
@@ -103,6 +112,12 @@ Deno.test("Llama 3's template (a generation prompt even unasked) extends a conve
   const all = [...messages, enc.assistantMessage(response)];
   const more = enc.nextTurnIds(all, [...ids, ...response], next);
   assert.deepEqual([...ids, ...response, ...more], enc.encode([...all, next]));
+  // its template trims a reply: the sampled whitespace stays, the turn closes as before
+  for (const padded of ["\n<answer>Up</answer>\n", " <answer>Up</answer>"]) {
+    const r = [...tok.encode(padded, { addSpecialTokens: false }), eot];
+    const m = [...messages, enc.assistantMessage(r)];
+    assert.deepEqual(enc.nextTurnIds(m, [...ids, ...r], next), more, JSON.stringify(padded));
+  }
   // a response cut short (no <|eot_id|>) gets the template's closing appended
   const cut = response.slice(0, -1);
   const cutAll = [...messages, enc.assistantMessage(cut)];

@@ -68,15 +68,10 @@ export const GeneratingArguments = section({
   logprobs: count.nullable().default(0),
 });
 
-/**
- * The chat templates `data_args.template` may name: `native` (the tokenizer's own) and
- * `qwen2_5` (the ChatML template Qwen2.5 ships, which only appends turns: for trajectory-wise
- * episodes with a model whose own template re-renders earlier turns, such as Qwen3's).
- */
-export const CHAT_TEMPLATE_CHOICES = ["native", "qwen2_5"] as const;
-
 export const DataArguments = section({
-  template: z.enum(CHAT_TEMPLATE_CHOICES).nullable().default("native"),
+  // agentrl honors `qwen2_5`; any other name (ROLL's `qwen3`, ...) renders with the folder's own
+  // template, as ROLL's agentic pipeline does (lib/rollout/chat_setup.ts)
+  template: z.string().nullable().default("native"),
   file_name: z.union([z.string(), z.array(z.string())]).nullable().default(null),
   eval_file_name: z.string().nullable().default(null),
   dataset_type: z.union([z.string(), z.array(z.string())]).nullable().default("json"),
