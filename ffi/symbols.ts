@@ -427,6 +427,22 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  // Added without a new ABI version: optional, so that libraries built before it still load.
+  arl_rope_freqs: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* out (T, H, D) */
+      ptr, /* const float* x (T, H, D) */
+      ptr, /* const int32_t* positions (T) */
+      ptr, /* const float* inv_freq (D / 2) */
+      i32, /* int32_t t */
+      i32, /* int32_t h */
+      i32, /* int32_t d */
+      i32, /* int32_t inverse */
+    ],
+    result: status,
+    optional: true,
+  },
   arl_swiglu_forward: {
     parameters: [
       ptr, /* ctx */

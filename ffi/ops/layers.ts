@@ -1,5 +1,6 @@
 /** Embedding, RMSNorm, RoPE, SwiGLU, residual add and the value head. @module */
 import type { Kernels } from "../kernels.ts";
+import { KernelLibraryError, libraryPath } from "../library.ts";
 import type { Tensor } from "../tensor.ts";
 import {
   anyShape,
@@ -140,6 +141,50 @@ export function rope(
       h,
       d,
       theta,
+      inverse ? 1 : 0,
+    ),
+  );
+}
+
+/**
+ * {@linkcode rope} with the frequencies given: the pair (j, j + D/2) of each head rotated by
+ * `positions[i] * invFreq[j]`, invFreq (D/2) f32 on the kernels' device (a scaled RoPE's table,
+ * such as Llama 3.1's). out may be x. A library built before this entry point lacks it: a
+ * {@linkcode KernelLibraryError} that says to rebuild.
+ */
+export function ropeFreqs(
+  k: Kernels,
+  out: Tensor,
+  x: Tensor,
+  positions: Tensor,
+  invFreq: Tensor,
+  inverse = false,
+): void {
+  expectTensor(x, "x", "f32", [-1, -1, -1]);
+  const [t, h, d] = [dim(x, 0), dim(x, 1), dim(x, 2)];
+  expectTensor(out, "out", "f32", [t, h, d]);
+  expectTensor(positions, "positions", "i32", [t]);
+  expectTensor(invFreq, "invFreq", "f32", [d / 2]);
+  expectSameOrApart([["out", out]], [["x", x]]);
+  expectDisjoint([["out", out]], [["positions", positions], ["invFreq", invFreq]]);
+  const fn = k.sym.arl_rope_freqs;
+  if (fn === null) {
+    throw new KernelLibraryError(
+      `The ${k.device} kernel library ${libraryPath(k.device)} was built before arl_rope_freqs ` +
+        "(RoPE with a frequency table, for scaled RoPE): run `deno task build` to rebuild it.",
+    );
+  }
+  k.check(
+    "arl_rope_freqs",
+    fn(
+      k.ctx,
+      out.ptrIn(k),
+      x.ptrIn(k),
+      positions.ptrIn(k),
+      invFreq.ptrIn(k),
+      t,
+      h,
+      d,
       inverse ? 1 : 0,
     ),
   );

@@ -174,10 +174,11 @@ __global__ void rmsnorm_dweight_kernel(float* dweight, const double* partial, in
 
 // One block per row: the pairs (j, j + half) of every head. With in_shared, the row's cos/sin
 // are computed once into shared memory (d floats); else each pair computes its own.
-// out may equal x (each pair is read, then written, by one thread).
-__global__ void rope_kernel(float* out, const float* x, const int32_t* positions, int32_t h,
-                            int32_t d, float theta, double sign, int in_shared, int* flag,
-                            int64_t* flag_index) {
+// out may equal x (each pair is read, then written, by one thread). inv_freq (d/2), when given,
+// replaces theta's frequencies (arl_rope_freqs).
+__global__ void rope_kernel(float* out, const float* x, const int32_t* positions,
+                            const float* inv_freq, int32_t h, int32_t d, float theta, double sign,
+                            int in_shared, int* flag, int64_t* flag_index) {
   extern __shared__ float trig[];
   const int32_t half = d / 2;
   const int64_t row = blockIdx.x;
@@ -187,8 +188,10 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
   }
   const double pos = double(positions[row]);
   if (in_shared) {
-    for (int32_t j = threadIdx.x; j < half; j += blockDim.x)
-      rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
+    for (int32_t j = threadIdx.x; j < half; j += blockDim.x) {
+      if (inv_freq) rope_trig_freq(pos, inv_freq[j], sign, &trig[j], &trig[half + j]);
+      else rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
+    }
     __syncthreads();
   }
   // Pair p = hh * half + j, advanced by blockDim.x without a division per step.
@@ -205,6 +208,8 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
     if (in_shared) {
       cs = trig[j];
       sn = trig[half + j];
+    } else if (inv_freq) {
+      rope_trig_freq(pos, inv_freq[j], sign, &cs, &sn);
     } else {
       rope_trig(j, pos, theta, d, sign, &cs, &sn);
     }
@@ -405,7 +410,30 @@ arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* pos
   // would stall decoding (see arl::DeferredCode).
   const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
   rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
-      out, x, positions, h, d, theta, inverse ? -1.0 : 1.0, in_shared, ctx->flag, ctx->flag_index);
+      out, x, positions, nullptr, h, d, theta, inverse ? -1.0 : 1.0, in_shared, ctx->flag,
+      ctx->flag_index);
+  ARL_LAUNCHED(ctx);
+  return ARL_OK;
+}
+
+arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
+                          const float* inv_freq, int32_t t, int32_t h, int32_t d,
+                          int32_t inverse) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, out);
+  ARL_NOT_NULL(ctx, x);
+  ARL_NOT_NULL(ctx, positions);
+  ARL_NOT_NULL(ctx, inv_freq);
+  ARL_POSITIVE(ctx, t);
+  ARL_POSITIVE(ctx, h);
+  ARL_POSITIVE(ctx, d);
+  ARL_PRODUCT(ctx, int64_t(t) * h, d);
+  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
+  // (the table is in device memory: its values are the caller's, not checked here)
+  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
+  rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
+      out, x, positions, inv_freq, h, d, 0.0f, inverse ? -1.0 : 1.0, in_shared, ctx->flag,
+      ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -12,3 +12,13 @@ __device__ inline void rope_trig(int32_t j, double pos, float theta, int32_t d, 
   *cs = float(co);
   *sn = float(sign * s);
 }
+
+// The same with the frequency given: pos * inv_freq (arl_rope_freqs).
+__device__ inline void rope_trig_freq(double pos, float inv_freq, double sign, float* cs,
+                                      float* sn) {
+  const double angle = pos * double(inv_freq);
+  double s, co;
+  sincos(angle, &s, &co);
+  *cs = float(co);
+  *sn = float(sign * s);
+}

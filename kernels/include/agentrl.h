@@ -239,6 +239,16 @@ ARL_API arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight,
 ARL_API arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
                             int32_t t, int32_t h, int32_t d, float theta, int32_t inverse);
 
+/*
+ * arl_rope with the rotation frequencies given: the pair (i, i + D/2) is rotated by
+ * pos * inv_freq[i], inv_freq (D/2) in the library's memory (a scaled RoPE, such as Llama 3.1's
+ * "llama3" type, computes its own). Added without a new ABI version: a library built before it
+ * lacks the symbol, and the FFI layer loads it as optional.
+ */
+ARL_API arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x,
+                                  const int32_t* positions, const float* inv_freq, int32_t t,
+                                  int32_t h, int32_t d, int32_t inverse);
+
 /* out (N) = silu(gate (N)) * up (N). */
 ARL_API arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate,
                                       const float* up, int64_t n);

@@ -20,6 +20,7 @@ import {
   rmsnormLinearSwigluForward,
   rmsnormQkvRopeForward,
   rope,
+  ropeFreqs,
   ropeKvCacheWrite,
   swigluForward,
   type Tensor,
@@ -38,6 +39,8 @@ export interface CachedLayersSetup {
   scale: number;
   /** The fused few-row kernels on the GPU (AGENTRL_DECODE_FUSION=0 turns them off). */
   fusion: boolean;
+  /** Scaled RoPE's frequencies, or null (theta's): no fused call takes a table. */
+  ropeFreqs: Tensor | null;
   /** One call a layer for one token (AGENTRL_DECODE_LAYER=0 turns it off). */
   layerCalls: boolean;
   /** One call for all layers (AGENTRL_DECODE_LAYERS=0 turns it off). */
@@ -57,8 +60,10 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   // faster than the separate calls below (bench/results/gpu/DECODE_NOTES.md).
   // AGENTRL_DECODE_LAYER=0 runs those calls.
   // (Qwen3's norms of q and k sit between the projection and RoPE: no fused layer takes them.)
+  // (Scaled RoPE's table neither: its layers rope with arl_rope_freqs, then write the cache.)
   const qk = d.qkNorm;
-  const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null;
+  const plainRope = s.ropeFreqs === null;
+  const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null && plainRope;
   const eps = cfg.rms_norm_eps;
   const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
     fuse ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps) : linearForward(k, y, d.h, w, bias);
@@ -70,7 +75,7 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
     if (!fuse) rmsnormForward(k, d.h, d.rstd, d.x, w.ln1, eps);
     // One token with stacked bf16 weights: one GEMV; fused, it also ropes and caches.
     const stacked = d.qkv && w.qkv ? { y: d.qkv, w: w.qkv } : null;
-    if (stacked && fuse && qk === null) {
+    if (stacked && fuse && qk === null && plainRope) {
       rmsnormQkvRopeForward(k, stacked.y, d.x, w.ln1, stacked.w, w.bqkv ?? null, eps, {
         hq: cfg.num_attention_heads,
         kCache: kc,
@@ -91,7 +96,11 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
       rmsnormForward(k, qk.kn2, qk.rk, qk.k2, w.kn!, eps);
     }
     const [q3, k3] = qk ? [qk.qn3, qk.kn3] : [d.q3, d.k3];
-    if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
+    if (s.ropeFreqs) {
+      ropeFreqs(k, q3, q3, d.positions, s.ropeFreqs);
+      ropeFreqs(k, k3, k3, d.positions, s.ropeFreqs);
+      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, k3, d.v3, d.slots, d.positions);
+    } else if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
       if (!stacked || qk) {
         ropeKvCacheWrite(k, q3, k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
       }
@@ -125,7 +134,7 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
  * persistent kernel; AGENTRL_DECODE_LAYERS=0 calls {@linkcode decodeLayer} here instead).
  */
 function allLayersCall(s: CachedLayersSetup, cache: Qwen2KvCache, d: DecodeActs): boolean {
-  if (!s.allLayersCall || !d.qkv || d.qkNorm) return false;
+  if (!s.allLayersCall || !d.qkv || d.qkNorm || s.ropeFreqs) return false;
   const entries = [];
   for (let l = 0; l < s.config.num_hidden_layers; l++) {
     const w = bf16Layer(s.layers[l]!);

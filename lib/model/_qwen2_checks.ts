@@ -43,6 +43,22 @@ export function validateConfig(cfg: Qwen2Config): void {
         "biases o_proj too, which is not implemented)",
     );
   }
+  const scaling = cfg.rope_scaling;
+  if (scaling) {
+    const positive = (x: unknown) => typeof x === "number" && Number.isFinite(x) && x > 0;
+    if (
+      scaling.rope_type !== "llama3" || !positive(scaling.factor) ||
+      !positive(scaling.low_freq_factor) || !(scaling.high_freq_factor > scaling.low_freq_factor) ||
+      !Number.isFinite(scaling.high_freq_factor) ||
+      !Number.isSafeInteger(scaling.original_max_position_embeddings) ||
+      scaling.original_max_position_embeddings <= 0
+    ) {
+      throw new RangeError(
+        `Qwen2 config rope_scaling must be Llama 3.1's llama3 type with positive factors ` +
+          `(high_freq_factor above low_freq_factor), got ${JSON.stringify(scaling)}`,
+      );
+    }
+  }
   if (cfg.head_dim % 2 !== 0) {
     throw new RangeError(`Qwen2 config head_dim must be even for RoPE, got ${cfg.head_dim}`);
   }

@@ -35,6 +35,19 @@ export interface Qwen2Config {
    * q/k/v biases. Saved checkpoints name it in `config.json`.
    */
   model_type?: ModelType;
+  /** RoPE scaling: Llama 3.1's `llama3` type, or none (absent or null). */
+  rope_scaling?: Llama3RopeScaling | null;
+}
+
+/** Llama 3.1's RoPE scaling (`rope_scaling` with `rope_type: "llama3"`), as `config.json` has it. */
+export interface Llama3RopeScaling {
+  rope_type: "llama3";
+  /** The low frequencies' divisor (Llama 3.1: 8, Llama 3.2: 32). */
+  factor: number;
+  low_freq_factor: number;
+  high_freq_factor: number;
+  /** The context length the frequencies were trained for (8192). */
+  original_max_position_embeddings: number;
 }
 
 /** Whether `config`'s attention normalizes each head's query and key (Qwen3). */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ModelType, Qwen2Config } from "./config.ts";
+import type { Llama3RopeScaling, ModelType, Qwen2Config } from "./config.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
@@ -62,9 +62,9 @@ const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-3
  * `rms_norm_eps` 1e-6, `tie_word_embeddings` false, `max_position_embeddings`
  * 32768 (Llama: 2048), `attention_bias` true for Qwen2 (transformers always gives
  * its q/k/v biases) and false otherwise. Features the model does not implement
- * (`hidden_act` other than silu, sliding window attention, `rope_scaling`, Llama's
- * and Qwen3's `attention_bias`, which also biases o_proj, and Llama's `mlp_bias`)
- * are refused. Errors are {@linkcode CheckpointError}s naming `source` and the key.
+ * (`hidden_act` other than silu, sliding window attention, RoPE scaling other than
+ * Llama 3.1's `llama3`, Llama's and Qwen3's `attention_bias`, which also biases
+ * o_proj, and Llama's `mlp_bias`) are refused. Errors are {@linkcode CheckpointError}s naming `source` and the key.
  *
  * @example
  * ```ts
@@ -199,13 +199,52 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   if (boolean("mlp_bias", false)) {
     fail("mlp_bias", "mlp_bias is true; MLP biases are not implemented (expected false)");
   }
-  const ropeScaling = get("rope_scaling");
-  if (ropeScaling !== undefined) {
-    fail(
-      "rope_scaling",
-      `rope_scaling is ${show(ropeScaling)}; RoPE scaling is not implemented (expected null)`,
-    );
-  }
+  // RoPE scaling: Llama 3.1's "llama3" type only, from rope_scaling (transformers 4.x) or
+  // rope_parameters (transformers 5, beside rope_theta)
+  const llama3 = (key: string, v: Record<string, unknown>): Llama3RopeScaling => {
+    const field = (name: string, check: (x: unknown) => boolean, what: string): number => {
+      const x = v[name];
+      if (!check(x)) fail(key, `${key}.${name} is ${show(x)}; expected ${what}`);
+      return x as number;
+    };
+    const positive = (x: unknown) => typeof x === "number" && Number.isFinite(x) && x > 0;
+    const scaling: Llama3RopeScaling = {
+      rope_type: "llama3",
+      factor: field("factor", positive, "a positive number"),
+      low_freq_factor: field("low_freq_factor", positive, "a positive number"),
+      high_freq_factor: field("high_freq_factor", positive, "a positive number"),
+      original_max_position_embeddings: field(
+        "original_max_position_embeddings",
+        (x) => typeof x === "number" && Number.isSafeInteger(x) && x > 0,
+        "a positive integer",
+      ),
+    };
+    if (!(scaling.high_freq_factor > scaling.low_freq_factor)) {
+      fail(
+        key,
+        `${key}.high_freq_factor (${scaling.high_freq_factor}) must exceed low_freq_factor ` +
+          `(${scaling.low_freq_factor})`,
+      );
+    }
+    return scaling;
+  };
+  const scalingOf = (key: string, v: unknown, defaultOk: boolean): Llama3RopeScaling | null => {
+    if (!isPlainObject(v)) return fail(key, `${key} is ${show(v)}; expected an object or null`);
+    const type = v.rope_type ?? v.type ?? (defaultOk ? "default" : undefined);
+    if (defaultOk && type === "default") return null;
+    if (type !== "llama3") {
+      return fail(
+        key,
+        `${key} is ${show(v)}; RoPE scaling of type ${show(type)} is not implemented ` +
+          `(expected ${defaultOk ? '"default" or ' : "null or "}"llama3")`,
+      );
+    }
+    return llama3(key, v);
+  };
+  const ropeScalingRaw = get("rope_scaling");
+  let ropeScaling = ropeScalingRaw === undefined
+    ? null
+    : scalingOf("rope_scaling", ropeScalingRaw, false);
 
   // transformers 5 writes RoPE settings as rope_parameters {rope_type, rope_theta}; 4.x as rope_theta.
   let ropeTheta = positiveNumber("rope_theta", QWEN2_DEFAULTS.rope_theta);
@@ -215,13 +254,11 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       fail("rope_parameters", `rope_parameters is ${show(ropeParams)}; expected an object`);
     }
     const rp = ropeParams as Record<string, unknown>;
-    const type = rp.rope_type ?? rp.type ?? "default";
-    if (type !== "default") {
-      fail(
-        "rope_parameters",
-        `rope_parameters.rope_type is ${show(type)}; only "default" RoPE is implemented`,
-      );
+    const fromParams = scalingOf("rope_parameters", rp, true);
+    if (fromParams && ropeScaling && JSON.stringify(fromParams) !== JSON.stringify(ropeScaling)) {
+      fail("rope_parameters", "rope_parameters and rope_scaling describe different RoPE scalings");
     }
+    ropeScaling = fromParams ?? ropeScaling;
     const theta = rp.rope_theta;
     if (theta !== undefined && theta !== null) {
       if (!isNormalF32(theta)) {
@@ -261,6 +298,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     bos_token_id: tokenId("bos_token_id"),
     eos_token_id: tokenIds("eos_token_id"),
     model_type: modelType,
+    rope_scaling: ropeScaling,
   };
 }
 
@@ -311,7 +349,7 @@ export function qwen2ConfigToJson(
     num_key_value_heads: config.num_key_value_heads,
     head_dim: config.head_dim,
     rms_norm_eps: config.rms_norm_eps,
-    rope_scaling: null,
+    rope_scaling: config.rope_scaling ?? null,
     rope_theta: config.rope_theta,
     tie_word_embeddings: config.tie_word_embeddings,
     torch_dtype: options.torch_dtype ?? "float32",

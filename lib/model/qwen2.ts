@@ -68,6 +68,7 @@ import {
   rmsnormForward,
   rmsnormLinearForward,
   rope,
+  ropeFreqs,
   swigluBackward,
   swigluForward,
   Tensor,
@@ -81,6 +82,7 @@ import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
 import { InitRng } from "./_random.ts";
+import { llama3InvFreq } from "./rope_scaling.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
   Arena,
@@ -283,6 +285,8 @@ export class Qwen2Model implements Disposable {
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
+  /** Scaled RoPE's frequencies (head_dim / 2) on the device, or null for theta's own. */
+  readonly #ropeFreqs: Tensor<"f32"> | null;
   #l2Offered: Tensor[] | null = null; // weights offered to the L2 cache (null: not yet)
   #ws: TrainActs | null = null;
   #saved: Saved | null = null;
@@ -325,7 +329,16 @@ export class Qwen2Model implements Disposable {
     this.#decode = new Arena(kernels, 1.5);
     this.#graphs = new DecodeGraphs(kernels);
     this.#head = new Arena(kernels, 1.5);
+    this.#ropeFreqs = config.rope_scaling
+      ? Tensor.from(kernels, llama3InvFreq(config.rope_theta, config.head_dim, config.rope_scaling))
+      : null;
     if ((options.init ?? "random") === "random") this.initRandom(options.seed ?? 0);
+  }
+
+  /** RoPE of x (T, H, D) at positions, in place (inverse: the backward pass's rotation). */
+  #rope(x: Tensor, positions: Tensor, inverse = false): void {
+    if (this.#ropeFreqs) ropeFreqs(this.kernels, x, x, positions, this.#ropeFreqs, inverse);
+    else rope(this.kernels, x, x, positions, this.config.rope_theta, inverse);
   }
 
   #bindWeights(buffer: Tensor): Weights {
@@ -533,8 +546,8 @@ export class Qwen2Model implements Disposable {
         rmsnormForward(k, qk.q2, qk.rq, qk.qp2, w.qn!, cfg.rms_norm_eps);
         rmsnormForward(k, qk.k2, qk.rk, qk.kp2, w.kn!, cfg.rms_norm_eps);
       }
-      rope(k, a.q3, a.q3, ws.positions, cfg.rope_theta);
-      rope(k, a.k3, a.k3, ws.positions, cfg.rope_theta);
+      this.#rope(a.q3, ws.positions);
+      this.#rope(a.k3, ws.positions);
       attentionForward(k, a.a3, a.lse, a.q3, a.k3, a.v3, ws.cu, this.#scale, this.precision);
       linearForward(k, a.m, a.a, w.wo);
       add(k, a.m, a.m, x);
@@ -692,7 +705,6 @@ export class Qwen2Model implements Disposable {
   /** One decoder layer backward: ws.dres holds d(output) on entry and d(input x) on exit. */
   #layerBackward(ws: TrainActs, a: LayerActs, w: LayerWeights, g: LayerWeights, x: Tensor): void {
     const k = this.kernels;
-    const theta = this.config.rope_theta;
     // MLP: y = m + down(silu(gate(h2)) * up(h2)), h2 = norm(m)
     linearBackward(k, { dx: ws.ds, dw: g.wd }, ws.dres, a.s, w.wd);
     swigluBackward(k, ws.dg, ws.du, ws.ds, a.g, a.u);
@@ -716,8 +728,8 @@ export class Qwen2Model implements Disposable {
       this.#scale,
       this.precision,
     );
-    rope(k, ws.dq3, ws.dq3, ws.positions, theta, true);
-    rope(k, ws.dk3, ws.dk3, ws.positions, theta, true);
+    this.#rope(ws.dq3, ws.positions, true);
+    this.#rope(ws.dk3, ws.positions, true);
     let [dq, dk] = [ws.dq, ws.dk];
     const qk = a.qkNorm, dqk = ws.dqk;
     if (qk && dqk) { // Qwen3: through each head's norm back to the projections
@@ -908,6 +920,7 @@ export class Qwen2Model implements Disposable {
       layers: this.#wc.layers,
       scale: this.#scale,
       fusion: !this.#noDecodeFusion,
+      ropeFreqs: this.#ropeFreqs,
       layerCalls: this.#decodeLayer,
       allLayersCall: this.#decodeLayers,
     };
@@ -969,6 +982,7 @@ export class Qwen2Model implements Disposable {
       l2Persist(this.kernels, []); // (regions of another model replaced these: left alone)
     }
     this.#low?.[Symbol.dispose]();
+    this.#ropeFreqs?.free();
     this.params.free();
     this.grads.free();
   }

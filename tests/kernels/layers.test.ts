@@ -11,6 +11,7 @@ import {
   rmsnormBackward,
   rmsnormForward,
   rope,
+  ropeFreqs,
   swigluBackward,
   swigluForward,
   Tensor,
@@ -192,6 +193,60 @@ Deno.test("rope matches the HF rotate_half reference at explicit positions and s
       });
     }
   }
+});
+
+Deno.test("ropeFreqs rotates by the given frequencies: theta's table equals rope, any table its reference, in place and inverse", () => {
+  using k = openKernels();
+  const rng = new Rng("rope freqs");
+  for (const [t, h, d] of [[1, 1, 2], [9, 3, 10], [17, 2, 64]] as const) {
+    const x = rng.randn(t * h * d);
+    const positions = rng.ints(t, 0, 4096);
+    using tx = f32(k, x, [t, h, d]);
+    using tp = i32(k, positions);
+    // theta's own frequencies, as a float32 table: rope's results within float32 rounding
+    const theta = 1e6;
+    const table = Float32Array.from({ length: d / 2 }, (_, j) => Math.pow(theta, -2 * j / d));
+    using tf = f32(k, table, [d / 2]);
+    using out = nans(k, [t, h, d]);
+    ropeFreqs(k, out, tx, tp, tf);
+    const ref = ropeRef(x, positions, t, h, d, theta);
+    const what = `ropeFreqs T=${t} H=${h} D=${d}`;
+    // (a float32 frequency is off by up to 6e-8 relative: at position 4096, 2.4e-4 rad)
+    assertClose(out.view(), ref, what, { rtol: 1e-3, atol: 5e-4 * maxAbs(ref) });
+    // any table: each pair j by positions[i] * table[j], exactly as the reference computes it
+    const odd = Float32Array.from({ length: d / 2 }, (_, j) => 0.37 / (j + 1));
+    using to = f32(k, odd, [d / 2]);
+    using inplace = f32(k, x, [t, h, d]);
+    ropeFreqs(k, inplace, inplace, tp, to);
+    const expected = new Float64Array(t * h * d);
+    for (let i = 0; i < t; i++) {
+      for (let hh = 0; hh < h; hh++) {
+        const b = (i * h + hh) * d;
+        for (let j = 0; j < d / 2; j++) {
+          const a = positions[i]! * odd[j]!, [p, q] = [x[b + j]!, x[b + j + d / 2]!];
+          expected[b + j] = p * Math.cos(a) - q * Math.sin(a);
+          expected[b + j + d / 2] = q * Math.cos(a) + p * Math.sin(a);
+        }
+      }
+    }
+    assertClose(inplace.view(), expected, `${what} any table, in place`, {
+      rtol: 1e-5,
+      atol: 2e-6 * maxAbs(expected),
+    });
+    using back = nans(k, [t, h, d]);
+    ropeFreqs(k, back, inplace, tp, to, true);
+    assertClose(back.view(), x, `${what} inverse(forward(x))`, {
+      rtol: 1e-5,
+      atol: 4e-6 * maxAbs(x),
+    });
+  }
+  // the table's length is checked, and a non-finite entry is an error naming it
+  using tx = f32(k, new Float32Array(8), [1, 2, 4]);
+  using tp = i32(k, new Int32Array(1));
+  using short = f32(k, new Float32Array(3), [3]);
+  assert.throws(() => ropeFreqs(k, tx, tx, tp, short), /invFreq/);
+  using nan = f32(k, Float32Array.of(1, NaN), [2]);
+  assert.throws(() => ropeFreqs(k, tx, tx, tp, nan), /inv_freq\[1\] is not finite/);
 });
 
 Deno.test("rope's backward (inverse rotation of dout) matches finite differences", () => {

@@ -53,16 +53,38 @@ function rmsnorm(x: Arr, w: Arr, n: number, c: number, eps: number): Float64Arra
   return y;
 }
 
+/**
+ * HF's inverse frequencies: base^(-2j/d), with Llama 3.1's scaling when the config has one
+ * (transformers' _compute_llama3_parameters: low frequencies / factor, the band between the
+ * two wavelength bounds blended).
+ */
+function invFreqs(cfg: Qwen2Config): Float64Array {
+  const d = cfg.head_dim, half = d / 2;
+  const base = Float64Array.from(
+    { length: half },
+    (_, j) => 1 / Math.pow(fr(cfg.rope_theta), 2 * j / d),
+  );
+  const s = cfg.rope_scaling;
+  if (!s) return base;
+  const old = s.original_max_position_embeddings;
+  return base.map((f) => {
+    const wavelen = 2 * Math.PI / f;
+    const llama = wavelen > old / s.low_freq_factor ? f / s.factor : f;
+    const smooth = (old / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+    const medium = !(wavelen < old / s.high_freq_factor) && !(wavelen > old / s.low_freq_factor);
+    return medium ? (1 - smooth) * llama / s.factor + smooth * llama : llama;
+  });
+}
+
 /** HF apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, emb = cat(freqs, freqs). */
-function applyRope(x: Float64Array, pos: Arr, n: number, h: number, d: number, theta: number) {
+function applyRope(x: Float64Array, pos: Arr, n: number, h: number, d: number, inv: Float64Array) {
   const half = d / 2;
   const out = new Float64Array(x.length);
   for (let i = 0; i < n; i++) {
     for (let hh = 0; hh < h; hh++) {
       const base = (i * h + hh) * d;
       for (let j = 0; j < d; j++) {
-        const invFreq = 1 / Math.pow(fr(theta), (2 * (j % half)) / d);
-        const ang = pos[i]! * invFreq;
+        const ang = pos[i]! * inv[j % half]!;
         const rotated = j < half ? -x[base + j + half]! : x[base + j - half]!;
         out[base + j] = x[base + j]! * Math.cos(ang) + rotated * Math.sin(ang);
       }
@@ -101,7 +123,7 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
       n,
       hq,
       d,
-      cfg.rope_theta,
+      invFreqs(cfg),
     );
     const k = applyRope(
       headNorm(
@@ -113,7 +135,7 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
       n,
       hkv,
       d,
-      cfg.rope_theta,
+      invFreqs(cfg),
     );
     const v = linear(h, need(p, `${pre}.self_attn.v_proj.weight`), bias("v"), n, hkv * d, c);
     // causal softmax attention, query head hh reads kv head hh / (hq / hkv) (repeat_kv)

@@ -133,6 +133,7 @@ Deno.test("parses Qwen2.5-0.5B-Instruct's config.json", () => {
     bos_token_id: 151643,
     eos_token_id: 151645,
     model_type: "qwen2",
+    rope_scaling: null,
   });
   // The published parameter count of Qwen2.5-0.5B.
   const weights = expectedQwen2Weights(c);
@@ -204,7 +205,7 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
         architectures: ["LlamaForCausalLM"],
         rope_scaling: { rope_type: "llama3", factor: 32 },
       },
-      /rope_scaling is \{"rope_type":"llama3","factor":32\}; RoPE scaling is not implemented/,
+      /rope_scaling\.low_freq_factor is nothing; expected a positive number/,
     ],
     [
       { ...TINY, architectures: ["Qwen2ForSequenceClassification"] },
@@ -233,7 +234,7 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     [{ ...TINY, use_sliding_window: true }, /sliding-window attention is not implemented/],
     [
       { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
-      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling is not implemented/,
+      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected null or "llama3"\)/,
     ],
     [
       { ...TINY, eos_token_id: "x" },
@@ -668,6 +669,90 @@ Deno.test("a save killed before its final rename leaves no folder at the target"
   });
 });
 
+/** A Llama-3.2-1B-shaped config.json: Llama 3.1's RoPE scaling with factor 32. */
+const LLAMA32_1B = {
+  architectures: ["LlamaForCausalLM"],
+  attention_bias: false,
+  bos_token_id: 128000,
+  eos_token_id: 128001,
+  head_dim: 64,
+  hidden_act: "silu",
+  hidden_size: 2048,
+  intermediate_size: 8192,
+  max_position_embeddings: 131072,
+  mlp_bias: false,
+  model_type: "llama",
+  num_attention_heads: 32,
+  num_hidden_layers: 16,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: "llama3",
+  },
+  rope_theta: 500000.0,
+  tie_word_embeddings: true,
+  vocab_size: 128256,
+};
+
+Deno.test("Llama 3.1's RoPE scaling (llama3) is read from rope_scaling or rope_parameters, checked, and written back", () => {
+  const c = parseQwen2Config(LLAMA32_1B, "Llama-3.2-1B/config.json");
+  assert.deepEqual(c.rope_scaling, {
+    rope_type: "llama3",
+    factor: 32,
+    low_freq_factor: 1,
+    high_freq_factor: 4,
+    original_max_position_embeddings: 8192,
+  });
+  const back = parseQwen2Config(JSON.parse(JSON.stringify(qwen2ConfigToJson(c))), "back");
+  assert.deepEqual(back, c);
+  // transformers 5: the scaling beside rope_theta in rope_parameters
+  const { rope_scaling: _, rope_theta: __, ...rest } = LLAMA32_1B;
+  const v5 = parseQwen2Config({
+    ...rest,
+    rope_parameters: { ...LLAMA32_1B.rope_scaling, rope_theta: 500000 },
+  }, "v5.json");
+  assert.deepEqual(v5, c);
+  const bad: [unknown, RegExp][] = [
+    [
+      { ...LLAMA32_1B, rope_scaling: { ...LLAMA32_1B.rope_scaling, factor: 0 } },
+      /rope_scaling\.factor is 0; expected a positive number/,
+    ],
+    [
+      { ...LLAMA32_1B, rope_scaling: { ...LLAMA32_1B.rope_scaling, high_freq_factor: 1 } },
+      /rope_scaling\.high_freq_factor \(1\) must exceed low_freq_factor \(1\)/,
+    ],
+    [
+      {
+        ...LLAMA32_1B,
+        rope_scaling: { ...LLAMA32_1B.rope_scaling, original_max_position_embeddings: 8192.5 },
+      },
+      /original_max_position_embeddings is 8192\.5; expected a positive integer/,
+    ],
+    [
+      { ...LLAMA32_1B, rope_scaling: { type: "linear", factor: 2 } },
+      /RoPE scaling of type "linear" is not implemented/,
+    ],
+    [
+      {
+        ...LLAMA32_1B,
+        rope_parameters: {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        },
+      },
+      /rope_parameters and rope_scaling describe different RoPE scalings/,
+    ],
+  ];
+  for (const [json, re] of bad) checkpointError(() => parseQwen2Config(json, "l.json"), re);
+});
+
 Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types are refused", () => {
   const v5 = parseQwen2Config(
     { ...TINY, rope_theta: undefined, rope_parameters: { rope_type: "default", rope_theta: 1e6 } },
@@ -682,7 +767,7 @@ Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types
   const bad: [unknown, RegExp][] = [
     [
       { ...TINY, rope_parameters: { rope_type: "yarn", factor: 4 } },
-      /rope_type is "yarn"; only "default"/,
+      /RoPE scaling of type "yarn" is not implemented \(expected "default" or "llama3"\)/,
     ],
     [
       { ...TINY, rope_parameters: { rope_theta: -1 } },

@@ -45,6 +45,7 @@ async function roundTrip(configJson: Record<string, unknown>, tokenizerDir: stri
   await savePretrained(a, dir, { tokenizerDir });
   using p = await loadPretrained(k, dir);
   assert.deepEqual(p.model.params.toArray(), a.params.toArray());
+  assert.deepEqual(p.model.config, a.config, "config.json keeps every setting");
   const prompt = new ChatEncoder(p.tokenizer).encode(
     [{ role: "user", content: "State:\n_OOG\n___P\nMove to the goal." }],
     { addGenerationPrompt: true },
@@ -99,7 +100,7 @@ Deno.test("a random Qwen3 checkpoint (q/k norms, head_dim above hidden / heads) 
   await Deno.remove(tokenizerDir, { recursive: true });
 });
 
-Deno.test("a random Llama checkpoint with Llama 3's tokenizer and chat template loads and generates", async () => {
+Deno.test("a random Llama 3.2-style checkpoint (scaled RoPE) with Llama 3's tokenizer and chat template loads and generates", async () => {
   const tokenizerDir = await Deno.makeTempDir({ prefix: "agentrl_llama3_tok_" });
   // the package's module namespaces as plain objects (without `default`)
   const plain = (ns: object) => {
@@ -119,6 +120,14 @@ Deno.test("a random Llama checkpoint with Llama 3's tokenizer and chat template 
     num_key_value_heads: 1,
     max_position_embeddings: 512,
     rope_theta: 500000,
+    // Llama 3.2's RoPE scaling, kept through the save and the load
+    rope_scaling: {
+      factor: 32,
+      high_freq_factor: 4,
+      low_freq_factor: 1,
+      original_max_position_embeddings: 8192,
+      rope_type: "llama3",
+    },
     rms_norm_eps: 1e-5,
     tie_word_embeddings: false,
     bos_token_id: 128000,

@@ -32,6 +32,15 @@ function close(actual: ArrayLike<number>, expected: ArrayLike<number>, what: str
   assertClose(actual, expected, what, { atol: 2e-5, rtol: 2e-5 });
 }
 
+/** Llama 3.1's scaling on a context of 16: one band kept, one blended, the rest divided. */
+const LLAMA3_SMALL = {
+  rope_type: "llama3",
+  factor: 8,
+  low_freq_factor: 1,
+  high_freq_factor: 4,
+  original_max_position_embeddings: 16,
+} as const;
+
 Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied and untied, Qwen3's q/k norms", () => {
   const untied = qwen2ParamLayout(tinyConfig());
   const names = untied.regions.map((r) => r.name);
@@ -236,6 +245,17 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
       temp: 0.9,
     },
     {
+      what: "Llama with Llama 3.1's RoPE scaling (original context 16: every band is hit)",
+      cfg: tinyConfig({
+        model_type: "llama",
+        attention_bias: false,
+        rope_scaling: LLAMA3_SMALL,
+      }),
+      lens: [30, 3],
+      starts: [0, 20],
+      temp: 1,
+    },
+    {
       what: "Llama (no q/k/v bias), tied",
       cfg: tinyConfig({ model_type: "llama", attention_bias: false, tie_word_embeddings: true }),
       lens: [3, 5],
@@ -268,6 +288,23 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
     rows.forEach((r, i) => expected.set(z.subarray(r * vocab, (r + 1) * vocab), i * vocab));
     close(logits.toArray(), expected, `${v.what}: logits`);
   }
+});
+
+Deno.test("Llama 3.1's RoPE scaling changes the outputs (the scaled test above is not the plain one)", () => {
+  using k = open();
+  const cfg = tinyConfig({
+    model_type: "llama",
+    attention_bias: false,
+    rope_scaling: LLAMA3_SMALL,
+  });
+  using model = new Qwen2Model(k, cfg, { seed: 2 });
+  randomizeParams(model, "scaling matters");
+  const batch = randomBatch(new Rng("scaling matters"), cfg.vocab_size, [30]);
+  const scaled = refLogprobs(cfg, refParams(model), batch, 1).logp;
+  const plain = refLogprobs({ ...cfg, rope_scaling: null }, refParams(model), batch, 1).logp;
+  const diff = Math.max(...scaled.map((x, i) => Math.abs(x - plain[i]!)));
+  assert.ok(diff > 0.05, `the scaling moves log-probs by ${diff} only`);
+  close(model.forward(batch).logp.toArray(), scaled, "scaled log-probs");
 });
 
 Deno.test("qwen2 forwardValues: the critic's values match the float64 reference", () => {

@@ -42,11 +42,24 @@ interface Entry {
   logits: boolean;
 }
 
-Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps; Qwen3 too)", () => {
+Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps; Qwen3 and scaled RoPE too)", () => {
   using k = Kernels.open({ threads: 2 });
-  for (const tie of [false, true, "qwen3"] as const) {
+  for (const tie of [false, true, "qwen3", "llama3 rope"] as const) {
     const cfg = tinyConfig({ tie_word_embeddings: tie !== false, vocab_size: 64 });
     if (tie === "qwen3") Object.assign(cfg, { model_type: "qwen3", attention_bias: false });
+    if (tie === "llama3 rope") {
+      Object.assign(cfg, {
+        model_type: "llama",
+        attention_bias: false,
+        rope_scaling: {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 16,
+        },
+      });
+    }
     using model = new Qwen2Model(k, cfg);
     randomizeParams(model, `cache ${tie}`);
     const rng = new Rng(`cache ${tie}`);

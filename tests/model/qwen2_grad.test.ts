@@ -235,6 +235,26 @@ Deno.test("qwen2 gradients: Qwen3's per-head q/k norms (and their weights), GQA,
   });
 });
 
+Deno.test("qwen2 gradients: Llama with Llama 3.1's RoPE scaling (the backward rotation uses the table)", () => {
+  runCase({
+    what: "llama3 rope",
+    config: tinyConfig({
+      model_type: "llama",
+      attention_bias: false,
+      rope_scaling: {
+        rope_type: "llama3",
+        factor: 8,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 16,
+      },
+    }),
+    lens: [12, 5],
+    starts: [0, 18],
+    entropy: true,
+  });
+});
+
 Deno.test("qwen2 gradients: the critic's value head and the body below it", () => {
   runCase({
     what: "critic",

@@ -6,17 +6,18 @@
 import { add, KernelGraph, Kernels, linearForward, sampleStart } from "../../../ffi/mod.ts";
 import type { Qwen2Config } from "../../../lib/model/config.ts";
 import { Qwen2Model } from "../../../lib/model/qwen2.ts";
-import { type Case, EXACT, Rand, TOL_FP32, TOL_GEMM } from "./harness.ts";
+import { type Case, EXACT, Rand, type Scope, TOL_FP32, TOL_GEMM } from "./harness.ts";
 
 /**
  * A random Qwen2 small enough to compare on both devices (biases set too); a Qwen3 (no biases,
- * per-head q/k norms with weights away from one) with `modelType: "qwen3"`.
+ * per-head q/k norms with weights away from one) with `modelType: "qwen3"`, a Llama with
+ * Llama 3.1's RoPE scaling with `"llama3"`.
  */
 function graphModel(
   k: Kernels,
   precision: "f32" | "bf16" = "f32",
   headDim = 16,
-  modelType: "qwen2" | "qwen3" = "qwen2",
+  modelType: "qwen2" | "qwen3" | "llama3" = "qwen2",
 ): Qwen2Model {
   const config: Qwen2Config = {
     vocab_size: 96,
@@ -33,7 +34,17 @@ function graphModel(
     attention_bias: modelType === "qwen2",
     bos_token_id: null,
     eos_token_id: null,
-    model_type: modelType,
+    model_type: modelType === "llama3" ? "llama" : modelType,
+    // Llama 3.1's scaling on a 16-token original context: every band of the table is used
+    rope_scaling: modelType === "llama3"
+      ? {
+        rope_type: "llama3",
+        factor: 8,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 16,
+      }
+      : null,
   };
   const model = new Qwen2Model(k, config, { seed: 3, precision }); // compared with the CPU
   const all = model.params.read() as Float32Array;
@@ -45,6 +56,30 @@ function graphModel(
   model.params.write(all);
   model.markParamsChanged();
   return model;
+}
+
+/** A 4-token prefill and 6 decode steps of a Qwen3 or a scaled-RoPE Llama, in bf16 at batch 1
+ * and f32 at batch 2: every step's logits. */
+function cachedDecode(s: Scope, type: "qwen3" | "llama3"): Float32Array {
+  const tokens = new Rand("graph", 0).ints(12, 0, 95);
+  const out: number[] = [];
+  for (const [precision, rows] of [["bf16", 1], ["f32", 2]] as const) {
+    using model = graphModel(s.k, precision, 64, type);
+    using cache = model.createKvCache(rows, 16);
+    const prompt = Int32Array.from(tokens.subarray(0, 4));
+    const slots = Int32Array.from({ length: 4 * rows }, (_, i) => Math.floor(i / 4));
+    const at = Int32Array.from({ length: 4 * rows }, (_, i) => i % 4);
+    const last = Int32Array.from({ length: rows }, (_, i) => 4 * i + 3);
+    const ids = Int32Array.from({ length: 4 * rows }, (_, i) => prompt[i % 4]!);
+    out.push(...model.forwardCached(cache, ids, at, slots, last)!.read());
+    for (let step = 0; step < 6; step++) {
+      const t = Int32Array.from({ length: rows }, (_, i) => (tokens[4 + step]! + i) % 96);
+      const pos = new Int32Array(rows).fill(4 + step);
+      const which = Int32Array.from({ length: rows }, (_, i) => i);
+      out.push(...model.forwardCached(cache, t, pos, which, which)!.read());
+    }
+  }
+  return Float32Array.from(out);
 }
 
 /**
@@ -176,28 +211,15 @@ export function graphCases(seed: number): Case[] {
   }, {
     // Qwen3: each head's query and key normed between the projections and RoPE, so no fused
     // layer call; bf16 weights, batch 1 (the stacked q|k|v GEMV), then two sequences (f32)
-    op: "Qwen3 decode with graphs (q/k norms), bf16 batch 1 and f32 batch 2",
+    op: "Qwen3 cached decode, graphs recorded (q/k norms), bf16 batch 1 and f32 batch 2",
     tol: TOL_GEMM,
-    run: (s) => {
-      const out: number[] = [];
-      for (const [precision, rows] of [["bf16", 1], ["f32", 2]] as const) {
-        using model = graphModel(s.k, precision, 64, "qwen3");
-        using cache = model.createKvCache(rows, 16);
-        const prompt = Int32Array.from(tokens.subarray(0, 4));
-        const slots = Int32Array.from({ length: 4 * rows }, (_, i) => Math.floor(i / 4));
-        const at = Int32Array.from({ length: 4 * rows }, (_, i) => i % 4);
-        const last = Int32Array.from({ length: rows }, (_, i) => 4 * i + 3);
-        const ids = Int32Array.from({ length: 4 * rows }, (_, i) => prompt[i % 4]!);
-        out.push(...model.forwardCached(cache, ids, at, slots, last)!.read());
-        for (let step = 0; step < 6; step++) {
-          const t = Int32Array.from({ length: rows }, (_, i) => (tokens[4 + step]! + i) % 96);
-          const pos = new Int32Array(rows).fill(4 + step);
-          const which = Int32Array.from({ length: rows }, (_, i) => i);
-          out.push(...model.forwardCached(cache, t, pos, which, which)!.read());
-        }
-      }
-      return { logits: Float32Array.from(out) };
-    },
+    run: (s) => ({ logits: cachedDecode(s, "qwen3") }),
+  }, {
+    // Llama 3.1's RoPE scaling: arl_rope_freqs, then the cache write, in place of the fused calls
+    op: "Llama 3.1 RoPE cached decode, graphs recorded (a frequency table), bf16 1 and f32 2",
+    tol: TOL_GEMM,
+    needs: "arl_rope_freqs",
+    run: (s) => ({ logits: cachedDecode(s, "llama3") }),
   }, {
     op: "Qwen3 training pass (q/k norms): log-probs and every gradient",
     tol: TOL_GEMM,

@@ -128,4 +128,6 @@ export interface Case {
   /** One tolerance for every output, or one per output name. */
   tol: number | Record<string, number>;
   run: (s: Scope) => Record<string, Output>;
+  /** An optional entry point the case calls: skipped, with a note, where a library lacks it. */
+  needs?: "arl_rope_freqs";
 }

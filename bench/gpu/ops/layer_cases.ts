@@ -11,6 +11,7 @@ import {
   rmsnormBackward,
   rmsnormForward,
   rope,
+  ropeFreqs,
   swigluBackward,
   swigluForward,
   Tensor,
@@ -95,6 +96,28 @@ export function layerCases(seed: number, cpu: Kernels): Case[] {
         rope(s.k, inv, xs, ps, theta, true);
         rope(s.k, inPlace, inPlace, ps, theta);
         return { out: out.read(), "out (inverse)": inv.read(), "out (in place)": inPlace.read() };
+      },
+    });
+  }
+  {
+    // The same with a frequency table (Llama 3.1's scaled RoPE: theta 5e5, factor 32)
+    const [t, h, d] = [19, 3, 64];
+    const r = new Rand("rope freqs", seed);
+    const [x, pos] = [r.randn(t * h * d), r.ints(t, 0, 4095)];
+    const table = Float32Array.from({ length: d / 2 }, (_, j) => {
+      const f = Math.pow(5e5, -2 * j / d);
+      return 2 * Math.PI / f > 8192 ? f / 32 : f;
+    });
+    cases.push({
+      op: "ropeFreqs",
+      tol: TOL_FP32,
+      needs: "arl_rope_freqs",
+      run: (s) => {
+        const [xs, ps, fs] = [s.f32(x, [t, h, d]), s.i32(pos), s.f32(table, [d / 2])];
+        const [out, inv] = [s.nan([t, h, d]), s.nan([t, h, d])];
+        ropeFreqs(s.k, out, xs, ps, fs);
+        ropeFreqs(s.k, inv, xs, ps, fs, true);
+        return { out: out.read(), "out (inverse)": inv.read() };
       },
     });
   }

@@ -1,0 +1,52 @@
+/**
+ * Llama 3.1's RoPE scaling (`rope_scaling.rope_type: "llama3"`): the rotation frequencies of
+ * `theta` with the low ones divided by `factor` and the middle band blended, as transformers
+ * computes them for Llama 3.1 / 3.2 checkpoints.
+ *
+ * @module
+ */
+import type { Llama3RopeScaling } from "./config.ts";
+
+/**
+ * The inverse frequencies (head_dim / 2) of RoPE with Llama 3.1's scaling: for each default
+ * frequency f = theta^(-2j/d) of wavelength w = 2π / f, f stays where w is below
+ * original_max_position_embeddings / high_freq_factor, becomes f / factor where w is above
+ * original_max_position_embeddings / low_freq_factor, and in between blends the two with
+ * s = (original / w - low_freq_factor) / (high_freq_factor - low_freq_factor):
+ * (1 - s) f / factor + s f. Computed in float64, rounded to float32 (transformers computes the
+ * table in float32).
+ *
+ * @example
+ * ```ts
+ * import { llama3InvFreq } from "./rope_scaling.ts";
+ * const f = llama3InvFreq(500000, 64, {
+ *   rope_type: "llama3", factor: 32, low_freq_factor: 1, high_freq_factor: 4,
+ *   original_max_position_embeddings: 8192,
+ * });
+ * console.log(f.length, f[0]); // 32 1 (the highest frequency is kept)
+ * ```
+ */
+export function llama3InvFreq(
+  theta: number,
+  headDim: number,
+  scaling: Llama3RopeScaling,
+): Float32Array {
+  const { factor, low_freq_factor: low, high_freq_factor: high } = scaling;
+  const original = scaling.original_max_position_embeddings;
+  const lowWavelen = original / low;
+  const highWavelen = original / high;
+  const out = new Float32Array(headDim / 2);
+  for (let j = 0; j < out.length; j++) {
+    const f = 1 / Math.pow(theta, (2 * j) / headDim);
+    const wavelen = (2 * Math.PI) / f;
+    let scaled: number;
+    if (wavelen < highWavelen) scaled = f;
+    else if (wavelen > lowWavelen) scaled = f / factor;
+    else {
+      const s = (original / wavelen - low) / (high - low);
+      scaled = (1 - s) * (f / factor) + s * f;
+    }
+    out[j] = scaled;
+  }
+  return out;
+}
