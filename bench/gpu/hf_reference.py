@@ -13,7 +13,10 @@ model.embed_tokens.weight only), so its gradient holds the LM head's part too.
 With ARCH qwen3: a Qwen3-0.6B-shaped checkpoint (4 layers; head_dim 128 beside hidden
 1024) whose q_norm / k_norm weights are set away from one, so they matter.
 
-Usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3]
+With ARCH llama3: a Llama-3.2-1B-shaped checkpoint (4 layers) with its RoPE scaling (llama3,
+factor 32): the sequences' positions stay below 8192, where the scaled table still differs.
+
+Usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3]
 """
 import os
 import sys
@@ -28,6 +31,26 @@ LAST_TARGET = 0  # the target of each sequence's last token
 
 
 def make_config(arch: str):
+    if arch == "llama3":
+        from transformers import LlamaConfig
+
+        return LlamaConfig(  # Llama-3.2-1B-shaped, 4 layers, its RoPE scaling
+            vocab_size=128256,
+            hidden_size=2048,
+            intermediate_size=8192,
+            num_hidden_layers=4,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=64,
+            max_position_embeddings=4096,
+            rope_theta=500000.0,
+            rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=True,
+            attention_bias=False,
+            mlp_bias=False,
+        )
     if arch == "qwen3":
         from transformers import Qwen3Config  # transformers >= 4.51
 
@@ -78,6 +101,10 @@ def set_attn(model, impl: str) -> str:
 
 
 def make_model(config, arch: str):
+    if arch == "llama3":
+        from transformers import LlamaForCausalLM
+
+        return LlamaForCausalLM(config)
     if arch == "qwen3":
         from transformers import Qwen3ForCausalLM
 
@@ -156,7 +183,9 @@ def main(out_dir: str, arch: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("qwen2", "qwen3")):
-        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3]", file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or (
+            len(sys.argv) == 3 and sys.argv[2] not in ("qwen2", "qwen3", "llama3")):
+        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3]",
+              file=sys.stderr)
         sys.exit(2)
     main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "qwen2")
