@@ -231,7 +231,7 @@ arl_status report_flag_copy(arl_ctx* ctx, const char* fn, const char* what, int6
   switch (code) {
     case kDeferredNegativePosition:
       return fail(ctx, ARL_ERR_VALUE,
-                  "%s: an earlier arl_rope (or arl_rope_kv_cache_write, arl_decode_layer_bf16) "
+                  "%s: an earlier arl_rope (or arl_rope_freqs, arl_rope_kv_cache_write, arl_decode_layer_bf16) "
                   "call was given a negative position at row %lld (its kernel skipped that row; "
                   "CUDA kernels report bad values at the next call that synchronizes)",
                   fn, index);

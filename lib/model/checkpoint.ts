@@ -481,7 +481,7 @@ export function checkQwen2Weights(
   const invFreq = extras.filter((n) => n.endsWith("rotary_emb.inv_freq"));
   if (invFreq.length > 0) {
     notes.push(
-      `${invFreq.length} rotary inv_freq buffer(s) ignored (recomputed from rope_theta)`,
+      `${invFreq.length} rotary inv_freq buffer(s) ignored (recomputed from rope_theta and rope_scaling)`,
     );
   }
   if (extras.includes("lm_head.weight") && config.tie_word_embeddings) {

@@ -228,23 +228,23 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     return scaling;
   };
-  const scalingOf = (key: string, v: unknown, defaultOk: boolean): Llama3RopeScaling | null => {
+  // (a missing type, as transformers reads it, is default RoPE)
+  const scalingOf = (key: string, v: unknown): Llama3RopeScaling | null => {
     if (!isPlainObject(v)) return fail(key, `${key} is ${show(v)}; expected an object or null`);
-    const type = v.rope_type ?? v.type ?? (defaultOk ? "default" : undefined);
-    if (defaultOk && type === "default") return null;
+    const type = v.rope_type ?? v.type ?? "default";
+    if (type === "default") return null;
     if (type !== "llama3") {
       return fail(
         key,
-        `${key} is ${show(v)}; RoPE scaling of type ${show(type)} is not implemented ` +
-          `(expected ${defaultOk ? '"default" or ' : "null or "}"llama3")`,
+        `${key} is ${show(v)}; RoPE scaling of type ${
+          show(type)
+        } is not implemented (expected "default" or "llama3")`,
       );
     }
     return llama3(key, v);
   };
   const ropeScalingRaw = get("rope_scaling");
-  let ropeScaling = ropeScalingRaw === undefined
-    ? null
-    : scalingOf("rope_scaling", ropeScalingRaw, false);
+  let ropeScaling = ropeScalingRaw === undefined ? null : scalingOf("rope_scaling", ropeScalingRaw);
 
   // transformers 5 writes RoPE settings as rope_parameters {rope_type, rope_theta}; 4.x as rope_theta.
   let ropeTheta = positiveNumber("rope_theta", QWEN2_DEFAULTS.rope_theta);
@@ -254,7 +254,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       fail("rope_parameters", `rope_parameters is ${show(ropeParams)}; expected an object`);
     }
     const rp = ropeParams as Record<string, unknown>;
-    const fromParams = scalingOf("rope_parameters", rp, true);
+    const fromParams = scalingOf("rope_parameters", rp);
     if (fromParams && ropeScaling && JSON.stringify(fromParams) !== JSON.stringify(ropeScaling)) {
       fail("rope_parameters", "rope_parameters and rope_scaling describe different RoPE scalings");
     }

@@ -56,9 +56,11 @@ import {
   expectTensor,
   fill,
   isNormalF32,
+  KernelLibraryError,
   type Kernels,
   l2Persist,
   l2Regions,
+  libraryPath,
   linearBackward,
   linearForward,
   lmHead,
@@ -294,8 +296,18 @@ export class Qwen2Model implements Disposable {
 
   constructor(kernels: Kernels, config: Qwen2Config, options: Qwen2ModelOptions = {}) {
     validateConfig(config);
+    if (config.rope_scaling && kernels.sym.arl_rope_freqs === null) {
+      // (before gigabytes of weights load, not at the first forward pass)
+      throw new KernelLibraryError(
+        `The ${kernels.device} kernel library ${libraryPath(kernels.device)} was built before ` +
+          "arl_rope_freqs, which scaled RoPE (rope_scaling) needs: run `deno task build`.",
+      );
+    }
     this.kernels = kernels;
-    this.config = Object.freeze({ ...config });
+    this.config = Object.freeze({
+      ...config,
+      ...(config.rope_scaling ? { rope_scaling: Object.freeze({ ...config.rope_scaling }) } : {}),
+    });
     this.hasValueHead = options.valueHead ?? false;
     this.layout = qwen2ParamLayout(config, { valueHead: this.hasValueHead });
     this.params = new Tensor(kernels, [this.layout.total], "f32");
@@ -329,8 +341,11 @@ export class Qwen2Model implements Disposable {
     this.#decode = new Arena(kernels, 1.5);
     this.#graphs = new DecodeGraphs(kernels);
     this.#head = new Arena(kernels, 1.5);
-    this.#ropeFreqs = config.rope_scaling
-      ? Tensor.from(kernels, llama3InvFreq(config.rope_theta, config.head_dim, config.rope_scaling))
+    this.#ropeFreqs = this.config.rope_scaling
+      ? Tensor.from(
+        kernels,
+        llama3InvFreq(config.rope_theta, config.head_dim, this.config.rope_scaling),
+      )
       : null;
     if ((options.init ?? "random") === "random") this.initRandom(options.seed ?? 0);
   }

@@ -823,6 +823,31 @@ Deno.test("native: out-of-range token ids, targets, slots, positions and lengths
     ARL_ERR_VALUE,
     /theta must be finite and > 0/,
   );
+  const ropeFreqs = s.arl_rope_freqs!;
+  expectNative(
+    k,
+    ropeFreqs(ctx, p(o), p(f), p(ints(0, 1, -1)), p(f), 3, 1, 4, 0),
+    ARL_ERR_VALUE,
+    /arl_rope_freqs: position -1 at row 2 is negative/,
+  );
+  expectNative(
+    k,
+    ropeFreqs(ctx, p(o), p(f), p(ints(0)), p(f), 1, 2, 7, 0),
+    ARL_ERR_SIZE,
+    /arl_rope_freqs: head dim 7 must be even/,
+  );
+  expectNative(
+    k,
+    ropeFreqs(ctx, p(o), p(f), p(ints(0)), p(Float32Array.of(1, Infinity)), 1, 1, 4, 1),
+    ARL_ERR_VALUE,
+    /arl_rope_freqs: inv_freq\[1\] is not finite/,
+  );
+  expectNative(
+    k,
+    ropeFreqs(ctx, p(o), p(f), p(ints(0)), null, 1, 1, 4, 0),
+    ARL_ERR_NULL,
+    /inv_freq/,
+  );
 });
 
 Deno.test("native: invalid cu_seqlens (not starting at 0, decreasing, not ending at T) for attention and losses", () => {
@@ -1445,6 +1470,24 @@ Deno.test("fuzz: thousands of random argument combinations never crash and retur
     },
     () => {
       const e = new Expect();
+      const [t, h, d] = [size(), size(), size()];
+      const pos = ids(t, 100000);
+      // a frequency table, one entry not finite 20% of the time
+      const table = Float32Array.from({ length: Math.max(d, 1) }, () => rng.range(0, 1));
+      const bad = d > 1 && rng.chance(0.2);
+      if (bad) table[rng.int(0, Math.floor(d / 2) - 1)] = [NaN, Infinity][rng.int(0, 1)]!;
+      const out = OUT(0), x = IN(0), pp = maybe(pos), f = maybe(table);
+      [out, x, pp, f].forEach((q) => e.need(q));
+      if (e.sizes(t, h, d)) {
+        e.size(d % 2 !== 0);
+        if (d % 2 === 0) e.value(bad);
+        if (pp) e.value(!idsOk(pos, t, 0, 2 ** 31));
+      }
+      const fn = s.arl_rope_freqs!;
+      return ["arl_rope_freqs", fn(ctx, out, x, pp, f, t, h, d, rng.int(0, 1)), e];
+    },
+    () => {
+      const e = new Expect();
       const n = BigInt(size());
       const out = OUT(0), g = IN(0), u = IN(1);
       [out, g, u].forEach((q) => e.need(q));
@@ -1769,6 +1812,6 @@ Deno.test("fuzz: thousands of random argument combinations never crash and retur
       `${name}: ${tally.ok} successful and ${tally.err} failed calls`,
     );
   }
-  assert.equal(seen.size, 19);
+  assert.equal(seen.size, 20);
   assert.equal(inputSum(), before, "a kernel wrote into one of its const inputs");
 });

@@ -234,7 +234,7 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     [{ ...TINY, use_sliding_window: true }, /sliding-window attention is not implemented/],
     [
       { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
-      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected null or "llama3"\)/,
+      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected "default" or "llama3"\)/,
     ],
     [
       { ...TINY, eos_token_id: "x" },
@@ -526,7 +526,7 @@ Deno.test("missing weights and wrong shapes are listed; extras become notes", as
     ], { check: false });
     using ckpt = loadHfCheckpoint(extra);
     assert.deepEqual(ckpt.notes, [
-      "2 rotary inv_freq buffer(s) ignored (recomputed from rope_theta)",
+      "2 rotary inv_freq buffer(s) ignored (recomputed from rope_theta and rope_scaling)",
       "lm_head.weight ignored: tie_word_embeddings is true, so the output layer reuses model.embed_tokens.weight",
       "1 unexpected weight(s) ignored: value_head.weight",
     ]);

@@ -32,13 +32,16 @@ function close(actual: ArrayLike<number>, expected: ArrayLike<number>, what: str
   assertClose(actual, expected, what, { atol: 2e-5, rtol: 2e-5 });
 }
 
-/** Llama 3.1's scaling on a context of 16: one band kept, one blended, the rest divided. */
+/**
+ * Llama 3.1's scaling on an original context of 64: at head_dim 8 and theta 1e4 (wavelengths
+ * 6.3, 63, 628, 6283) one frequency is kept, one blended and two divided.
+ */
 const LLAMA3_SMALL = {
   rope_type: "llama3",
   factor: 8,
   low_freq_factor: 1,
   high_freq_factor: 4,
-  original_max_position_embeddings: 16,
+  original_max_position_embeddings: 64,
 } as const;
 
 Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied and untied, Qwen3's q/k norms", () => {
@@ -245,7 +248,7 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
       temp: 0.9,
     },
     {
-      what: "Llama with Llama 3.1's RoPE scaling (original context 16: every band is hit)",
+      what: "Llama with Llama 3.1's RoPE scaling (original context 64: every band is hit)",
       cfg: tinyConfig({
         model_type: "llama",
         attention_bias: false,

@@ -56,7 +56,7 @@ Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 s
           factor: 8,
           low_freq_factor: 1,
           high_freq_factor: 4,
-          original_max_position_embeddings: 16,
+          original_max_position_embeddings: 64,
         },
       });
     }

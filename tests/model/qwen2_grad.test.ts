@@ -246,7 +246,7 @@ Deno.test("qwen2 gradients: Llama with Llama 3.1's RoPE scaling (the backward ro
         factor: 8,
         low_freq_factor: 1,
         high_freq_factor: 4,
-        original_max_position_embeddings: 16,
+        original_max_position_embeddings: 64,
       },
     }),
     lens: [12, 5],

@@ -35,14 +35,15 @@ function graphModel(
     bos_token_id: null,
     eos_token_id: null,
     model_type: modelType === "llama3" ? "llama" : modelType,
-    // Llama 3.1's scaling on a 16-token original context: every band of the table is used
+    // Llama 3.1's scaling on a 64-token original context: at head dim 64 each band of the table
+    // holds frequencies (kept 4, blended 5, divided 23)
     rope_scaling: modelType === "llama3"
       ? {
         rope_type: "llama3",
         factor: 8,
         low_freq_factor: 1,
         high_freq_factor: 4,
-        original_max_position_embeddings: 16,
+        original_max_position_embeddings: 64,
       }
       : null,
   };
