@@ -716,6 +716,13 @@ Deno.test("Llama 3.1's RoPE scaling (llama3) is read from rope_scaling or rope_p
     rope_parameters: { ...LLAMA32_1B.rope_scaling, rope_theta: 500000 },
   }, "v5.json");
   assert.deepEqual(v5, c);
+  // a default type, or none, is plain RoPE (as transformers reads it)
+  for (const plainRope of [{ rope_type: "default" }, {}, null]) {
+    assert.equal(
+      parseQwen2Config({ ...LLAMA32_1B, rope_scaling: plainRope }, "p").rope_scaling,
+      null,
+    );
+  }
   const bad: [unknown, RegExp][] = [
     [
       { ...LLAMA32_1B, rope_scaling: { ...LLAMA32_1B.rope_scaling, factor: 0 } },
