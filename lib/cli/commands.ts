@@ -161,6 +161,37 @@ export function rolloutCommand() {
     });
 }
 
+/** `agentrl inspect PATH`: what a run would read from a Hugging Face model folder. */
+export function inspectCommand() {
+  return new Command("inspect")
+    .description(
+      "show what agentrl reads from a Hugging Face model folder (architecture, weights, " +
+        "tokenizer, chat template, trajectory-wise or step-wise, memory) without loading it",
+    )
+    .argument("<path>", "the model folder")
+    .option("-p, --config-path <dir>", CONFIG_PATH_HELP)
+    .option("-n, --config-name <name>", CONFIG_NAME_HELP)
+    .option("--json", "print the report as JSON")
+    .argument(
+      "[overrides...]",
+      `${OVERRIDES_HELP} (actor_train.data_args.template picks the template)`,
+    )
+    .action(async (path, overrides, flags) => {
+      const loaded = await loadConfig(loadOptions(flags, overrides));
+      printNotices(loaded.notices);
+      const { formatModelReport, inspectModel } = await import("./inspect.ts");
+      const { TokenizerLoadError } = await import("../model/tokenizer.ts");
+      let report;
+      try {
+        report = await inspectModel(path, loaded.config);
+      } catch (e) {
+        if (e instanceof TokenizerLoadError) throw new ExitRequest(2, e.message);
+        throw e;
+      }
+      console.log(flags.json ? JSON.stringify(report, null, 2) : formatModelReport(report));
+    });
+}
+
 /** `agentrl bench` (lands with the kernels issue). */
 export function benchCommand() {
   return new Command("bench")

@@ -13,6 +13,7 @@ import {
   configCommand,
   evalCommand,
   ExitRequest,
+  inspectCommand,
   rolloutCommand,
   trainCommand,
 } from "./commands.ts";
@@ -28,7 +29,14 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
   for (
-    const sub of [trainCommand(), evalCommand(), rolloutCommand(), configCommand(), benchCommand()]
+    const sub of [
+      trainCommand(),
+      evalCommand(),
+      rolloutCommand(),
+      inspectCommand(),
+      configCommand(),
+      benchCommand(),
+    ]
   ) {
     program.addCommand(
       sub.exitOverride().showHelpAfterError("(run with --help for usage)") as unknown as Command,

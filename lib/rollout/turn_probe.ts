@@ -46,6 +46,27 @@ export function probeTurnIncrements(
   const custom = config.custom_envs as Record<string, { env_manager_cls?: string | null }>;
   const trajectoryWise = [...new Set(tags)].some((t) => custom[t]?.env_manager_cls !== "step");
   if (!trajectoryWise) return;
+  const problem = turnIncrementProblem(encoder);
+  if (problem) throw problem;
+}
+
+/**
+ * Why `encoder`'s template cannot extend a two-turn conversation token by token (a
+ * {@linkcode RolloutConfigError} that names the ways out), or null when it can: asked with a
+ * plain answer, one with whitespace around it and a `<think>` one.
+ *
+ * @example
+ * ```ts
+ * import { ChatEncoder } from "../model/chat_template.ts";
+ * import { buildTinyModelFiles } from "../model/make_tiny_tokenizer.ts";
+ * import { Tokenizer } from "../model/tokenizer.ts";
+ * import { turnIncrementProblem } from "./turn_probe.ts";
+ * const files = await buildTinyModelFiles();
+ * const tok = Tokenizer.fromJSON({ tokenizerJson: JSON.parse(files["tokenizer.json"]) });
+ * console.log(turnIncrementProblem(new ChatEncoder(tok))); // null
+ * ```
+ */
+export function turnIncrementProblem(encoder: ChatEncoder): RolloutConfigError | null {
   const tok = encoder.tokenizer;
   const end = encoder.turnEndTokenId() ?? tok.tokenToId("<|im_end|>");
   const first = [
@@ -68,8 +89,9 @@ export function probeTurnIncrements(
         { role: "user", content: "Turn 2" },
       );
     } catch (e) {
-      if (e instanceof ChatTemplateIncrementError) throw incrementConfigError(e);
+      if (e instanceof ChatTemplateIncrementError) return incrementConfigError(e);
       throw e;
     }
   }
+  return null;
 }

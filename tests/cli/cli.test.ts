@@ -436,12 +436,12 @@ Deno.test("--help prints the usage and lists every subcommand", async () => {
   const r = await cli("--help");
   equal(r.code, 0, show(r));
   match(r.stdout, /^Usage: agentrl /m);
-  for (const sub of ["train", "eval", "rollout", "config", "bench"]) {
+  for (const sub of ["train", "eval", "rollout", "inspect", "config", "bench"]) {
     match(r.stdout, new RegExp(`^  ${sub} `, "m"));
   }
 });
 
-for (const sub of ["train", "eval", "rollout", "config", "bench"]) {
+for (const sub of ["train", "eval", "rollout", "inspect", "config", "bench"]) {
   Deno.test(`${sub} --help prints its usage`, async () => {
     const r = await cli(sub, "--help");
     equal(r.code, 0, show(r));

@@ -1,0 +1,137 @@
+/**
+ * `agentrl inspect PATH`: what agentrl makes of a Hugging Face model folder before a run loads
+ * it: the architecture and shape it reads from `config.json`, the weights' files, dtypes and
+ * parameter count (headers only: nothing is loaded), the tokenizer's end-of-turn tokens, the
+ * chat template a run would use, whether that template can play trajectory-wise episodes, and
+ * the memory its weights and optimizer state take.
+ *
+ * @module
+ */
+import type { AgenticConfig } from "../config/agentic_config.ts";
+import { expectedQwen2Weights, loadHfCheckpoint } from "../model/checkpoint.ts";
+import type { Qwen2Config } from "../model/config.ts";
+import { ARCHITECTURES } from "../model/hf_config.ts";
+import { Tokenizer } from "../model/tokenizer.ts";
+import { chatEncoderFor } from "../rollout/chat_setup.ts";
+import { endOfTurnIds } from "../rollout/engine_policy.ts";
+import { turnIncrementProblem } from "../rollout/turn_probe.ts";
+
+/** What {@linkcode inspectModel} finds. */
+export interface ModelReport {
+  dir: string;
+  architecture: string;
+  config: Qwen2Config;
+  /** Parameters the model has (a tied embedding counts once). */
+  parameters: number;
+  /** Weight files and the dtypes stored in them. */
+  files: number;
+  dtypes: string[];
+  /** What the weight check ignored (rotary buffers, a tied lm_head, other extras). */
+  notes: string[];
+  vocabSize: number;
+  /** The ids a turn ends at, with their text. */
+  turnEnds: { id: number; text: string }[];
+  template: string;
+  /** Why trajectory-wise episodes cannot use the template, or null when they can. */
+  trajectoryWise: string | null;
+  /** Why step-wise episodes cannot render a prompt with the template, or null when they can. */
+  stepWise: string | null;
+  /** A tokenizer larger than config.json's vocabulary (a run refuses it), or null. */
+  vocabProblem: string | null;
+  /** The config's own notes (a chosen template, ...). */
+  templateNotes: string[];
+}
+
+/**
+ * Reads the folder at `dir` as a run with `config` would (config.json, weight headers,
+ * tokenizer, chat template) without loading the weights. Folder problems throw the loaders'
+ * errors ({@linkcode CheckpointError}, {@linkcode TokenizerLoadError}).
+ *
+ * @example
+ * ```ts ignore
+ * import { loadConfig } from "../config/load_config.ts";
+ * import { formatModelReport, inspectModel } from "./inspect.ts";
+ * const { config } = await loadConfig({ configName: "agent_val_frozen_lake" });
+ * console.log(formatModelReport(await inspectModel("path/to/Qwen3-0.6B", config)));
+ * ```
+ */
+export async function inspectModel(dir: string, config: AgenticConfig): Promise<ModelReport> {
+  using ckpt = loadHfCheckpoint(dir);
+  const cfg = ckpt.config;
+  const names = ckpt.weights.names();
+  const tok = await Tokenizer.load(dir);
+  const templateNotes: string[] = [];
+  const encoder = chatEncoderFor(tok, config, (n) => templateNotes.push(n));
+  const problem = turnIncrementProblem(encoder);
+  let stepWise: string | null = null;
+  try {
+    encoder.encode([{ role: "system", content: "Play." }, { role: "user", content: "Turn 1" }]);
+  } catch (e) {
+    stepWise = e instanceof Error ? e.message : String(e);
+  }
+  const vocabProblem = tok.vocabSize > cfg.vocab_size
+    ? `config.json's vocab_size ${cfg.vocab_size} is below the tokenizer's ${tok.vocabSize} ` +
+      "tokens: a run refuses the folder"
+    : null;
+  return {
+    dir: ckpt.dir,
+    architecture: ARCHITECTURES[cfg.model_type ?? "qwen2"],
+    config: cfg,
+    parameters: expectedQwen2Weights(cfg).reduce(
+      (n, w) => n + w.shape.reduce((a, b) => a * b, 1),
+      0,
+    ),
+    files: new Set(names.map((n) => ckpt.weights.file(n))).size,
+    dtypes: [...new Set(names.map((n) => ckpt.weights.dtype(n)))].sort(),
+    notes: ckpt.notes,
+    vocabSize: tok.vocabSize,
+    turnEnds: endOfTurnIds(tok, encoder.template).map((id) => ({ id, text: tok.decode([id]) })),
+    template: encoder.template.origin,
+    trajectoryWise: problem ? problem.message : null,
+    stepWise,
+    vocabProblem,
+    templateNotes,
+  };
+}
+
+const gib = (bytes: number) =>
+  bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/** The report as the lines `agentrl inspect` prints. */
+export function formatModelReport(r: ModelReport): string {
+  const c = r.config;
+  const rope = c.rope_scaling
+    ? `theta ${c.rope_theta}, Llama 3.1 scaling (factor ${c.rope_scaling.factor}, original ` +
+      `${c.rope_scaling.original_max_position_embeddings} positions)`
+    : `theta ${c.rope_theta}`;
+  const attention = [
+    c.attention_bias ? "q/k/v biases" : "no biases",
+    c.model_type === "qwen3" ? "q/k norms" : null,
+  ].filter((x) => x !== null).join(", ");
+  const p = r.parameters;
+  return [
+    `model: ${r.dir}`,
+    `  ${r.architecture} (model_type ${c.model_type ?? "qwen2"}): ${c.num_hidden_layers} layers, ` +
+    `hidden ${c.hidden_size}, ${c.num_attention_heads} query / ${c.num_key_value_heads} ` +
+    `key-value heads of ${c.head_dim}, MLP ${c.intermediate_size}, vocabulary ${c.vocab_size}` +
+    `${c.tie_word_embeddings ? ", tied embeddings" : ""}`,
+    `  attention: ${attention}; RoPE ${rope}; up to ${c.max_position_embeddings} positions`,
+    `  weights: ${p.toLocaleString("en-US")} parameters in ${r.files} file(s), stored as ` +
+    `${r.dtypes.join(", ")}`,
+    ...r.notes.map((n) => `  note: ${n}`),
+    `  memory: ${gib(4 * p)} of fp32 weights a role (actor, reference, critic), ` +
+    `${gib(16 * p)} for a trained role (with gradients and AdamW's two moments), ` +
+    `+${gib(2 * p)} a role for the bf16 copy on CUDA`,
+    `tokenizer: ${r.vocabSize} tokens; a turn ends at ` +
+    r.turnEnds.map((t) => `${JSON.stringify(t.text)} (${t.id})`).join(", "),
+    ...(r.vocabProblem ? [`  problem: ${r.vocabProblem}`] : []),
+    `chat template: ${r.template}`,
+    ...r.templateNotes.map((n) => `  note: ${n}`),
+    r.trajectoryWise === null
+      ? "  trajectory-wise episodes: yes (the template extends a conversation token by token)"
+      : `  trajectory-wise episodes: no. ${r.trajectoryWise}`,
+    r.stepWise === null
+      ? "  step-wise episodes (envs=step): yes (a prompt renders afresh each turn)"
+      : `  step-wise episodes (envs=step): no. ${r.stepWise}`,
+  ].join("\n");
+}
