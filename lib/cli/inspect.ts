@@ -11,6 +11,7 @@ import type { AgenticConfig } from "../config/agentic_config.ts";
 import { expectedQwen2Weights, loadHfCheckpoint } from "../model/checkpoint.ts";
 import type { Qwen2Config } from "../model/config.ts";
 import { ARCHITECTURES } from "../model/hf_config.ts";
+import { expectModelFolder, probeChatTemplate } from "../model/pretrained.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { endOfTurnIds } from "../rollout/engine_policy.ts";
@@ -40,6 +41,15 @@ export interface ModelReport {
   vocabProblem: string | null;
   /** The config's own notes (a chosen template, ...). */
   templateNotes: string[];
+  /** Bytes of native memory a role holds for its parameters (before activations and caches). */
+  memory: {
+    /** fp32 weights and the gradient buffer every model has (a role that is not trained). */
+    loaded: number;
+    /** With AdamW's two moments too (a trained role: actor_train, a critic). */
+    trained: number;
+    /** The bf16 copy of the matrices a role with bf16 weights adds (CUDA's default). */
+    bf16Copy: number;
+  };
 }
 
 /**
@@ -56,10 +66,18 @@ export interface ModelReport {
  * ```
  */
 export async function inspectModel(dir: string, config: AgenticConfig): Promise<ModelReport> {
+  // the checks a run makes before it loads (loadPretrained), in its order
+  expectModelFolder(dir);
+  const tok = await Tokenizer.load(dir);
+  probeChatTemplate(tok);
   using ckpt = loadHfCheckpoint(dir);
   const cfg = ckpt.config;
-  const names = ckpt.weights.names();
-  const tok = await Tokenizer.load(dir);
+  const expected = expectedQwen2Weights(cfg);
+  const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
+  const parameters = expected.reduce((n, w) => n + size(w.shape), 0);
+  // the bf16 copy (_mixed_precision.ts): every layer matrix and the LM head (V x C, tied or not)
+  const layerMatrices = expected.filter((w) => /^model\.layers\.\d+\..*_proj\.weight$/.test(w.name))
+    .reduce((n, w) => n + size(w.shape), 0);
   const templateNotes: string[] = [];
   const encoder = chatEncoderFor(tok, config, (n) => templateNotes.push(n));
   const problem = turnIncrementProblem(encoder);
@@ -77,12 +95,9 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
     dir: ckpt.dir,
     architecture: ARCHITECTURES[cfg.model_type ?? "qwen2"],
     config: cfg,
-    parameters: expectedQwen2Weights(cfg).reduce(
-      (n, w) => n + w.shape.reduce((a, b) => a * b, 1),
-      0,
-    ),
-    files: new Set(names.map((n) => ckpt.weights.file(n))).size,
-    dtypes: [...new Set(names.map((n) => ckpt.weights.dtype(n)))].sort(),
+    parameters,
+    files: new Set(expected.map((w) => ckpt.weights.file(w.name))).size,
+    dtypes: [...new Set(expected.map((w) => ckpt.weights.dtype(w.name)))].sort(),
     notes: ckpt.notes,
     vocabSize: tok.vocabSize,
     turnEnds: endOfTurnIds(tok, encoder.template).map((id) => ({ id, text: tok.decode([id]) })),
@@ -91,6 +106,11 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
     stepWise,
     vocabProblem,
     templateNotes,
+    memory: {
+      loaded: 8 * parameters,
+      trained: 16 * parameters,
+      bf16Copy: 2 * (layerMatrices + cfg.vocab_size * cfg.hidden_size),
+    },
   };
 }
 
@@ -119,9 +139,10 @@ export function formatModelReport(r: ModelReport): string {
     `  weights: ${p.toLocaleString("en-US")} parameters in ${r.files} file(s), stored as ` +
     `${r.dtypes.join(", ")}`,
     ...r.notes.map((n) => `  note: ${n}`),
-    `  memory: ${gib(4 * p)} of fp32 weights a role (actor, reference, critic), ` +
-    `${gib(16 * p)} for a trained role (with gradients and AdamW's two moments), ` +
-    `+${gib(2 * p)} a role for the bf16 copy on CUDA`,
+    `  memory a role, before activations and caches: ${gib(r.memory.loaded)} loaded (fp32 ` +
+    `weights and gradients: the reference), ${gib(r.memory.trained)} ` +
+    `trained (with AdamW's two moments: actor_train, critic), +${gib(r.memory.bf16Copy)} ` +
+    "with bf16 weights (CUDA's default)",
     `tokenizer: ${r.vocabSize} tokens; a turn ends at ` +
     r.turnEnds.map((t) => `${JSON.stringify(t.text)} (${t.id})`).join(", "),
     ...(r.vocabProblem ? [`  problem: ${r.vocabProblem}`] : []),

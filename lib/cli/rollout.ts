@@ -535,6 +535,13 @@ async function loadModelPolicy(
   exit: ExitFn,
 ): Promise<ModelPolicy> {
   const g = config.val_env_manager.generating_args ?? config.actor_infer.generating_args;
+  const template = config.actor_train.data_args?.template ?? "native";
+  if (template !== "native" && template !== "qwen2_5") {
+    console.error(
+      `note: actor_train.data_args.template=${template}: prompts use the tokenizer's own ` +
+        "template (agentrl knows native and qwen2_5)",
+    );
+  }
   try {
     return await ModelPolicy.load(
       path,
@@ -549,7 +556,7 @@ async function loadModelPolicy(
       },
       config.val_sequence_length ?? config.sequence_length ?? 4096,
       seed,
-      config.actor_train.data_args?.template === "qwen2_5" ? "qwen2_5" : "native",
+      template === "qwen2_5" ? "qwen2_5" : "native",
       (line) => console.error(`note: ${line}`),
     );
   } catch (e) {

@@ -49,7 +49,7 @@ export interface LoadPretrainedOptions {
  * Throws a {@linkcode CheckpointError} unless `dir` is a folder with a `config.json`; a
  * training checkpoint's folder (its model in `model/`) is named as such.
  */
-function expectModelFolder(dir: string): void {
+export function expectModelFolder(dir: string): void {
   const expected = "expected a Hugging Face model folder (config.json, model.safetensors, " +
     "tokenizer.json)";
   let isFolder;
@@ -80,7 +80,7 @@ function expectModelFolder(dir: string): void {
  * Parses the folder's chat template and renders a system and a user message with it, so that a
  * template that cannot work fails at load, naming its file, not in the first episode.
  */
-function probeChatTemplate(tokenizer: Tokenizer): void {
+export function probeChatTemplate(tokenizer: Tokenizer): void {
   const file = tokenizer.chatTemplateFile;
   if (file === undefined) {
     // the built-in Qwen2.5 template: its turn markers must be tokens, not text

@@ -11,6 +11,7 @@
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import {
   ChatEncoder,
+  type ChatMessage,
   ChatTemplate,
   type ChatTemplateChoice,
   QWEN2_5_CHAT_TEMPLATE,
@@ -22,8 +23,8 @@ import { RolloutConfigError } from "./errors.ts";
  * A chat encoder for `tok` with the template `config.actor_train.data_args.template` names
  * (`native`, the default: the tokenizer's; `qwen2_5`: Qwen2.5's ChatML template, which only
  * appends turns; any other name, such as ROLL's `qwen3`: the tokenizer's, with a note). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
- * {@linkcode RolloutConfigError}); where it replaces a template of the folder's own, `note` is
- * told.
+ * {@linkcode RolloutConfigError}); where it replaces a template of the folder's own that renders
+ * otherwise, `note` is told.
  *
  * @example
  * ```ts
@@ -81,7 +82,7 @@ export function chatEncoderWith(
           `${missing.join(" or ")} token: expected native (the folder's own template) for it`,
       );
     }
-    if (tok.chatTemplate !== undefined && tok.chatTemplate !== QWEN2_5_CHAT_TEMPLATE) {
+    if (tok.chatTemplate !== undefined && !rendersLikeQwen25(tok)) {
       note?.(
         `actor_train.data_args.template=qwen2_5: prompts use Qwen2.5's ChatML template, not ` +
           `the one of ${tok.chatTemplateFile ?? tok.source}`,
@@ -89,4 +90,27 @@ export function chatEncoderWith(
     }
   }
   return new ChatEncoder(tok, ChatTemplate.forTokenizer(tok, choice));
+}
+
+/**
+ * Whether the folder's template renders conversations as Qwen2.5's does (then no note): a
+ * prompt without a system message, a closed exchange with a `<think>` answer, a longer prompt.
+ */
+function rendersLikeQwen25(tok: Tokenizer): boolean {
+  const user = { role: "user" as const, content: "Turn 1" };
+  const answer = { role: "assistant" as const, content: "<think>t</think><answer>Up</answer>" };
+  const chats: [ChatMessage[], boolean][] = [
+    [[user], true],
+    [[{ role: "system", content: "Play." }, user, answer], false],
+    [[{ role: "system", content: "Play." }, user, answer, { role: "user", content: "2" }], true],
+  ];
+  try {
+    const own = ChatTemplate.forTokenizer(tok, "native");
+    const chatml = new ChatTemplate(QWEN2_5_CHAT_TEMPLATE);
+    return chats.every(([chat, addGenerationPrompt]) =>
+      own.render(chat, { addGenerationPrompt }) === chatml.render(chat, { addGenerationPrompt })
+    );
+  } catch {
+    return false;
+  }
 }

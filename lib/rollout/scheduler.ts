@@ -37,7 +37,7 @@ import { PolicyError, runEpisode } from "./episode.ts";
 import { RolloutConfigError, RolloutError } from "./errors.ts";
 import { type CompleteGroup, GroupQueue } from "./group_queue.ts";
 import { rolloutMetrics } from "./metrics.ts";
-import { incrementConfigError } from "./turn_probe.ts";
+import { hasChatMlTokens, incrementConfigError } from "./turn_probe.ts";
 import { episodeSeed, groupSeed } from "./seeding.ts";
 import type { LostTrajectory, RolloutPolicy, TrajectorySample } from "./types.ts";
 
@@ -383,7 +383,7 @@ export class RolloutScheduler {
         } catch (caught) {
           // a template that cannot extend a conversation fails every multi-turn episode
           const e = caught instanceof ChatTemplateIncrementError
-            ? incrementConfigError(caught)
+            ? incrementConfigError(caught, hasChatMlTokens(this.#o.encoder.tokenizer))
             : caught instanceof ChatTemplateRenderError // the template, not the env, fails
             ? new RolloutConfigError(caught.message, { cause: caught })
             : caught;

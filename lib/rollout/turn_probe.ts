@@ -8,17 +8,32 @@
  * @module
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
-import { type ChatEncoder, ChatTemplateIncrementError } from "../model/chat_template.ts";
+import {
+  type ChatEncoder,
+  ChatTemplateIncrementError,
+  ChatTemplateRenderError,
+} from "../model/chat_template.ts";
 import { RolloutConfigError } from "./errors.ts";
 
 /** The config error for a template that cannot extend a conversation. */
-export function incrementConfigError(e: ChatTemplateIncrementError): RolloutConfigError {
+export function incrementConfigError(
+  e: ChatTemplateIncrementError,
+  chatml = true,
+): RolloutConfigError {
+  const choose = chatml
+    ? "choose one with actor_train.data_args.template=qwen2_5 (ChatML, which Qwen models " +
+      "read), or play step-wise episodes (envs=step)"
+    : "play step-wise episodes (envs=step)";
   return new RolloutConfigError(
     `${e.message}. Trajectory-wise episodes need a chat template that renders earlier turns ` +
-      "unchanged: choose one with actor_train.data_args.template=qwen2_5 (ChatML, which Qwen " +
-      "models read), or play step-wise episodes (envs=step), which start each turn afresh",
+      `unchanged: ${choose}, which start each turn afresh`,
     { cause: e },
   );
+}
+
+/** Whether `tok` has ChatML's turn markers (so that data_args.template=qwen2_5 can serve it). */
+export function hasChatMlTokens(tok: { tokenToId(t: string): number | undefined }): boolean {
+  return tok.tokenToId("<|im_start|>") !== undefined && tok.tokenToId("<|im_end|>") !== undefined;
 }
 
 /**
@@ -80,16 +95,19 @@ export function turnIncrementProblem(encoder: ChatEncoder): RolloutConfigError |
     "<think>up is safe</think><answer>Up</answer>",
   ];
   for (const text of answers) {
-    const ids = encoder.encode(first, { addGenerationPrompt: true });
-    const response = [...tok.encode(text, { addSpecialTokens: false }), ...(end ? [end] : [])];
     try {
+      const ids = encoder.encode(first, { addGenerationPrompt: true });
+      const response = [...tok.encode(text, { addSpecialTokens: false }), ...(end ? [end] : [])];
       encoder.nextTurnIds(
         [...first, encoder.assistantMessage(response)],
         [...ids, ...response],
         { role: "user", content: "Turn 2" },
       );
     } catch (e) {
-      if (e instanceof ChatTemplateIncrementError) return incrementConfigError(e);
+      if (e instanceof ChatTemplateIncrementError) {
+        return incrementConfigError(e, hasChatMlTokens(tok));
+      }
+      if (e instanceof ChatTemplateRenderError) return new RolloutConfigError(e.message);
       throw e;
     }
   }

@@ -8,6 +8,7 @@ import { saveHfCheckpoint } from "../../lib/model/checkpoint.ts";
 import { parseQwen2Config } from "../../lib/model/hf_config.ts";
 import { savePretrained } from "../../lib/model/pretrained.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import { writeTinyModel } from "../../lib/model/make_tiny_tokenizer.ts";
 import { writeQwenFolder } from "../model/_qwen_fixture.ts";
 
 const MAIN = new URL("../../lib/cli/main.ts", import.meta.url).pathname;
@@ -77,18 +78,23 @@ Deno.test("inspect: a Qwen3 folder's architecture, weights, turn ends and templa
     assert.equal(report.parameters, params);
     assert.equal(report.config.model_type, "qwen3");
     assert.match(report.templateNotes.join("\n"), /prompts use Qwen2\.5's ChatML template/);
+    assert.equal(report.memory.loaded, 8 * params);
+    assert.equal(report.memory.trained, 16 * params);
+    // the bf16 copy: the layers' matrices and the LM head (V x C)
+    const matrices = 2 * (32 * 64 + 2 * 32 * 32 + 64 * 32 + 3 * 32 * 64);
+    assert.equal(report.memory.bf16Copy, 2 * (matrices + 151936 * 32));
   } finally {
     await Deno.remove(root, { recursive: true });
     await Deno.remove(tokenizerDir, { recursive: true });
   }
 });
 
-Deno.test("inspect: a missing folder, one without weights and one without a tokenizer are clean usage errors", async () => {
+Deno.test("inspect: a missing folder, a file, no weights, no tokenizer and a broken template are clean usage errors, as in a run", async () => {
   const root = await Deno.makeTempDir({ prefix: "agentrl_inspect_bad_" });
   try {
     const missing = await inspect(`${root}/nothing`);
     assert.equal(missing.code, 2, missing.stderr);
-    assert.match(missing.stderr, /does not exist/);
+    assert.match(missing.stderr, /nothing: no such folder: expected a Hugging Face model folder/);
     await Deno.writeTextFile(
       `${root}/config.json`,
       JSON.stringify({
@@ -100,6 +106,11 @@ Deno.test("inspect: a missing folder, one without weights and one without a toke
         num_attention_heads: 2,
       }),
     );
+    // config.json and a tokenizer, no weights (the tokenizer is read first, as in a run)
+    await writeTinyModel(`${root}/tiny`);
+    for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+      await Deno.copyFile(`${root}/tiny/${f}`, `${root}/${f}`);
+    }
     const noWeights = await inspect(root);
     assert.equal(noWeights.code, 2, noWeights.stderr);
     assert.match(noWeights.stderr, /has neither model\.safetensors nor/);
@@ -121,7 +132,25 @@ Deno.test("inspect: a missing folder, one without weights and one without a toke
     const noTokenizer = await inspect(bare);
     assert.equal(noTokenizer.code, 2, noTokenizer.stderr);
     assert.match(noTokenizer.stderr, /tokenizer\.json/);
-    for (const r of [missing, noWeights, noTokenizer]) {
+    // a file, not a folder
+    await Deno.writeTextFile(`${root}/afile`, "x");
+    const file = await inspect(`${root}/afile`);
+    assert.equal(file.code, 2, file.stderr);
+    assert.match(file.stderr, /afile is not a folder: expected a Hugging Face model folder/);
+    // the tiny tokenizer with a template that does not parse, as a run refuses it at load
+    const broken = `${root}/broken`;
+    await Deno.mkdir(broken);
+    for (const f of Deno.readDirSync(bare)) {
+      await Deno.copyFile(`${bare}/${f.name}`, `${broken}/${f.name}`);
+    }
+    for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+      await Deno.copyFile(`${root}/tiny/${f}`, `${broken}/${f}`);
+    }
+    await Deno.writeTextFile(`${broken}/chat_template.jinja`, "{{ messages[0].content }");
+    const badTemplate = await inspect(broken);
+    assert.equal(badTemplate.code, 2, badTemplate.stderr);
+    assert.match(badTemplate.stderr, /chat_template\.jinja.*does not parse/);
+    for (const r of [missing, noWeights, noTokenizer, file, badTemplate]) {
       assert.doesNotMatch(r.stderr, /^\s+at /m, "no stack trace");
     }
   } finally {

@@ -96,6 +96,20 @@ Deno.test("Llama 3's template (a generation prompt even unasked) extends a conve
     () => chatEncoderFor(tok, chatml.config),
     /^RolloutConfigError: actor_train\.data_args\.template is qwen2_5, but the tokenizer of .* has no <\|im_start\|> or <\|im_end\|> token: expected native/,
   );
+  // a template that strips earlier <think> blocks, on a vocabulary without ChatML's markers: the
+  // error offers step-wise episodes only (qwen2_5 would be refused for this tokenizer)
+  const strippingLlama = new ChatEncoder(
+    tok,
+    new ChatTemplate(STRIPPING.replaceAll("<|im_start|>", "<|start_header_id|>"), {}, "s.jinja"),
+  );
+  assert.throws(
+    () => probeTurnIncrements(strippingLlama, config, config.train_env_manager.tags),
+    (e: Error) => {
+      assert.match(e.message, /play step-wise episodes \(envs=step\), which start/);
+      assert.doesNotMatch(e.message, /qwen2_5/);
+      return true;
+    },
+  );
   const eot = tok.tokenToId("<|eot_id|>")!;
   assert.equal(enc.turnEndTokenId(), eot);
   // the base tokenizer's eos is <|end_of_text|>; the template's turn end joins the stops
