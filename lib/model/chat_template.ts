@@ -97,6 +97,12 @@ export class ChatTemplate {
   readonly origin: string;
   readonly #template: Template;
   readonly #tokens: TemplateTokens;
+  /**
+   * `date_string` for templates that print today's date (Llama 3.1 / 3.2's "Today Date"): the
+   * date this template was made, so that a conversation renders the same on both sides of
+   * midnight (a later day would rewrite its first turn, and extending it would fail).
+   */
+  readonly #dateString = formatDay(new Date());
 
   /** Parses `source`; a syntax error names `origin`. */
   constructor(source: string, tokens: TemplateTokens = {}, origin = "the chat template") {
@@ -184,6 +190,7 @@ export class ChatTemplate {
       return { role: m.role, content: m.content };
     });
     const context: Record<string, unknown> = {
+      date_string: this.#dateString,
       ...(options.variables ?? {}),
       messages: plain,
       add_generation_prompt: options.addGenerationPrompt ?? false,
@@ -494,4 +501,11 @@ export class ChatEncoder {
   ): number[] {
     return messages.length === 0 ? this.encode(next) : this.nextTurnIds(messages, idsSoFar, next);
   }
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** A date as strftime's "%d %b %Y" (what Llama 3.1's template asks strftime_now for). */
+function formatDay(d: Date): string {
+  return `${String(d.getDate()).padStart(2, "0")} ${MONTHS[d.getMonth()]} ${d.getFullYear()}`;
 }

@@ -8,7 +8,7 @@
  * real FrozenLake and Sokoban episodes, with both the Qwen and the tiny
  * tokenizer, and the sampled ids are never re-tokenized.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, equal, notEqual, ok, throws } from "node:assert/strict";
 import {
   ChatEncoder,
   type ChatMessage,
@@ -304,4 +304,41 @@ Deno.test("ChatEncoder: templates that cannot be extended token by token are cle
     /ends with a user message: expected the assistant's response last/,
   );
   throws(() => chat.nextTurnIds(messages, ids, []), /No message to add/);
+});
+
+Deno.test("a template that prints today's date (Llama 3.1's date_string block) keeps the date it was made with", () => {
+  // the date block as Llama 3.1 / 3.2 write it: date_string when given, else strftime_now's
+  const source = "{%- if not date_string is defined %}{%- if strftime_now is defined %}" +
+    '{%- set date_string = strftime_now("%d %b %Y") %}{%- else %}' +
+    '{%- set date_string = "26 Jul 2024" %}{%- endif %}{%- endif %}' +
+    "Today Date: {{ date_string }}|{% for m in messages %}{{ m.content }}|{% endfor %}";
+  const t = new ChatTemplate(source, {}, "llama31.jinja");
+  const made = new Date();
+  const day = `${String(made.getDate()).padStart(2, "0")} ${
+    made.toLocaleString("en-US", { month: "short" })
+  } ${made.getFullYear()}`;
+  const chat = [{ role: "user" as const, content: "a" }];
+  equal(t.render(chat), `Today Date: ${day}|a|`);
+  // two days later (past midnight in a long run): the same date, so earlier turns do not change
+  const RealDate = Date;
+  const later = new RealDate(made.getTime() + 2 * 86_400_000);
+  class LaterDate extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0) super(later.getTime());
+      else super(...(args as [number]));
+    }
+  }
+  globalThis.Date = LaterDate as DateConstructor;
+  try {
+    equal(t.render(chat), `Today Date: ${day}|a|`);
+    // a template made now takes the new day
+    notEqual(new ChatTemplate(source).render(chat), `Today Date: ${day}|a|`);
+  } finally {
+    globalThis.Date = RealDate;
+  }
+  // a caller's date_string wins
+  equal(
+    t.render(chat, { variables: { date_string: "01 Jan 2025" } }),
+    "Today Date: 01 Jan 2025|a|",
+  );
 });
