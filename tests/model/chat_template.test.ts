@@ -324,8 +324,7 @@ Deno.test("a template that prints today's date (Llama 3.1's date_string block) k
   const later = new RealDate(made.getTime() + 2 * 86_400_000);
   class LaterDate extends RealDate {
     constructor(...args: unknown[]) {
-      if (args.length === 0) super(later.getTime());
-      else super(...(args as [number]));
+      super(...((args.length === 0 ? [later.getTime()] : args) as [number]));
     }
   }
   globalThis.Date = LaterDate as DateConstructor;
