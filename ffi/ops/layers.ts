@@ -112,6 +112,20 @@ export function rmsnormBackward(
 }
 
 /**
+ * The checks rope and ropeFreqs share (x, out (T, H, D), positions (T); out may be x) and the
+ * shape (T, H, D).
+ */
+function ropeShape(out: Tensor, x: Tensor, positions: Tensor): [number, number, number] {
+  expectTensor(x, "x", "f32", [-1, -1, -1]);
+  const [t, h, d] = [dim(x, 0), dim(x, 1), dim(x, 2)];
+  expectTensor(out, "out", "f32", [t, h, d]);
+  expectTensor(positions, "positions", "i32", [t]);
+  expectSameOrApart([["out", out]], [["x", x]]);
+  expectDisjoint([["out", out]], [["positions", positions]]);
+  return [t, h, d];
+}
+
+/**
  * Rotary embedding (HF rotate_half) of x (T, H, D) at positions (T); inverse for the backward
  * pass. out may be x (in place).
  */
@@ -123,13 +137,8 @@ export function rope(
   theta: number,
   inverse = false,
 ): void {
-  expectTensor(x, "x", "f32", [-1, -1, -1]);
-  const [t, h, d] = [dim(x, 0), dim(x, 1), dim(x, 2)];
-  expectTensor(out, "out", "f32", [t, h, d]);
-  expectTensor(positions, "positions", "i32", [t]);
+  const [t, h, d] = ropeShape(out, x, positions);
   expectNumber(theta, "theta", true);
-  expectSameOrApart([["out", out]], [["x", x]]);
-  expectDisjoint([["out", out]], [["positions", positions]]);
   k.check(
     "arl_rope",
     k.sym.arl_rope(
@@ -160,13 +169,9 @@ export function ropeFreqs(
   invFreq: Tensor,
   inverse = false,
 ): void {
-  expectTensor(x, "x", "f32", [-1, -1, -1]);
-  const [t, h, d] = [dim(x, 0), dim(x, 1), dim(x, 2)];
-  expectTensor(out, "out", "f32", [t, h, d]);
-  expectTensor(positions, "positions", "i32", [t]);
+  const [t, h, d] = ropeShape(out, x, positions);
   expectTensor(invFreq, "invFreq", "f32", [d / 2]);
-  expectSameOrApart([["out", out]], [["x", x]]);
-  expectDisjoint([["out", out]], [["positions", positions], ["invFreq", invFreq]]);
+  expectDisjoint([["out", out]], [["invFreq", invFreq]]);
   const fn = k.sym.arl_rope_freqs;
   if (fn === null) {
     throw new KernelLibraryError(

@@ -134,6 +134,20 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
                      theta);                                                                    \
   } while (0)
 
+// The arguments arl_rope and arl_rope_freqs share: x and out (T, H, D), positions (T).
+#define ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d)                                         \
+  do {                                                                                         \
+    ARL_NOT_NULL(ctx, out);                                                                    \
+    ARL_NOT_NULL(ctx, x);                                                                      \
+    ARL_NOT_NULL(ctx, positions);                                                              \
+    ARL_POSITIVE(ctx, t);                                                                      \
+    ARL_POSITIVE(ctx, h);                                                                      \
+    ARL_POSITIVE(ctx, d);                                                                      \
+    ARL_PRODUCT(ctx, (int64_t)(t) * (h), d);                                                   \
+    if ((d) % 2 != 0)                                                                          \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)(d)); \
+  } while (0)
+
 // The arguments of arl_rope_kv_cache_write.
 #define ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d, \
                          theta)                                                              \

@@ -138,9 +138,10 @@ arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight, const f
 
 namespace {
 
-// The rows of arl_rope and arl_rope_freqs: pair (j, j + half) rotated by positions[i] * inv_freq[j].
+// The rows of arl_rope and arl_rope_freqs: pair (j, j + half) rotated by positions[i] times
+// table[j], or theta^(-2j/d) without a table (arguments checked by the caller).
 arl_status rope_rows(arl_ctx* ctx, const char* fn, float* out, const float* x,
-                     const int32_t* positions, const std::vector<double>& inv_freq, int32_t t,
+                     const int32_t* positions, const float* table, float theta, int32_t t,
                      int32_t h, int32_t d, int32_t inverse) {
   for (int32_t i = 0; i < t; i++)
     if (positions[i] < 0)
@@ -149,6 +150,9 @@ arl_status rope_rows(arl_ctx* ctx, const char* fn, float* out, const float* x,
   const int32_t half = d / 2;
   const double sign = inverse ? -1.0 : 1.0;
   return arl::guarded(ctx, fn, [&] {
+    std::vector<double> inv_freq(static_cast<size_t>(half));
+    for (int32_t j = 0; j < half; j++)
+      inv_freq[j] = table ? double(table[j]) : std::pow(double(theta), -2.0 * j / d);
     std::vector<float> trig(size_t(half) * 2 * size_t(ctx->num_threads));
 #pragma omp parallel for num_threads(ctx->num_threads) if (int64_t(t) * h * d > (1 << 14))
     for (int32_t i = 0; i < t; i++) {
@@ -177,51 +181,22 @@ arl_status rope_rows(arl_ctx* ctx, const char* fn, float* out, const float* x,
 arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
                     int32_t t, int32_t h, int32_t d, float theta, int32_t inverse) {
   ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, x);
-  ARL_NOT_NULL(ctx, positions);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, h);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * h, d);
-  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
+  ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
   if (!(theta > 0.0f) || !std::isfinite(theta))
     return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0", __func__);
-  std::vector<double> inv_freq;
-  try {
-    inv_freq.resize(size_t(d / 2));
-  } catch (const std::bad_alloc&) {
-    return arl::fail(ctx, ARL_ERR_ALLOC, "%s: out of memory", __func__);
-  }
-  for (int32_t i = 0; i < d / 2; i++) inv_freq[i] = std::pow(double(theta), -2.0 * i / d);
-  return rope_rows(ctx, __func__, out, x, positions, inv_freq, t, h, d, inverse);
+  return rope_rows(ctx, __func__, out, x, positions, nullptr, theta, t, h, d, inverse);
 }
 
 arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
                           const float* inv_freq, int32_t t, int32_t h, int32_t d,
                           int32_t inverse) {
   ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, x);
-  ARL_NOT_NULL(ctx, positions);
+  ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
   ARL_NOT_NULL(ctx, inv_freq);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, h);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * h, d);
-  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
-  std::vector<double> freqs;
-  try {
-    freqs.resize(size_t(d / 2));
-  } catch (const std::bad_alloc&) {
-    return arl::fail(ctx, ARL_ERR_ALLOC, "%s: out of memory", __func__);
-  }
-  for (int32_t i = 0; i < d / 2; i++) {
-    if (!std::isfinite(inv_freq[i]))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, i);
-    freqs[i] = double(inv_freq[i]);
-  }
-  return rope_rows(ctx, __func__, out, x, positions, freqs, t, h, d, inverse);
+  for (int32_t j = 0; j < d / 2; j++)
+    if (!std::isfinite(inv_freq[j]))
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
+  return rope_rows(ctx, __func__, out, x, positions, inv_freq, 0.0f, t, h, d, inverse);
 }
 
 arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate, const float* up,

@@ -393,49 +393,37 @@ arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight, const f
   return ARL_OK;
 }
 
-arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
-                    int32_t t, int32_t h, int32_t d, float theta, int32_t inverse) {
-  ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, x);
-  ARL_NOT_NULL(ctx, positions);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, h);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * h, d);
-  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
-  if (!(theta > 0.0f) || !std::isfinite(theta))
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0", __func__);
-  // Negative positions are flagged by the kernel, not checked here: a synchronize per call
-  // would stall decoding (see arl::DeferredCode).
+// arl_rope's and arl_rope_freqs' kernel (arguments checked): the row's cos/sin in shared memory
+// where d floats fit. Negative positions are flagged by the kernel, not checked here: a
+// synchronize per call would stall decoding (see arl::DeferredCode).
+static arl_status launch_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
+                              const float* inv_freq, int32_t t, int32_t h, int32_t d,
+                              float theta, int32_t inverse) {
   const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
   rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
-      out, x, positions, nullptr, h, d, theta, inverse ? -1.0 : 1.0, in_shared, ctx->flag,
+      out, x, positions, inv_freq, h, d, theta, inverse ? -1.0 : 1.0, in_shared, ctx->flag,
       ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
+}
+
+arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
+                    int32_t t, int32_t h, int32_t d, float theta, int32_t inverse) {
+  ARL_CTX(ctx);
+  ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
+  if (!(theta > 0.0f) || !std::isfinite(theta))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0", __func__);
+  return launch_rope(ctx, out, x, positions, nullptr, t, h, d, theta, inverse);
 }
 
 arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x, const int32_t* positions,
                           const float* inv_freq, int32_t t, int32_t h, int32_t d,
                           int32_t inverse) {
   ARL_CTX(ctx);
-  ARL_NOT_NULL(ctx, out);
-  ARL_NOT_NULL(ctx, x);
-  ARL_NOT_NULL(ctx, positions);
+  ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
   ARL_NOT_NULL(ctx, inv_freq);
-  ARL_POSITIVE(ctx, t);
-  ARL_POSITIVE(ctx, h);
-  ARL_POSITIVE(ctx, d);
-  ARL_PRODUCT(ctx, int64_t(t) * h, d);
-  if (d % 2 != 0) return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, d);
   // (the table is in device memory: its values are the caller's, not checked here)
-  const int in_shared = size_t(d) * sizeof(float) <= 48 * 1024;
-  rope_kernel<<<t, kRowBlock, in_shared ? size_t(d) * sizeof(float) : 0, ctx->stream>>>(
-      out, x, positions, inv_freq, h, d, 0.0f, inverse ? -1.0 : 1.0, in_shared, ctx->flag,
-      ctx->flag_index);
-  ARL_LAUNCHED(ctx);
-  return ARL_OK;
+  return launch_rope(ctx, out, x, positions, inv_freq, t, h, d, 0.0f, inverse);
 }
 
 arl_status arl_swiglu_forward(arl_ctx* ctx, float* out, const float* gate, const float* up,

@@ -245,6 +245,18 @@ export function refValues(cfg: Qwen2Config, p: RefParams, batch: Omit<Batch, "ta
 // ---- shared test fixtures ------------------------------------------------------
 
 /** A tiny Qwen2 config (V=48, C=32, 2 layers, 4 heads / 2 kv heads, D=8, F=48). */
+/**
+ * Llama 3.1's RoPE scaling on an original context of 64: at head_dim 8 and theta 1e4
+ * (wavelengths 6.3, 63, 628, 6283) one frequency is kept, one blended and two divided.
+ */
+export const LLAMA3_SMALL = {
+  rope_type: "llama3",
+  factor: 8,
+  low_freq_factor: 1,
+  high_freq_factor: 4,
+  original_max_position_embeddings: 64,
+} as const;
+
 export function tinyConfig(overrides: Partial<Qwen2Config> = {}): Qwen2Config {
   return {
     vocab_size: 48,

@@ -14,6 +14,7 @@ import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { assertClose, maxAbs, Rng } from "../kernels/_helpers.ts";
 import {
   type Batch,
+  LLAMA3_SMALL,
   randomBatch,
   randomizeParams,
   refLogits,
@@ -31,18 +32,6 @@ function open(): Kernels {
 function close(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
   assertClose(actual, expected, what, { atol: 2e-5, rtol: 2e-5 });
 }
-
-/**
- * Llama 3.1's scaling on an original context of 64: at head_dim 8 and theta 1e4 (wavelengths
- * 6.3, 63, 628, 6283) one frequency is kept, one blended and two divided.
- */
-const LLAMA3_SMALL = {
-  rope_type: "llama3",
-  factor: 8,
-  low_freq_factor: 1,
-  high_freq_factor: 4,
-  original_max_position_embeddings: 64,
-} as const;
 
 Deno.test("qwen2 layout: HF names and [out, in] shapes in state_dict order, tied and untied, Qwen3's q/k norms", () => {
   const untied = qwen2ParamLayout(tinyConfig());

@@ -8,7 +8,7 @@ import { Kernels, type PendingSample, sample, sampleStart, Tensor } from "../../
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { Qwen2KvCache } from "../../lib/model/qwen2_kv_cache.ts";
 import { assertClose, Rng } from "../kernels/_helpers.ts";
-import { randomizeParams, tinyConfig } from "./_qwen2_reference.ts";
+import { LLAMA3_SMALL, randomizeParams, tinyConfig } from "./_qwen2_reference.ts";
 
 /**
  * Greedy choice over x[from..to): the argmax, skipping `banned` (the previous
@@ -51,13 +51,7 @@ Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 s
       Object.assign(cfg, {
         model_type: "llama",
         attention_bias: false,
-        rope_scaling: {
-          rope_type: "llama3",
-          factor: 8,
-          low_freq_factor: 1,
-          high_freq_factor: 4,
-          original_max_position_embeddings: 64,
-        },
+        rope_scaling: LLAMA3_SMALL,
       });
     }
     using model = new Qwen2Model(k, cfg);

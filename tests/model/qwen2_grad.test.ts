@@ -19,6 +19,7 @@ import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { BASE_SEED, Rng } from "../kernels/_helpers.ts";
 import {
   type Batch,
+  LLAMA3_SMALL,
   randomBatch,
   randomizeParams,
   refLogprobs,
@@ -241,13 +242,7 @@ Deno.test("qwen2 gradients: Llama with Llama 3.1's RoPE scaling (the backward ro
     config: tinyConfig({
       model_type: "llama",
       attention_bias: false,
-      rope_scaling: {
-        rope_type: "llama3",
-        factor: 8,
-        low_freq_factor: 1,
-        high_freq_factor: 4,
-        original_max_position_embeddings: 64,
-      },
+      rope_scaling: LLAMA3_SMALL,
     }),
     lens: [12, 5],
     starts: [0, 18],
