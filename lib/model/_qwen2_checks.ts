@@ -32,9 +32,11 @@ export function validateConfig(cfg: Qwen2Config): void {
     );
   }
   const type = cfg.model_type ?? "qwen2";
-  if (!["qwen2", "qwen3", "llama"].includes(type)) {
+  if (!["qwen2", "qwen3", "llama", "mistral"].includes(type)) {
     throw new RangeError(
-      `Qwen2 config model_type must be "qwen2", "qwen3" or "llama", got ${JSON.stringify(type)}`,
+      `Qwen2 config model_type must be "qwen2", "qwen3", "llama" or "mistral", got ${
+        JSON.stringify(type)
+      }`,
     );
   }
   if (type !== "qwen2" && cfg.attention_bias) {

@@ -1,14 +1,15 @@
 /**
  * The decoder's hyper-parameters, as Hugging Face `config.json` writes them for
- * `Qwen2ForCausalLM` (Qwen2.5), `Qwen3ForCausalLM` (Qwen3's dense models) and
- * `LlamaForCausalLM` (Llama without RoPE scaling): one decoder with two switches, q/k/v
- * biases (`attention_bias`) and Qwen3's per-head RMSNorm of queries and keys.
+ * `Qwen2ForCausalLM` (Qwen2.5), `Qwen3ForCausalLM` (Qwen3's dense models),
+ * `LlamaForCausalLM` (with Llama 3.1's RoPE scaling) and `MistralForCausalLM`: one decoder
+ * with q/k/v biases (`attention_bias`), Qwen3's per-head RMSNorm of queries and keys, and an
+ * optional RoPE frequency table.
  *
  * @module
  */
 
 /** The Hugging Face architectures the decoder implements, by `model_type`. */
-export type ModelType = "qwen2" | "qwen3" | "llama";
+export type ModelType = "qwen2" | "qwen3" | "llama" | "mistral";
 
 /** Model shape and numerics (the subset of `config.json` the model reads). */
 export interface Qwen2Config {
@@ -31,8 +32,8 @@ export interface Qwen2Config {
   /**
    * The Hugging Face architecture (default `"qwen2"`). `"qwen3"` adds a per-head RMSNorm
    * of the queries and of the keys before RoPE (`self_attn.q_norm.weight` and
-   * `self_attn.k_norm.weight`, [head_dim] each); `"llama"` is Qwen2's layer without
-   * q/k/v biases. Saved checkpoints name it in `config.json`.
+   * `self_attn.k_norm.weight`, [head_dim] each); `"llama"` and `"mistral"` are Qwen2's layer
+   * without q/k/v biases. Saved checkpoints name it in `config.json`.
    */
   model_type?: ModelType;
   /** RoPE scaling: Llama 3.1's `llama3` type, or none (absent or null). */

@@ -1,7 +1,7 @@
 /**
  * Hugging Face `config.json` ⇄ {@linkcode Qwen2Config}: parsing with validation
  * and HF's defaults, and writing a `config.json` that transformers loads as
- * `Qwen2ForCausalLM`, `Qwen3ForCausalLM` or `LlamaForCausalLM`.
+ * `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `LlamaForCausalLM` or `MistralForCausalLM`.
  *
  * @module
  */
@@ -17,6 +17,7 @@ export const ARCHITECTURES: Readonly<Record<ModelType, string>> = {
   qwen2: QWEN2_ARCHITECTURE,
   qwen3: "Qwen3ForCausalLM",
   llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
 };
 
 /** Defaults of transformers' `Qwen2Config` for the optional fields we read. */
@@ -36,6 +37,7 @@ const TYPE_DEFAULTS: Readonly<
   // Qwen3Config's head_dim is 128 whatever the hidden size
   qwen3: { max_position_embeddings: 32768, attention_bias: false, head_dim: 128 },
   llama: { max_position_embeddings: 2048, attention_bias: false },
+  mistral: { max_position_embeddings: 4096 * 32, attention_bias: false },
 };
 
 const isModelType = (v: unknown): v is ModelType =>
@@ -53,9 +55,10 @@ const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-3
 /**
  * Parses a Hugging Face `config.json` object into a {@linkcode Qwen2Config}.
  *
- * Requires `model_type` `"qwen2"`, `"qwen3"` or `"llama"` and, when `architectures`
- * is given, that it include the matching `Qwen2ForCausalLM`, `Qwen3ForCausalLM` or
- * `LlamaForCausalLM`; the shape fields (`vocab_size`, `hidden_size`,
+ * Requires `model_type` `"qwen2"`, `"qwen3"`, `"llama"` or `"mistral"` and, when
+ * `architectures` is given, that it include the matching `Qwen2ForCausalLM`,
+ * `Qwen3ForCausalLM`, `LlamaForCausalLM` or `MistralForCausalLM` (with no sliding window
+ * narrower than the context: MistralConfig's default is 4096); the shape fields (`vocab_size`, `hidden_size`,
  * `intermediate_size`, `num_hidden_layers`, `num_attention_heads`) must be
  * positive integers. The rest defaults as transformers does: `num_key_value_heads`
  * to the head count, `head_dim` to hidden / heads (Qwen3: 128), `rope_theta` 10000,
@@ -181,6 +184,23 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   const act = get("hidden_act");
   if (act !== undefined && act !== "silu") {
     fail("hidden_act", `hidden_act is ${show(act)}; expected "silu" (SwiGLU is all we implement)`);
+  }
+  // MistralConfig's sliding window (4096 when not given) applies to every layer; it changes
+  // nothing only where it covers every position
+  if (modelType === "mistral") {
+    // (null, unlike the other keys, is not "absent" here: it turns the window off)
+    const raw = json.sliding_window;
+    const window = raw === undefined ? 4096 : raw;
+    const positions = get("max_position_embeddings") ?? defaults.max_position_embeddings;
+    if (window !== null && !(typeof window === "number" && window >= (positions as number))) {
+      fail(
+        "sliding_window",
+        `sliding_window is ${show(window)}${
+          raw === undefined ? " (MistralConfig's default)" : ""
+        }, below max_position_embeddings (${show(positions)}): sliding-window attention is ` +
+          "not implemented (expected null, as Mistral-7B v0.2 / v0.3 have it)",
+      );
+    }
   }
   if (boolean("use_sliding_window", false)) {
     fail(
@@ -357,6 +377,7 @@ export function qwen2ConfigToJson(
     vocab_size: config.vocab_size,
   };
   if (modelType === "llama") return { ...common, attention_bias: false, mlp_bias: false };
+  if (modelType === "mistral") return { ...common, sliding_window: null };
   return {
     ...common,
     max_window_layers: config.num_hidden_layers,

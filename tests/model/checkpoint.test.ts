@@ -182,8 +182,8 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
   const bad: [unknown, RegExp][] = [
     [[1], /expected a JSON object \(a model config\), found \[1\]/],
     [
-      { ...TINY, model_type: "mistral" },
-      /model_type is "mistral"; expected one this toolkit implements: "qwen2" \(Qwen2ForCausalLM\), "qwen3" \(Qwen3ForCausalLM\), "llama" \(LlamaForCausalLM\)/,
+      { ...TINY, model_type: "gemma" },
+      /model_type is "gemma"; expected one this toolkit implements: "qwen2" \(Qwen2ForCausalLM\), "qwen3" \(Qwen3ForCausalLM\), "llama" \(LlamaForCausalLM\), "mistral" \(MistralForCausalLM\)/,
     ],
     [{ ...TINY, model_type: undefined }, /model_type is nothing; expected one this toolkit/],
     [
@@ -667,6 +667,58 @@ Deno.test("a save killed before its final rename leaves no folder at the target"
     assert.throws(() => Deno.statSync(target), Deno.errors.NotFound);
     checkpointError(() => loadHfCheckpoint(target), /Model folder .* does not exist/);
   });
+});
+
+/** A Mistral-7B-v0.3-shaped config.json (no sliding window). */
+const MISTRAL_7B_V03 = {
+  architectures: ["MistralForCausalLM"],
+  attention_dropout: 0.0,
+  bos_token_id: 1,
+  eos_token_id: 2,
+  head_dim: 128,
+  hidden_act: "silu",
+  hidden_size: 4096,
+  intermediate_size: 14336,
+  max_position_embeddings: 32768,
+  model_type: "mistral",
+  num_attention_heads: 32,
+  num_hidden_layers: 32,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+  rope_theta: 1000000.0,
+  sliding_window: null,
+  tie_word_embeddings: false,
+  vocab_size: 32768,
+};
+
+Deno.test("Mistral configs: Llama's layer without a sliding window; a window below the context is refused", () => {
+  const c = parseQwen2Config(MISTRAL_7B_V03, "Mistral-7B-v0.3/config.json");
+  assert.equal(c.model_type, "mistral");
+  assert.equal(c.attention_bias, false);
+  const weights = expectedQwen2Weights(c);
+  assert.ok(
+    !weights.some((w) =>
+      /bias|_norm\.weight$/.test(w.name) && !/layernorm/.test(w.name) &&
+      w.name !== "model.norm.weight"
+    ),
+  );
+  // the parameters of this shape: 32 layers of 218,112,000, two 32768 x 4096 embeddings, a norm
+  assert.equal(weights.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0), 7_248_023_552);
+  const back = JSON.parse(JSON.stringify(qwen2ConfigToJson(c)));
+  assert.deepEqual(back.architectures, ["MistralForCausalLM"]);
+  assert.equal(back.sliding_window, null);
+  assert.deepEqual(parseQwen2Config(back, "back"), c);
+  // a window as wide as the context never binds
+  parseQwen2Config({ ...MISTRAL_7B_V03, sliding_window: 32768 }, "w");
+  checkpointError(
+    () => parseQwen2Config({ ...MISTRAL_7B_V03, sliding_window: 4096 }, "v01.json"),
+    /sliding_window is 4096, below max_position_embeddings \(32768\): sliding-window attention is not implemented \(expected null/,
+  );
+  const { sliding_window: _, ...noKey } = MISTRAL_7B_V03;
+  checkpointError(
+    () => parseQwen2Config(noKey, "d.json"),
+    /sliding_window is 4096 \(MistralConfig's default\), below max_position_embeddings/,
+  );
 });
 
 /** A Llama-3.2-1B-shaped config.json: Llama 3.1's RoPE scaling with factor 32. */

@@ -493,7 +493,7 @@ Deno.test("qwen2 rejects bad batches and configs with clear errors; dispose free
   assert.throws(() => new Qwen2Model(k, tinyConfig({ head_dim: 5 })), /head_dim must be even/);
   assert.throws(
     () => new Qwen2Model(k, tinyConfig({ model_type: "gemma" as "llama" })),
-    /model_type must be "qwen2", "qwen3" or "llama", got "gemma"/,
+    /model_type must be "qwen2", "qwen3", "llama" or "mistral", got "gemma"/,
   );
   assert.throws(
     () => new Qwen2Model(k, tinyConfig({ model_type: "llama", attention_bias: true })),
