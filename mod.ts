@@ -6,7 +6,8 @@
  * the validated {@linkcode AgenticConfig}), and nine namespaces: `envs` (the
  * environments and their registry), `kernels` (the native kernels through
  * FFI: `kernels.Kernels.open()`, `kernels.Tensor`, and one function per op),
- * `model` (the Qwen2 policy model, Hugging Face folders, tokenizers), `infer`
+ * `model` (the policy model: Qwen2.5, Qwen3, Llama and Mistral checkpoints; Hugging Face
+ * folders, tokenizers), `infer`
  * (the generation engine), `rollout` (env groups and the rollout scheduler),
  * `algo` (advantages, KL control, reward normalization), `train` (the actor and
  * critic updates, optimizer, checkpoints), `track` (metrics, TensorBoard, the
