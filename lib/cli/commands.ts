@@ -181,11 +181,20 @@ export function inspectCommand() {
       printNotices(loaded.notices);
       const { formatModelReport, inspectModel } = await import("./inspect.ts");
       const { TokenizerLoadError } = await import("../model/tokenizer.ts");
+      const { isBuiltinModelPath } = await import("../model/builtin_models.ts");
+      const { CheckpointError } = await import("../model/safetensors.ts");
       let report;
       try {
         report = await inspectModel(path, loaded.config);
       } catch (e) {
         if (e instanceof TokenizerLoadError) throw new ExitRequest(2, e.message);
+        // a built-in base model not built yet: a run that names it builds it first
+        if (e instanceof CheckpointError && isBuiltinModelPath(path)) {
+          throw new ExitRequest(
+            2,
+            `${e.message} (a built-in base model: a run whose pretrain names it builds it first)`,
+          );
+        }
         throw e;
       }
       console.log(flags.json ? JSON.stringify(report, null, 2) : formatModelReport(report));

@@ -14,8 +14,13 @@ import { writeQwenFolder } from "../model/_qwen_fixture.ts";
 const MAIN = new URL("../../lib/cli/main.ts", import.meta.url).pathname;
 
 async function inspect(...args: string[]) {
+  return await inspectIn(Deno.cwd(), ...args);
+}
+
+async function inspectIn(cwd: string, ...args: string[]) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, "inspect", ...args],
+    cwd,
     env: { NO_COLOR: "1" },
     stdout: "piped",
     stderr: "piped",
@@ -150,7 +155,11 @@ Deno.test("inspect: a missing folder, a file, no weights, no tokenizer and a bro
     const badTemplate = await inspect(broken);
     assert.equal(badTemplate.code, 2, badTemplate.stderr);
     assert.match(badTemplate.stderr, /chat_template\.jinja.*does not parse/);
-    for (const r of [missing, noWeights, noTokenizer, file, badTemplate]) {
+    // a built-in base model not built yet (from a folder where it is not): a run builds it
+    const builtin = await inspectIn(root, "build/models/frozen_lake_base");
+    assert.equal(builtin.code, 2, builtin.stderr);
+    assert.match(builtin.stderr, /a built-in base model: a run whose pretrain names it builds it/);
+    for (const r of [missing, noWeights, noTokenizer, file, badTemplate, builtin]) {
       assert.doesNotMatch(r.stderr, /^\s+at /m, "no stack trace");
     }
   } finally {
