@@ -24,6 +24,7 @@ import { Rng } from "../../envs/random.ts";
 import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts";
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { ChatMessage } from "../model/chat_template.ts";
+import { templateChoiceOf } from "../rollout/chat_setup.ts";
 import { withTimeout } from "../rollout/env_host.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { TokenizerLoadError } from "../model/tokenizer.ts";
@@ -535,13 +536,7 @@ async function loadModelPolicy(
   exit: ExitFn,
 ): Promise<ModelPolicy> {
   const g = config.val_env_manager.generating_args ?? config.actor_infer.generating_args;
-  const template = config.actor_train.data_args?.template ?? "native";
-  if (template !== "native" && template !== "qwen2_5") {
-    console.error(
-      `note: actor_train.data_args.template=${template}: prompts use the tokenizer's own ` +
-        "template (agentrl knows native and qwen2_5)",
-    );
-  }
+  const template = templateChoiceOf(config, (line) => console.error(`note: ${line}`));
   try {
     return await ModelPolicy.load(
       path,
@@ -556,7 +551,7 @@ async function loadModelPolicy(
       },
       config.val_sequence_length ?? config.sequence_length ?? 4096,
       seed,
-      template === "qwen2_5" ? "qwen2_5" : "native",
+      template,
       (line) => console.error(`note: ${line}`),
     );
   } catch (e) {

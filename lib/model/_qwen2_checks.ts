@@ -5,7 +5,8 @@
  * @module
  */
 import { isNormalF32 } from "../../ffi/mod.ts";
-import type { Qwen2Config } from "./config.ts";
+import { isModelType, MODEL_TYPES, type Qwen2Config } from "./config.ts";
+import { llama3ScalingProblem } from "./rope_scaling.ts";
 import type { PackedBatch } from "./qwen2.ts";
 
 /** Throws a clear error unless `cfg` describes a model the kernels can run. */
@@ -32,11 +33,11 @@ export function validateConfig(cfg: Qwen2Config): void {
     );
   }
   const type = cfg.model_type ?? "qwen2";
-  if (!["qwen2", "qwen3", "llama", "mistral"].includes(type)) {
+  if (!isModelType(type)) {
+    const names = MODEL_TYPES.map((t) => `"${t}"`);
     throw new RangeError(
-      `Qwen2 config model_type must be "qwen2", "qwen3", "llama" or "mistral", got ${
-        JSON.stringify(type)
-      }`,
+      `Qwen2 config model_type must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}, ` +
+        `got ${JSON.stringify(type)}`,
     );
   }
   if (type !== "qwen2" && cfg.attention_bias) {
@@ -47,13 +48,9 @@ export function validateConfig(cfg: Qwen2Config): void {
   }
   const scaling = cfg.rope_scaling;
   if (scaling) {
-    const positive = (x: unknown) => typeof x === "number" && Number.isFinite(x) && x > 0;
     if (
-      scaling.rope_type !== "llama3" || !positive(scaling.factor) ||
-      !positive(scaling.low_freq_factor) || !(scaling.high_freq_factor > scaling.low_freq_factor) ||
-      !Number.isFinite(scaling.high_freq_factor) ||
-      !Number.isSafeInteger(scaling.original_max_position_embeddings) ||
-      scaling.original_max_position_embeddings <= 0
+      scaling.rope_type !== "llama3" ||
+      llama3ScalingProblem(scaling as unknown as Record<string, unknown>) !== null
     ) {
       throw new RangeError(
         `Qwen2 config rope_scaling must be Llama 3.1's llama3 type with positive factors ` +

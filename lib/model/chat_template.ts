@@ -34,6 +34,22 @@ export const QWEN2_5_DEFAULT_SYSTEM =
 export type ChatTemplateChoice = "native" | "qwen2_5";
 
 /**
+ * ChatML's turn markers (`<|im_start|>`, `<|im_end|>`) that `tok` lacks as tokens: the
+ * Qwen2.5 template needs both.
+ *
+ * @example
+ * ```ts
+ * import { missingChatMlTokens } from "./chat_template.ts";
+ * console.log(missingChatMlTokens({ tokenToId: () => undefined })); // ["<|im_start|>", "<|im_end|>"]
+ * ```
+ */
+export function missingChatMlTokens(
+  tok: { tokenToId(token: string): number | undefined },
+): string[] {
+  return ["<|im_start|>", "<|im_end|>"].filter((t) => tok.tokenToId(t) === undefined);
+}
+
+/**
  * Qwen2.5's chat format without tools: `<|im_start|>{role}\n{content}<|im_end|>\n`
  * per message, the default system prompt ({@linkcode QWEN2_5_DEFAULT_SYSTEM})
  * when the first message is not a system message, and `<|im_start|>assistant\n`

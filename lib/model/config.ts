@@ -9,7 +9,15 @@
  */
 
 /** The Hugging Face architectures the decoder implements, by `model_type`. */
-export type ModelType = "qwen2" | "qwen3" | "llama" | "mistral";
+export const MODEL_TYPES = ["qwen2", "qwen3", "llama", "mistral"] as const;
+
+/** One of {@linkcode MODEL_TYPES}. */
+export type ModelType = typeof MODEL_TYPES[number];
+
+/** Whether `v` is one of {@linkcode MODEL_TYPES}. */
+export function isModelType(v: unknown): v is ModelType {
+  return (MODEL_TYPES as readonly unknown[]).includes(v);
+}
 
 /** Model shape and numerics (the subset of `config.json` the model reads). */
 export interface Qwen2Config {

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Llama3RopeScaling, ModelType, Qwen2Config } from "./config.ts";
+import { isModelType, type Llama3RopeScaling, type ModelType, type Qwen2Config } from "./config.ts";
+import { llama3ScalingProblem } from "./rope_scaling.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
@@ -40,9 +41,6 @@ const TYPE_DEFAULTS: Readonly<
   mistral: { max_position_embeddings: 4096 * 32, attention_bias: false },
 };
 
-const isModelType = (v: unknown): v is ModelType =>
-  typeof v === "string" && Object.hasOwn(ARCHITECTURES, v);
-
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -57,17 +55,18 @@ const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-3
  *
  * Requires `model_type` `"qwen2"`, `"qwen3"`, `"llama"` or `"mistral"` and, when
  * `architectures` is given, that it include the matching `Qwen2ForCausalLM`,
- * `Qwen3ForCausalLM`, `LlamaForCausalLM` or `MistralForCausalLM` (with no sliding window
- * narrower than the context: MistralConfig's default is 4096); the shape fields (`vocab_size`, `hidden_size`,
- * `intermediate_size`, `num_hidden_layers`, `num_attention_heads`) must be
- * positive integers. The rest defaults as transformers does: `num_key_value_heads`
+ * `Qwen3ForCausalLM`, `LlamaForCausalLM` or `MistralForCausalLM` (Mistral with no
+ * sliding window narrower than the context: MistralConfig's default is 4096); the
+ * shape fields (`vocab_size`, `hidden_size`, `intermediate_size`,
+ * `num_hidden_layers`, `num_attention_heads`) must be positive integers. The rest defaults as transformers does: `num_key_value_heads`
  * to the head count, `head_dim` to hidden / heads (Qwen3: 128), `rope_theta` 10000,
  * `rms_norm_eps` 1e-6, `tie_word_embeddings` false, `max_position_embeddings`
  * 32768 (Llama: 2048), `attention_bias` true for Qwen2 (transformers always gives
  * its q/k/v biases) and false otherwise. Features the model does not implement
  * (`hidden_act` other than silu, sliding window attention, RoPE scaling other than
- * Llama 3.1's `llama3`, Llama's and Qwen3's `attention_bias`, which also biases
- * o_proj, and Llama's `mlp_bias`) are refused. Errors are {@linkcode CheckpointError}s naming `source` and the key.
+ * Llama 3.1's `llama3`, `attention_bias` for the types whose attention_bias also
+ * biases o_proj, and `mlp_bias`) are refused. Errors are
+ * {@linkcode CheckpointError}s naming `source` and the key.
  *
  * @example
  * ```ts
@@ -222,31 +221,15 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   // RoPE scaling: Llama 3.1's "llama3" type only, from rope_scaling (transformers 4.x) or
   // rope_parameters (transformers 5, beside rope_theta)
   const llama3 = (key: string, v: Record<string, unknown>): Llama3RopeScaling => {
-    const field = (name: string, check: (x: unknown) => boolean, what: string): number => {
-      const x = v[name];
-      if (!check(x)) fail(key, `${key}.${name} is ${show(x)}; expected ${what}`);
-      return x as number;
-    };
-    const positive = (x: unknown) => typeof x === "number" && Number.isFinite(x) && x > 0;
-    const scaling: Llama3RopeScaling = {
+    const problem = llama3ScalingProblem(v);
+    if (problem !== null) fail(key, `${key}.${problem}`);
+    return {
       rope_type: "llama3",
-      factor: field("factor", positive, "a positive number"),
-      low_freq_factor: field("low_freq_factor", positive, "a positive number"),
-      high_freq_factor: field("high_freq_factor", positive, "a positive number"),
-      original_max_position_embeddings: field(
-        "original_max_position_embeddings",
-        (x) => typeof x === "number" && Number.isSafeInteger(x) && x > 0,
-        "a positive integer",
-      ),
+      factor: v.factor as number,
+      low_freq_factor: v.low_freq_factor as number,
+      high_freq_factor: v.high_freq_factor as number,
+      original_max_position_embeddings: v.original_max_position_embeddings as number,
     };
-    if (!(scaling.high_freq_factor > scaling.low_freq_factor)) {
-      fail(
-        key,
-        `${key}.high_freq_factor (${scaling.high_freq_factor}) must exceed low_freq_factor ` +
-          `(${scaling.low_freq_factor})`,
-      );
-    }
-    return scaling;
   };
   // (a missing type, as transformers reads it, is default RoPE)
   const scalingOf = (key: string, v: unknown): Llama3RopeScaling | null => {
@@ -330,7 +313,7 @@ export interface Qwen2ConfigJsonOptions {
 
 /**
  * A `config.json` object for `config` that transformers loads as its
- * architecture (`Qwen2ForCausalLM` unless `model_type` says `qwen3` or `llama`),
+ * architecture (`Qwen2ForCausalLM` unless `model_type` names another),
  * and {@linkcode parseQwen2Config} reads back unchanged.
  *
  * @example

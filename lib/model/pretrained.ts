@@ -11,7 +11,7 @@ import { CheckpointError } from "./safetensors.ts";
 import type { Qwen2Config } from "./config.ts";
 import { Qwen2Model } from "./qwen2.ts";
 import type { Precision } from "./_mixed_precision.ts";
-import { ChatTemplate } from "./chat_template.ts";
+import { ChatTemplate, missingChatMlTokens } from "./chat_template.ts";
 import { Tokenizer, TokenizerLoadError } from "./tokenizer.ts";
 
 /** Files besides the weights that travel with a model folder. */
@@ -84,9 +84,7 @@ export function probeChatTemplate(tokenizer: Tokenizer): void {
   const file = tokenizer.chatTemplateFile;
   if (file === undefined) {
     // the built-in Qwen2.5 template: its turn markers must be tokens, not text
-    const missing = ["<|im_start|>", "<|im_end|>"].filter((t) =>
-      tokenizer.tokenToId(t) === undefined
-    );
+    const missing = missingChatMlTokens(tokenizer);
     if (missing.length > 0) {
       throw new TokenizerLoadError(
         `${tokenizer.source}/tokenizer_config.json`,

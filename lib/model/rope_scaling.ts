@@ -50,3 +50,31 @@ export function llama3InvFreq(
   }
   return out;
 }
+
+const show = (v: unknown): string => v === undefined ? "nothing" : JSON.stringify(v);
+const positive = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x) && x > 0;
+
+/**
+ * What is wrong with the fields of a `llama3` RoPE scaling (`factor`, `low_freq_factor`,
+ * `high_freq_factor`: positive, the high one above the low one;
+ * `original_max_position_embeddings`: a positive integer), as `name ...; expected ...`, or
+ * null when nothing is.
+ *
+ * @example
+ * ```ts
+ * import { llama3ScalingProblem } from "./rope_scaling.ts";
+ * console.log(llama3ScalingProblem({ factor: 0 })); // "factor is 0; expected a positive number"
+ * ```
+ */
+export function llama3ScalingProblem(v: Record<string, unknown>): string | null {
+  for (const name of ["factor", "low_freq_factor", "high_freq_factor"]) {
+    if (!positive(v[name])) return `${name} is ${show(v[name])}; expected a positive number`;
+  }
+  const original = v.original_max_position_embeddings;
+  if (!(typeof original === "number" && Number.isSafeInteger(original) && original > 0)) {
+    return `original_max_position_embeddings is ${show(original)}; expected a positive integer`;
+  }
+  const [low, high] = [v.low_freq_factor as number, v.high_freq_factor as number];
+  if (!(high > low)) return `high_freq_factor (${high}) must exceed low_freq_factor (${low})`;
+  return null;
+}

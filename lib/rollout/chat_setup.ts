@@ -14,6 +14,7 @@ import {
   type ChatMessage,
   ChatTemplate,
   type ChatTemplateChoice,
+  missingChatMlTokens,
   QWEN2_5_CHAT_TEMPLATE,
 } from "../model/chat_template.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
@@ -46,14 +47,34 @@ export function chatEncoderFor(
   config: AgenticConfig,
   note?: (line: string) => void,
 ): ChatEncoder {
+  return chatEncoderWith(tok, templateChoiceOf(config, note), note);
+}
+
+/**
+ * The template `config.actor_train.data_args.template` names: `qwen2_5`, else the tokenizer's
+ * own (`native`; another name, such as ROLL's `qwen3`, is told to `note`).
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "../config/load_config.ts";
+ * import { templateChoiceOf } from "./chat_setup.ts";
+ * const { config } = await loadConfig({ overrides: ["actor_train.data_args.template=qwen3"] });
+ * console.log(templateChoiceOf(config, console.log)); // "native" (after the note)
+ * ```
+ */
+export function templateChoiceOf(
+  config: AgenticConfig,
+  note?: (line: string) => void,
+): ChatTemplateChoice {
   const name = config.actor_train.data_args?.template ?? "native";
-  if (name !== "native" && name !== "qwen2_5") {
+  if (name === "qwen2_5") return name;
+  if (name !== "native") {
     note?.(
       `actor_train.data_args.template=${name}: prompts use the tokenizer's own template (agentrl ` +
         "knows native and qwen2_5; ROLL's agentic pipeline uses the tokenizer's template too)",
     );
   }
-  return chatEncoderWith(tok, name === "qwen2_5" ? "qwen2_5" : "native", note);
+  return "native";
 }
 
 /**
@@ -75,7 +96,7 @@ export function chatEncoderWith(
   note?: (line: string) => void,
 ): ChatEncoder {
   if (choice === "qwen2_5") {
-    const missing = ["<|im_start|>", "<|im_end|>"].filter((t) => tok.tokenToId(t) === undefined);
+    const missing = missingChatMlTokens(tok);
     if (missing.length > 0) {
       throw new RolloutConfigError(
         `actor_train.data_args.template is qwen2_5, but the tokenizer of ${tok.source} has no ` +

@@ -28,6 +28,7 @@ import {
   type ChatEncoder,
   ChatTemplateIncrementError,
   ChatTemplateRenderError,
+  missingChatMlTokens,
 } from "../model/chat_template.ts";
 import { type EnvHandle, type EnvHost, EnvTimeoutError, MainThreadEnvHost } from "./env_host.ts";
 import { type EnvSlot, layoutEnvs } from "./env_layout.ts";
@@ -37,7 +38,7 @@ import { PolicyError, runEpisode } from "./episode.ts";
 import { RolloutConfigError, RolloutError } from "./errors.ts";
 import { type CompleteGroup, GroupQueue } from "./group_queue.ts";
 import { rolloutMetrics } from "./metrics.ts";
-import { hasChatMlTokens, incrementConfigError } from "./turn_probe.ts";
+import { incrementConfigError } from "./turn_probe.ts";
 import { episodeSeed, groupSeed } from "./seeding.ts";
 import type { LostTrajectory, RolloutPolicy, TrajectorySample } from "./types.ts";
 
@@ -383,7 +384,10 @@ export class RolloutScheduler {
         } catch (caught) {
           // a template that cannot extend a conversation fails every multi-turn episode
           const e = caught instanceof ChatTemplateIncrementError
-            ? incrementConfigError(caught, hasChatMlTokens(this.#o.encoder.tokenizer))
+            ? incrementConfigError(
+              caught,
+              missingChatMlTokens(this.#o.encoder.tokenizer).length === 0,
+            )
             : caught instanceof ChatTemplateRenderError // the template, not the env, fails
             ? new RolloutConfigError(caught.message, { cause: caught })
             : caught;

@@ -12,10 +12,14 @@ import {
   type ChatEncoder,
   ChatTemplateIncrementError,
   ChatTemplateRenderError,
+  missingChatMlTokens,
 } from "../model/chat_template.ts";
 import { RolloutConfigError } from "./errors.ts";
 
-/** The config error for a template that cannot extend a conversation. */
+/**
+ * The config error for a template that cannot extend a conversation; `chatml`: whether the
+ * tokenizer has ChatML's markers, so that `data_args.template=qwen2_5` is a way out.
+ */
 export function incrementConfigError(
   e: ChatTemplateIncrementError,
   chatml = true,
@@ -29,11 +33,6 @@ export function incrementConfigError(
       `unchanged: ${choose}, which start each turn afresh`,
     { cause: e },
   );
-}
-
-/** Whether `tok` has ChatML's turn markers (so that data_args.template=qwen2_5 can serve it). */
-export function hasChatMlTokens(tok: { tokenToId(t: string): number | undefined }): boolean {
-  return tok.tokenToId("<|im_start|>") !== undefined && tok.tokenToId("<|im_end|>") !== undefined;
 }
 
 /**
@@ -105,7 +104,7 @@ export function turnIncrementProblem(encoder: ChatEncoder): RolloutConfigError |
       );
     } catch (e) {
       if (e instanceof ChatTemplateIncrementError) {
-        return incrementConfigError(e, hasChatMlTokens(tok));
+        return incrementConfigError(e, missingChatMlTokens(tok).length === 0);
       }
       if (e instanceof ChatTemplateRenderError) return new RolloutConfigError(e.message);
       throw e;
