@@ -61,8 +61,7 @@ function graphModel(
 
 /** A 4-token prefill and 6 decode steps of a Qwen3 or a scaled-RoPE Llama, in bf16 at batch 1
  * and f32 at batch 2: every step's logits. */
-function cachedDecode(s: Scope, type: "qwen3" | "llama3"): Float32Array {
-  const tokens = new Rand("graph", 0).ints(12, 0, 95);
+function cachedDecode(s: Scope, type: "qwen3" | "llama3", tokens: Int32Array): Float32Array {
   const out: number[] = [];
   for (const [precision, rows] of [["bf16", 1], ["f32", 2]] as const) {
     using model = graphModel(s.k, precision, 64, type);
@@ -214,13 +213,13 @@ export function graphCases(seed: number): Case[] {
     // layer call; bf16 weights, batch 1 (the stacked q|k|v GEMV), then two sequences (f32)
     op: "Qwen3 cached decode, graphs recorded (q/k norms), bf16 batch 1 and f32 batch 2",
     tol: TOL_GEMM,
-    run: (s) => ({ logits: cachedDecode(s, "qwen3") }),
+    run: (s) => ({ logits: cachedDecode(s, "qwen3", tokens) }),
   }, {
     // Llama 3.1's RoPE scaling: arl_rope_freqs, then the cache write, in place of the fused calls
     op: "Llama 3.1 RoPE cached decode, graphs recorded (a frequency table), bf16 1 and f32 2",
     tol: TOL_GEMM,
     needs: "arl_rope_freqs",
-    run: (s) => ({ logits: cachedDecode(s, "llama3") }),
+    run: (s) => ({ logits: cachedDecode(s, "llama3", tokens) }),
   }, {
     op: "Qwen3 training pass (q/k norms): log-probs and every gradient",
     tol: TOL_GEMM,
