@@ -22,7 +22,9 @@
  * fraction (target >= 0.6).
  *
  * Usage: `deno run -A bench/gpu/bench.ts [--torch TORCH_JSON] [--json OUT]
- * [--device cuda|cpu] [--small] [--train-only | --decode-only]` (`--small`: a tiny model,
+ * [--device cuda|cpu] [--model NAME] [--small] [--train-only | --decode-only]` (`--model`:
+ * qwen2_5_0_5b, the default, qwen3_0_6b or llama3_2_1b, from bench/model_shapes.ts; the others
+ * only without `--torch`; `--small`: a tiny model of that kind,
  * for a CPU smoke test; `--train-only`: two training steps and nothing else, for a
  * profiler; `--decode-only`: batch-1 greedy decode and nothing else, likewise).
  *
@@ -34,6 +36,7 @@ import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { GenerationEngine } from "../../lib/infer/engine.ts";
 import { resolvePrecision } from "../../lib/model/_mixed_precision.ts";
 import { QWEN2_5_0_5B_CONFIG } from "../qwen2_5_0_5b.ts";
+import { benchModel } from "../model_shapes.ts";
 
 /** Rates measured on our side (null: the part failed). */
 export interface OurRates {
@@ -69,12 +72,15 @@ export interface BenchShape {
   copyElements: number;
 }
 
-/** The shapes torch_bench.py uses (and its --small ones). */
-export function benchShape(small: boolean): BenchShape {
+/**
+ * The shapes torch_bench.py uses (and its --small ones), for `model` (Qwen2.5-0.5B's unless
+ * given: torch_bench.py times only that one).
+ */
+export function benchShape(small: boolean, model: Qwen2Config = QWEN2_5_0_5B_CONFIG): BenchShape {
   return small
     ? {
       config: {
-        ...QWEN2_5_0_5B_CONFIG,
+        ...model,
         vocab_size: 1000,
         hidden_size: 128,
         intermediate_size: 256,
@@ -90,7 +96,7 @@ export function benchShape(small: boolean): BenchShape {
       copyElements: 1 << 20,
     }
     : {
-      config: QWEN2_5_0_5B_CONFIG,
+      config: model,
       train: [8, 512],
       decode: [32, 128, 64],
       reps: 5,
@@ -193,9 +199,13 @@ function decodeRate(
 }
 
 /** Two training steps of the benchmark's shape, nothing else (for a profiler). */
-export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
+export function profileTrain(
+  device: "cuda" | "cpu",
+  small: boolean,
+  config: Qwen2Config = QWEN2_5_0_5B_CONFIG,
+): void {
   using k = Kernels.open({ device });
-  const shape = benchShape(small);
+  const shape = benchShape(small, config);
   using model = new Qwen2Model(k, shape.config, { init: "none" });
   k.check(
     "arl_fill_f32",
@@ -217,10 +227,12 @@ export function profileTrain(device: "cuda" | "cpu", small: boolean): void {
 export async function profileDecode(
   device: "cuda" | "cpu",
   small: boolean,
+  config: Qwen2Config = QWEN2_5_0_5B_CONFIG,
   steps = 64,
 ): Promise<void> {
   using k = Kernels.open({ device });
-  const shape = benchShape(small);
+  const shape = benchShape(small, config);
+  const copyBwGbs = copyBandwidth(k, shape.copyElements);
   using model = new Qwen2Model(k, shape.config, { init: "none" });
   k.check(
     "arl_fill_f32",
@@ -240,6 +252,15 @@ export async function profileDecode(
       (Deno.env.get("AGENTRL_DECODE_LAYER") === "0" ? " (separate calls a layer)" : ""),
   );
   console.log(`decode tokens/s, batch 1: ${rate.toFixed(1)}`);
+  const bytes = resolvePrecision(k) === "bf16" ? 2 : 4;
+  const read = paramsReadPerToken(model);
+  console.log(
+    `decode batch 1, fraction of bandwidth bound: ${
+      (rate * bytes * read / (copyBwGbs * 1e9)).toFixed(3)
+    } (${bytes} B x ${(read / 1e6).toFixed(1)}M params a token at ${
+      copyBwGbs.toFixed(0)
+    } GB/s, our copy)`,
+  );
   console.log(
     `decode tokens/s, batch 1, each step waiting for its tokens: ${waiting.toFixed(1)} ` +
       `(pipelined: ${(rate / waiting).toFixed(3)}x)`,
@@ -291,14 +312,27 @@ async function engineDecodeRate(
   }
 }
 
-/** Measures our rates on `device`; `torchBwGbs`: PyTorch's copy bandwidth for the bound. */
+/** Device-to-device copy bandwidth of `n` floats, GB/s (bytes read + written). */
+function copyBandwidth(k: Kernels, n: number): number {
+  using x = new Tensor(k, [n], "f32");
+  using y = new Tensor(k, [n], "f32");
+  k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptr, 0.5, BigInt(n)));
+  // arl_copy returns when the copy is done (a stream synchronize)
+  return (2 * n * 4) / timed(() => y.copyFrom(x), 10) / 1e9;
+}
+
+/**
+ * Measures our rates on `device` for `shapeOf`'s shape; `torchBwGbs`: PyTorch's copy bandwidth
+ * for the bound.
+ */
 export function benchOurs(
   device: "cuda" | "cpu",
   small: boolean,
   torchBwGbs: number | null = null,
   log: (line: string) => void = () => {},
+  shapeOf: Qwen2Config = QWEN2_5_0_5B_CONFIG,
 ): OurRates {
-  const shape = benchShape(small);
+  const shape = benchShape(small, shapeOf);
   const config = shape.config;
   const seconds: Record<string, number> = {};
   const errors: Record<string, string> = {};
@@ -328,15 +362,7 @@ export function benchOurs(
   }`;
   log(`backend ${backend}`);
 
-  // device-to-device copy bandwidth (bytes read + written)
-  const copyBwGbs = part("copy bandwidth GB/s", () => {
-    const n = shape.copyElements;
-    using x = new Tensor(k, [n], "f32");
-    using y = new Tensor(k, [n], "f32");
-    k.check("arl_fill_f32", k.sym.arl_fill_f32(k.ctx, x.ptr, 0.5, BigInt(n)));
-    // arl_copy returns when the copy is done (a stream synchronize)
-    return (2 * n * 4) / timed(() => y.copyFrom(x), 10) / 1e9;
-  });
+  const copyBwGbs = part("copy bandwidth GB/s", () => copyBandwidth(k, shape.copyElements));
 
   const model = part("init (random weights)", () => new Qwen2Model(k, config, { seed: 0 }));
   const result: OurRates = {
@@ -416,13 +442,24 @@ if (import.meta.main) {
   const torchPath = flag("--torch");
   const jsonOut = flag("--json");
   const device = (flag("--device") ?? "cuda") as "cuda" | "cpu";
+  const modelName = flag("--model") ?? "qwen2_5_0_5b";
   const small = args.includes("--small");
+  let config: Qwen2Config;
+  try {
+    config = benchModel(modelName);
+    if (torchPath && config !== QWEN2_5_0_5B_CONFIG) {
+      throw new Error(`--torch with --model ${modelName}: torch_bench.py times qwen2_5_0_5b only`);
+    }
+  } catch (e) {
+    console.error(`bench: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
   if (args.includes("--train-only")) {
-    profileTrain(device, small);
+    profileTrain(device, small, config);
     Deno.exit(0);
   }
   if (args.includes("--decode-only")) {
-    await profileDecode(device, small);
+    await profileDecode(device, small, config);
     Deno.exit(0);
   }
   // deno-lint-ignore no-explicit-any
@@ -438,13 +475,19 @@ if (import.meta.main) {
   let ours: OurRates | null = null;
   let error: string | undefined;
   try {
-    ours = benchOurs(device, small, torch?.copy_bw_gbs ?? null, (l) => console.log(`  ${l}`));
+    ours = benchOurs(
+      device,
+      small,
+      torch?.copy_bw_gbs ?? null,
+      (l) => console.log(`  ${l}`),
+      config,
+    );
   } catch (e) {
     error = String((e as Error).stack ?? e);
     console.log(`bench failed: ${error}`);
   }
-  const [b, len] = benchShape(small).train;
-  const [db] = benchShape(small).decode;
+  const [b, len] = benchShape(small, config).train;
+  const [db] = benchShape(small, config).decode;
   console.log(
     `ours: ${ours?.backend ?? "failed"}; copy bandwidth ${fmt(ours?.copyBwGbs)} GB/s; ${
       ((performance.now() - t0) / 1000).toFixed(1)

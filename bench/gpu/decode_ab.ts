@@ -6,11 +6,11 @@
  * table gives each variant's median rate (pipelined decode, the loop that waits for each step's
  * tokens, the generation engine with lookahead) and its ratio to the first variant's.
  *
- * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--small]
+ * Usage: `deno run -A bench/gpu/decode_ab.ts [--runs N] [--device cuda|cpu] [--model NAME] [--small]
  * [--variant NAME:ENV=VALUE,ENV=VALUE]...` (default: 3 runs, cuda, the variants `default`,
  * `attn_wait` = `AGENTRL_CUDA_DECODE_ATTN_TRIGGER=wait`, `down_rows` =
  * `AGENTRL_CUDA_DECODE_DOWN_TRIGGER=rows`, `wait_rows` = both, `mlp_pieces2` =
- * `AGENTRL_CUDA_DECODE_MLP_PIECES=2` and `dot_rows5` = `AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5`).
+ * `AGENTRL_CUDA_DECODE_MLP_PIECES=2` and `dot_rows4` = `AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=4`).
  * Exits 1 if a run fails (its output's end is printed), 2 on a bad argument.
  *
  * @module
@@ -39,7 +39,7 @@ export const DEFAULT_VARIANTS: Variant[] = [
     env: { AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "wait", AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows" },
   },
   { name: "mlp_pieces2", env: { AGENTRL_CUDA_DECODE_MLP_PIECES: "2" } },
-  { name: "dot_rows5", env: { AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: "5" } },
+  { name: "dot_rows4", env: { AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: "4" } },
 ];
 
 /** Parses `NAME:ENV=VALUE,ENV=VALUE` (`NAME:` alone: no change); throws saying what is wrong. */
@@ -144,6 +144,7 @@ export async function main(args: string[]): Promise<number> {
   };
   let runs: number, device: string, variants: Variant[];
   let small = false;
+  let model: string | undefined;
   try {
     const runsText = take("--runs") ?? "3";
     runs = Number(runsText);
@@ -151,6 +152,7 @@ export async function main(args: string[]): Promise<number> {
       throw new Error(`--runs ${runsText}: expected a whole number >= 1`);
     }
     device = take("--device") ?? "cuda";
+    model = take("--model");
     if (device !== "cuda" && device !== "cpu") {
       throw new Error(`--device ${device}: expected cuda or cpu`);
     }
@@ -172,6 +174,7 @@ export async function main(args: string[]): Promise<number> {
   const bench = new URL("bench.ts", import.meta.url).pathname;
   const benchArgs = ["run", "-A", bench, "--decode-only", "--device", device];
   if (small) benchArgs.push("--small");
+  if (model !== undefined) benchArgs.push("--model", model);
   const results: DecodeRates[][] = variants.map(() => []);
   let failed = 0;
   for (let round = 0; round < runs; round++) {

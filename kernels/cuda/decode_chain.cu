@@ -766,11 +766,12 @@ int mlp_pieces() {
   return value;
 }
 
-// AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=5: kernel 3's warps dot 5 rows at once instead of 4 (an
-// experiment: one pass for Qwen2.5-0.5B's 74 rows a block, x read once; 1 or 2 pieces only).
+// Kernel 3's warps dot 5 rows at once (1 or 2 pieces only): one pass for Qwen2.5-0.5B's 74 rows
+// a block, x read once; 1.019x and 1.023x batch-1 decode over 4 rows on the H100 (session 25).
+// AGENTRL_CUDA_DECODE_MLP_DOT_ROWS=4 dots 4 rows at once, as before.
 bool mlp_wide_dots() {
   static const bool value =
-      arl::env_choice("AGENTRL_CUDA_DECODE_MLP_DOT_ROWS", {"4", "5"}) == 1;
+      arl::env_choice("AGENTRL_CUDA_DECODE_MLP_DOT_ROWS", {"4", "5"}, 1) == 1;
   return value;
 }
 
