@@ -286,6 +286,32 @@ export const SYMBOLS = {
     ],
     result: status,
   },
+  // Added without a new ABI version: optional, so that libraries built before it still load.
+  arl_norm_rope_kv_cache_write: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* q (N, HQ, D), normed and rotated in place */
+      ptr, /* float* k (N, HKV, D), normed and rotated in place */
+      ptr, /* float* k_cache (S, HKV, L, D) */
+      ptr, /* float* v_cache (S, HKV, L, D) */
+      ptr, /* const float* v (N, HKV, D) */
+      ptr, /* const float* q_norm (D) or null */
+      ptr, /* const float* k_norm (D) or null */
+      ptr, /* const float* inv_freq (D / 2) or null */
+      ptr, /* const int32_t* slots (N) */
+      ptr, /* const int32_t* positions (N) */
+      i32, /* int32_t n */
+      i32, /* int32_t hq */
+      i32, /* int32_t s */
+      i32, /* int32_t hkv */
+      i32, /* int32_t l */
+      i32, /* int32_t d */
+      f32, /* float eps */
+      f32, /* float theta */
+    ],
+    result: status,
+    optional: true,
+  },
   arl_rmsnorm_qkv_rope_forward: RMSNORM_QKV_ROPE,
   arl_rmsnorm_qkv_rope_forward_bf16: RMSNORM_QKV_ROPE,
   arl_decode_layer_bf16: {

@@ -1,6 +1,7 @@
 /** Decode fusions: calls a decode step makes back to back, fused on the GPU. @module */
 import type { Kernels } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
+import { KernelLibraryError, libraryPath } from "../library.ts";
 import { dim, expectDisjoint, expectNumber, expectTensor, expectWeight, ptrOf } from "./_args.ts";
 
 /**
@@ -153,6 +154,94 @@ export function ropeKvCacheWrite(
       theta,
     ),
   );
+}
+
+/** What {@linkcode normRopeKvCacheWrite} adds to {@linkcode ropeKvCacheWrite}. */
+export interface NormRopeOptions {
+  /** Each query head's RMSNorm weight (D), applied before RoPE (Qwen3's q_norm); null: none. */
+  qNorm: Tensor | null;
+  /** Each key head's RMSNorm weight (D), likewise (k_norm); null: none. */
+  kNorm: Tensor | null;
+  /** The rotation frequencies (D / 2), as {@linkcode ropeFreqs} takes them; null: theta's. */
+  invFreq: Tensor | null;
+  eps: number;
+  theta: number;
+}
+
+/**
+ * {@linkcode ropeKvCacheWrite} with each head of q and k RMS-normalized first where its weight
+ * is given, and the frequencies of a table where given (one kernel on the GPU, where the
+ * separate calls take up to five). Throws a KernelLibraryError on a library built before
+ * arl_norm_rope_kv_cache_write ({@linkcode hasNormRopeKvCacheWrite} says first).
+ */
+export function normRopeKvCacheWrite(
+  k: Kernels,
+  q: Tensor,
+  kk: Tensor,
+  kCache: Tensor,
+  vCache: Tensor,
+  v: Tensor,
+  slots: Tensor,
+  positions: Tensor,
+  options: NormRopeOptions,
+): void {
+  expectTensor(kCache, "kCache", "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
+  expectTensor(vCache, "vCache", "f32", [s, hkv, l, d]);
+  expectTensor(q, "q", "f32", [-1, -1, d]);
+  const [n, hq] = [dim(q, 0), dim(q, 1)];
+  expectTensor(kk, "k", "f32", [n, hkv, d]);
+  expectTensor(v, "v", "f32", [n, hkv, d]);
+  expectTensor(slots, "slots", "i32", [n]);
+  expectTensor(positions, "positions", "i32", [n]);
+  const { qNorm, kNorm, invFreq, eps, theta } = options;
+  if (qNorm) expectTensor(qNorm, "qNorm", "f32", [d]);
+  if (kNorm) expectTensor(kNorm, "kNorm", "f32", [d]);
+  if (invFreq) expectTensor(invFreq, "invFreq", "f32", [d / 2]);
+  expectNumber(eps, "eps");
+  expectNumber(theta, "theta", true);
+  const read: [string, Tensor][] = [["v", v], ["slots", slots], ["positions", positions]];
+  for (const [name, t] of [["qNorm", qNorm], ["kNorm", kNorm], ["invFreq", invFreq]] as const) {
+    if (t) read.push([name, t]);
+  }
+  expectDisjoint([["q", q], ["k", kk], ["kCache", kCache], ["vCache", vCache]], read);
+  const fn = k.sym.arl_norm_rope_kv_cache_write;
+  if (fn === null) {
+    throw new KernelLibraryError(
+      `The ${k.device} kernel library ${libraryPath(k.device)} was built before ` +
+        "arl_norm_rope_kv_cache_write: run `deno task build` to rebuild it.",
+    );
+  }
+  const opt = (t: Tensor | null) => t ? t.ptrIn(k) : null;
+  k.check(
+    "arl_norm_rope_kv_cache_write",
+    fn(
+      k.ctx,
+      q.ptrIn(k),
+      kk.ptrIn(k),
+      kCache.ptrIn(k),
+      vCache.ptrIn(k),
+      v.ptrIn(k),
+      opt(qNorm),
+      opt(kNorm),
+      opt(invFreq),
+      slots.ptrIn(k),
+      positions.ptrIn(k),
+      n,
+      hq,
+      s,
+      hkv,
+      l,
+      d,
+      eps,
+      theta,
+    ),
+  );
+}
+
+/** Whether `k`'s library has arl_norm_rope_kv_cache_write (libraries built before it do not). */
+export function hasNormRopeKvCacheWrite(k: Kernels): boolean {
+  return k.sym.arl_norm_rope_kv_cache_write !== null;
 }
 
 /**

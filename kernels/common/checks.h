@@ -4,6 +4,7 @@
 #pragma once
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include "../include/agentrl.h"
@@ -132,6 +133,16 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
     ARL_RMSNORM_LINEAR_ARGS(ctx, y, x, norm_weight, w, m, ((hq) + 2 * (hkv)) * (d), k, eps);   \
     ARL_ROPE_KV_ARGS(ctx, y, y, k_cache, v_cache, y, slots, positions, m, hq, s, hkv, l, d,     \
                      theta);                                                                    \
+  } while (0)
+
+// The arguments of arl_norm_rope_kv_cache_write: arl_rope_kv_cache_write's, and eps.
+#define ARL_NORM_ROPE_KV_ARGS(ctx)                                                             \
+  do {                                                                                         \
+    ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d,    \
+                     theta);                                                                   \
+    if (!(eps >= 0.0f) || !std::isfinite(eps))                                                 \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g", __func__, \
+                       double(eps));                                                           \
   } while (0)
 
 // The arguments arl_rope and arl_rope_freqs share: x and out (T, H, D), positions (T).

@@ -2,6 +2,7 @@
 // with the intermediate rows in temporary memory: the CUDA library fuses them to save kernel
 // launches.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "../common/typed_entries.h"
@@ -136,6 +137,37 @@ arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_ca
     return st;
   if (arl_status st = arl_rope(ctx, q, q, positions, n, hq, d, theta, 0)) return st;
   if (arl_status st = arl_rope(ctx, k, k, positions, n, hkv, d, theta, 0)) return st;
+  return arl_kv_cache_write(ctx, k_cache, v_cache, k, v, slots, positions, n, s, hkv, l, d);
+}
+
+arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
+                                        float* v_cache, const float* v, const float* q_norm,
+                                        const float* k_norm, const float* inv_freq,
+                                        const int32_t* slots, const int32_t* positions, int32_t n,
+                                        int32_t hq, int32_t s, int32_t hkv, int32_t l, int32_t d,
+                                        float eps, float theta) {
+  ARL_CTX(ctx);
+  ARL_NORM_ROPE_KV_ARGS(ctx);
+  // every check before q or k changes (the calls below then cannot fail on their arguments)
+  if (arl_status st = arl::check_cache_rows(ctx, __func__, slots, positions, n, s, l, false))
+    return st;
+  if (inv_freq != nullptr)
+    for (int32_t j = 0; j < d / 2; j++)
+      if (!std::isfinite(inv_freq[j]))
+        return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
+  // the calls it stands for, in place: each is row-wise (a row read before it is written)
+  std::vector<float> rstd;
+  const auto norm_rope = [&](float* x, const float* weight, int32_t h) -> arl_status {
+    if (weight != nullptr) {
+      rstd.resize(size_t(n) * size_t(h));
+      if (arl_status st = arl_rmsnorm_forward(ctx, x, rstd.data(), x, weight, n * h, d, eps))
+        return st;
+    }
+    return inv_freq != nullptr ? arl_rope_freqs(ctx, x, x, positions, inv_freq, n, h, d, 0)
+                               : arl_rope(ctx, x, x, positions, n, h, d, theta, 0);
+  };
+  if (arl_status st = norm_rope(q, q_norm, hq)) return st;
+  if (arl_status st = norm_rope(k, k_norm, hkv)) return st;
   return arl_kv_cache_write(ctx, k_cache, v_cache, k, v, slots, positions, n, s, hkv, l, d);
 }
 

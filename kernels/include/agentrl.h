@@ -323,6 +323,22 @@ ARL_API arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, flo
                                            int32_t n, int32_t hq, int32_t s, int32_t hkv,
                                            int32_t l, int32_t d, float theta);
 /*
+ * arl_rope_kv_cache_write with two more steps in the same kernel (the CUDA library: a block a
+ * token, a warp a head): each head's q and k rows RMS-normalized first, as arl_rmsnorm_forward
+ * of the (N HQ, D) and (N HKV, D) rows with q_norm (D) and k_norm (D) and eps (Qwen3's
+ * q_norm/k_norm; either may be null: those rows are not normalized), and the rotation
+ * frequencies from inv_freq (D/2, as arl_rope_freqs takes them; null: theta's, as arl_rope).
+ * theta must be > 0 either way; eps >= 0. Added without a new ABI version: a library built
+ * before it lacks the symbol, and the FFI layer loads it as optional.
+ */
+ARL_API arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k,
+                                                float* k_cache, float* v_cache, const float* v,
+                                                const float* q_norm, const float* k_norm,
+                                                const float* inv_freq, const int32_t* slots,
+                                                const int32_t* positions, int32_t n, int32_t hq,
+                                                int32_t s, int32_t hkv, int32_t l, int32_t d,
+                                                float eps, float theta);
+/*
  * Decode fusion (ABI version 5): arl_rmsnorm_linear_forward of x (M, K) with a stacked q|k|v
  * weight w (N = (HQ + 2 HKV) D rows: q, then k, then v) and bias (N, may be null) into
  * y (M, N), then, for each row, arl_rope_kv_cache_write of its q (the first HQ D values) and k

@@ -1,8 +1,9 @@
 /**
  * The decoder layers of a KV-cache step (`Qwen2Model.forwardCached`): on the GPU,
  * one token with bf16 weights runs as one call per layer (or one for all), fewer rows through
- * the fused few-row kernels; elsewhere the separate calls. Qwen3's norms of q and k run as
- * calls of their own between the projections and RoPE (no layer call takes them).
+ * the fused few-row kernels; elsewhere the separate calls. Qwen3's norms of q and k, and a scaled
+ * RoPE's table, take no layer call: on the GPU they run with RoPE and the cache write as one
+ * call after the projections.
  *
  * @module
  */
@@ -12,9 +13,11 @@ import {
   decodeLayer,
   decodeLayers,
   type DecodeLayerWeights,
+  hasNormRopeKvCacheWrite,
   type Kernels,
   kvCacheWrite,
   linearForward,
+  normRopeKvCacheWrite,
   rmsnormForward,
   rmsnormLinearForward,
   rmsnormLinearSwigluForward,
@@ -64,6 +67,9 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   const qk = d.qkNorm;
   const plainRope = s.ropeFreqs === null;
   const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null && plainRope;
+  // Qwen3's norms or a frequency table: the norms, RoPE and the cache write in one call (not
+  // in libraries built before it: then the separate calls below)
+  const normRope = fuse && (qk !== null || !plainRope) && hasNormRopeKvCacheWrite(k);
   const eps = cfg.rms_norm_eps;
   const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
     fuse ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps) : linearForward(k, y, d.h, w, bias);
@@ -91,23 +97,34 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
       normed(d.k, w.ln1, w.wk, w.bk);
       normed(d.v, w.ln1, w.wv, w.bv);
     }
-    if (qk) { // Qwen3: each head's query and key normed before RoPE
-      rmsnormForward(k, qk.qn2, qk.rq, qk.q2, w.qn!, eps);
-      rmsnormForward(k, qk.kn2, qk.rk, qk.k2, w.kn!, eps);
-    }
-    const [q3, k3] = qk ? [qk.qn3, qk.kn3] : [d.q3, d.k3];
-    if (s.ropeFreqs) {
-      ropeFreqs(k, q3, q3, d.positions, s.ropeFreqs);
-      ropeFreqs(k, k3, k3, d.positions, s.ropeFreqs);
-      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, k3, d.v3, d.slots, d.positions);
-    } else if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
-      if (!stacked || qk) {
-        ropeKvCacheWrite(k, q3, k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
-      }
+    // (q3: what the attention reads, normed and rotated)
+    const [q3, k3] = qk && !normRope ? [qk.qn3, qk.kn3] : [d.q3, d.k3];
+    if (normRope) {
+      normRopeKvCacheWrite(k, q3, k3, kc, vc, d.v3, d.slots, d.positions, {
+        qNorm: qk ? w.qn! : null,
+        kNorm: qk ? w.kn! : null,
+        invFreq: s.ropeFreqs,
+        eps,
+        theta: cfg.rope_theta,
+      });
     } else {
-      rope(k, q3, q3, d.positions, cfg.rope_theta);
-      rope(k, k3, k3, d.positions, cfg.rope_theta);
-      kvCacheWrite(k, cache.k[l]!, cache.v[l]!, k3, d.v3, d.slots, d.positions);
+      if (qk) { // Qwen3: each head's query and key normed before RoPE
+        rmsnormForward(k, qk.qn2, qk.rq, qk.q2, w.qn!, eps);
+        rmsnormForward(k, qk.kn2, qk.rk, qk.k2, w.kn!, eps);
+      }
+      if (s.ropeFreqs) {
+        ropeFreqs(k, q3, q3, d.positions, s.ropeFreqs);
+        ropeFreqs(k, k3, k3, d.positions, s.ropeFreqs);
+        kvCacheWrite(k, kc, vc, k3, d.v3, d.slots, d.positions);
+      } else if (fuse) { // RoPE and the cache write in one call (done above for stacked weights)
+        if (!stacked || qk) {
+          ropeKvCacheWrite(k, q3, k3, kc, vc, d.v3, d.slots, d.positions, cfg.rope_theta);
+        }
+      } else {
+        rope(k, q3, q3, d.positions, cfg.rope_theta);
+        rope(k, k3, k3, d.positions, cfg.rope_theta);
+        kvCacheWrite(k, kc, vc, k3, d.v3, d.slots, d.positions);
+      }
     }
     attentionDecode(k, d.a3, q3, cache.k[l]!, cache.v[l]!, d.slots, d.lens, s.scale);
     linearForward(k, d.x, d.a, w.wo, null, true); // the residual added by the GEMM

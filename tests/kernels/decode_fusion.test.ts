@@ -9,11 +9,14 @@ import {
   KernelError,
   kvCacheWrite,
   linearForward,
+  normRopeKvCacheWrite,
+  type NormRopeOptions,
   rmsnormForward,
   rmsnormLinearForward,
   rmsnormLinearSwigluForward,
   rmsnormQkvRopeForward,
   rope,
+  ropeFreqs,
   ropeKvCacheWrite,
   swigluForward,
   Tensor,
@@ -238,6 +241,96 @@ Deno.test("ropeKvCacheWrite equals rope on q and k, then kvCacheWrite; bad posit
     () => ropeKvCacheWrite(k, q4, k2, kc2, vc2, tv, ts, tp, 1e4),
     /q must have shape \[\*, \*, 8\], got \[3, 4, 4\]/,
   );
+});
+
+Deno.test("normRopeKvCacheWrite equals rmsnormForward of each head, rope or ropeFreqs, then kvCacheWrite", () => {
+  using k = openKernels();
+  const rng = new Rng("norm rope kv");
+  const [n, hq, hkv, d, s, l] = [3, 4, 2, 8, 2, 6];
+  const q = rng.randn(n * hq * d), kk = rng.randn(n * hkv * d), v = rng.randn(n * hkv * d);
+  const kc0 = rng.randn(s * hkv * l * d), vc0 = rng.randn(s * hkv * l * d);
+  const qw = rng.randn(d).map((x) => 1 + 0.5 * x), kw = rng.randn(d).map((x) => 1 + 0.5 * x);
+  const table = Float32Array.from({ length: d / 2 }, (_, j) => 0.7 ** j);
+  const cache = [s, hkv, l, d];
+  using ts = i32(k, Int32Array.of(1, 0, 1));
+  using tp = i32(k, Int32Array.of(5, 2, 0));
+  using tv = f32(k, v, [n, hkv, d]);
+  using tqw = f32(k, qw, [d]);
+  using tkw = f32(k, kw, [d]);
+  using tf = f32(k, table, [d / 2]);
+  using rq = f32(k, new Float32Array(n * hq), [n * hq]);
+  using rk = f32(k, new Float32Array(n * hkv), [n * hkv]);
+  for (const [norms, freqs] of [[true, false], [false, true], [true, true], [false, false]]) {
+    const what = `norms ${norms}, table ${freqs}`;
+    // the separate calls
+    using q1 = f32(k, q, [n, hq, d]);
+    using k1 = f32(k, kk, [n, hkv, d]);
+    using kc1 = f32(k, kc0, cache);
+    using vc1 = f32(k, vc0, cache);
+    if (norms) {
+      using qx = f32(k, q, [n * hq, d]);
+      using kx = f32(k, kk, [n * hkv, d]);
+      rmsnormForward(k, Tensor.viewOf(q1, 0, [n * hq, d]), rq, qx, tqw, 1e-6);
+      rmsnormForward(k, Tensor.viewOf(k1, 0, [n * hkv, d]), rk, kx, tkw, 1e-6);
+    }
+    for (const [x, h] of [[q1, hq], [k1, hkv]] as const) {
+      if (freqs) ropeFreqs(k, x, x, tp, tf);
+      else rope(k, x, x, tp, 1e4);
+      assert.equal(x.shape[1], h);
+    }
+    kvCacheWrite(k, kc1, vc1, k1, tv, ts, tp);
+    // one call
+    using q2 = f32(k, q, [n, hq, d]);
+    using k2 = f32(k, kk, [n, hkv, d]);
+    using kc2 = f32(k, kc0, cache);
+    using vc2 = f32(k, vc0, cache);
+    normRopeKvCacheWrite(k, q2, k2, kc2, vc2, tv, ts, tp, {
+      qNorm: norms ? tqw : null,
+      kNorm: norms ? tkw : null,
+      invFreq: freqs ? tf : null,
+      eps: 1e-6,
+      theta: 1e4,
+    });
+    for (const [a, b, name] of [[q1, q2, "q"], [k1, k2, "k"], [kc1, kc2, "kCache"]] as const) {
+      assert.deepEqual(Array.from(b.view()), Array.from(a.view()), `${what}: ${name}`);
+    }
+    assert.deepEqual(Array.from(vc2.view()), Array.from(vc1.view()), `${what}: vCache`);
+    assert.notDeepEqual(Array.from(kc2.view()), Array.from(kc0), `${what}: the cache was written`);
+  }
+  // bad values: a clear error, and nothing written
+  using q3 = f32(k, q, [n, hq, d]);
+  using k3 = f32(k, kk, [n, hkv, d]);
+  using kc3 = f32(k, kc0, cache);
+  const options: NormRopeOptions = { qNorm: tqw, kNorm: tkw, invFreq: null, eps: 1e-6, theta: 1e4 };
+  const call = (slots: Tensor, positions: Tensor, o = options) =>
+    normRopeKvCacheWrite(k, q3, k3, kc3, f32(k, kc0, cache), tv, slots, positions, o);
+  const unchanged = () =>
+    [[q3, q], [k3, kk], [kc3, kc0]].forEach(([t, x], i) =>
+      assert.deepEqual(Array.from((t as Tensor).view()), Array.from(x as Float32Array), `${i}`)
+    );
+  using badSlot = i32(k, Int32Array.of(1, 2, 0));
+  assert.throws(
+    () => call(badSlot, tp),
+    /arl_norm_rope_kv_cache_write: slot 2 of token 1 is outside \[0, 2\)/,
+  );
+  using badPos = i32(k, Int32Array.of(1, -1, 0));
+  assert.throws(
+    () => call(ts, badPos),
+    /arl_norm_rope_kv_cache_write: position -1 of token 1 is outside \[0, 6\)/,
+  );
+  using badTable = f32(k, Float32Array.of(1, 0.5, NaN, 0.1), [d / 2]);
+  assert.throws(
+    () => call(ts, tp, { ...options, invFreq: badTable }),
+    /arl_norm_rope_kv_cache_write: inv_freq\[2\] is not finite/,
+  );
+  unchanged();
+  assert.throws(() => call(ts, tp, { ...options, eps: -1 }), /eps must be finite and >= 0, got -1/);
+  using shortNorm = f32(k, qw.subarray(0, 4), [4]);
+  assert.throws(
+    () => call(ts, tp, { ...options, kNorm: shortNorm }),
+    /kNorm must have shape \[8\], got \[4\]/,
+  );
+  unchanged();
 });
 
 Deno.test("rmsnormQkvRopeForward equals rmsnormLinearForward, then ropeKvCacheWrite on the q, k and v parts", () => {

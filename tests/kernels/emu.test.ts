@@ -272,26 +272,33 @@ Deno.test({
     `the CUDA library, emulated: decode values only the kernel sees are reported at the next synchronizing call${why}`,
   ignore,
   async fn() {
-    const script = `import { Kernels, ropeKvCacheWrite, Tensor } from ${
+    // (ropeKvCacheWrite, then normRopeKvCacheWrite with q/k norms and a table)
+    const script = `import { Kernels, normRopeKvCacheWrite, ropeKvCacheWrite, Tensor } from ${
       JSON.stringify(path("../../ffi/mod.ts"))
     };
       const k = Kernels.open({ device: "cuda" });
       const t = (shape) => Tensor.from(k, new Float32Array(shape.reduce((a, b) => a * b)).fill(1), shape);
       const [q, kk, v, kc, vc] = [t([2, 2, 4]), t([2, 1, 4]), t([2, 1, 4]), t([2, 1, 3, 4]), t([2, 1, 3, 4])];
-      for (const [slots, pos] of [[[0, 2], [0, 1]], [[0, 1], [0, 3]], [[0, 1], [-4, 1]], [[1, 0], [2, 0]]]) {
-        ropeKvCacheWrite(k, q, kk, kc, vc, v, Tensor.from(k, Int32Array.from(slots)),
-          Tensor.from(k, Int32Array.from(pos)), 1e4);
-        try { kc.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
+      const options = { qNorm: t([4]), kNorm: t([4]), invFreq: t([2]), eps: 1e-6, theta: 1e4 };
+      for (const fused of [false, true]) {
+        for (const [slots, pos] of [[[0, 2], [0, 1]], [[0, 1], [0, 3]], [[0, 1], [-4, 1]], [[1, 0], [2, 0]]]) {
+          const [ts, tp] = [Tensor.from(k, Int32Array.from(slots)), Tensor.from(k, Int32Array.from(pos))];
+          if (fused) normRopeKvCacheWrite(k, q, kk, kc, vc, v, ts, tp, options);
+          else ropeKvCacheWrite(k, q, kk, kc, vc, v, ts, tp, 1e4);
+          try { kc.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
+        }
       }`;
     const lines = await evalOnEmulator(script);
-    assert.equal(lines.length, 4, lines.join("\n"));
-    assert.match(
-      lines[0]!,
-      /arl_copy: an earlier call failed: .*slot 2 of token 1 is outside \[0, S\)/,
-    );
-    assert.match(lines[1]!, /position 3 of token 1 is outside \[0, L\)/);
-    assert.match(lines[2]!, /negative position at row 0/);
-    assert.equal(lines[3], "read ok", "the flag is cleared once reported");
+    assert.equal(lines.length, 8, lines.join("\n"));
+    for (const at of [0, 4]) {
+      assert.match(
+        lines[at]!,
+        /arl_copy: an earlier call failed: .*slot 2 of token 1 is outside \[0, S\)/,
+      );
+      assert.match(lines[at + 1]!, /position 3 of token 1 is outside \[0, L\)/);
+      assert.match(lines[at + 2]!, /negative position at row 0/);
+      assert.equal(lines[at + 3], "read ok", "the flag is cleared once reported");
+    }
   },
 });
 

@@ -721,6 +721,113 @@ Deno.test("native: out-of-range token ids, targets, slots, positions and lengths
     ARL_ERR_VALUE,
     /position -1 of token 0 is outside/,
   );
+  const normRope = s.arl_norm_rope_kv_cache_write!;
+  const [nq, nk] = [new Float32Array(4), new Float32Array(2)];
+  expectNative(
+    k,
+    normRope(
+      ctx,
+      p(nq),
+      p(nk),
+      p(kc),
+      p(kc),
+      p(f),
+      null,
+      null,
+      null,
+      p(ints(1)),
+      p(ints(-1)),
+      1,
+      2,
+      2,
+      1,
+      4,
+      2,
+      1e-6,
+      1e4,
+    ),
+    ARL_ERR_VALUE,
+    /arl_norm_rope_kv_cache_write: position -1 of token 0 is outside \[0, 4\)/,
+  );
+  expectNative(
+    k,
+    normRope(
+      ctx,
+      p(nq),
+      null,
+      p(kc),
+      p(kc),
+      p(f),
+      p(f),
+      p(f),
+      null,
+      p(ints(1)),
+      p(ints(0)),
+      1,
+      2,
+      2,
+      1,
+      4,
+      2,
+      1e-6,
+      1e4,
+    ),
+    ARL_ERR_NULL,
+    /arl_norm_rope_kv_cache_write: k must not be null/,
+  );
+  expectNative(
+    k,
+    normRope(
+      ctx,
+      p(nq),
+      p(nk),
+      p(kc),
+      p(kc),
+      p(f),
+      p(f),
+      null,
+      null,
+      p(ints(1)),
+      p(ints(0)),
+      1,
+      2,
+      2,
+      1,
+      4,
+      2,
+      -1,
+      1e4,
+    ),
+    ARL_ERR_VALUE,
+    /arl_norm_rope_kv_cache_write: eps must be finite and >= 0, got -1/,
+  );
+  expectNative(
+    k,
+    normRope(
+      ctx,
+      p(nq),
+      p(nk),
+      p(kc),
+      p(kc),
+      p(f),
+      null,
+      null,
+      p(Float32Array.of(Infinity)),
+      p(ints(1)),
+      p(ints(0)),
+      1,
+      2,
+      2,
+      1,
+      4,
+      2,
+      1e-6,
+      1e4,
+    ),
+    ARL_ERR_VALUE,
+    /arl_norm_rope_kv_cache_write: inv_freq\[0\] is not finite/,
+  );
+
   expectNative(
     k,
     s.arl_attention_decode(
@@ -1568,6 +1675,49 @@ Deno.test("fuzz: thousands of random argument combinations never crash and retur
     () => {
       const e = new Expect();
       const [n, sl, [hq, hkv], l, d] = [size(), size(), heads(), size(), size()];
+      const slots = ids(n, sl), pos = ids(n, l);
+      const eps = rng.chance(0.9) ? 1e-6 : -1;
+      // q and k change in place (outputs); the norms and the table may be null (not used)
+      const table = Float32Array.from({ length: Math.max(d, 1) }, () => rng.range(0, 1));
+      const bad = d > 1 && rng.chance(0.2);
+      if (bad) table[rng.int(0, Math.floor(d / 2) - 1)] = [NaN, -Infinity][rng.int(0, 1)]!;
+      const tp = rng.chance(0.5) ? p(table) : null;
+      const q = OUT(0), kk = OUT(1), kc = maybe(caches[0]!), vc = maybe(caches[1]!), v = IN(0);
+      const sp = maybe(slots), pp = maybe(pos);
+      [q, kk, kc, vc, v, sp, pp].forEach((x) => e.need(x));
+      if (e.sizes(n, hq, sl, hkv, l, d)) {
+        e.size(d % 2 !== 0);
+        e.value(eps < 0);
+        if (sp && pp) e.value(!idsOk(slots, n, 0, sl - 1) || !idsOk(pos, n, 0, l - 1));
+        if (tp) e.value(bad);
+      }
+      const fn = s.arl_norm_rope_kv_cache_write!;
+      const st = fn(
+        ctx,
+        q,
+        kk,
+        kc,
+        vc,
+        v,
+        IN(1),
+        rng.chance(0.5) ? IN(2) : null,
+        tp,
+        sp,
+        pp,
+        n,
+        hq,
+        sl,
+        hkv,
+        l,
+        d,
+        eps,
+        10000,
+      );
+      return ["arl_norm_rope_kv_cache_write", st, e];
+    },
+    () => {
+      const e = new Expect();
+      const [n, sl, [hq, hkv], l, d] = [size(), size(), heads(), size(), size()];
       const slots = ids(n, sl), lens = Int32Array.from(ids(n, l), (x) => x + 1);
       const out = OUT(0),
         q = IN(0),
@@ -1812,6 +1962,6 @@ Deno.test("fuzz: thousands of random argument combinations never crash and retur
       `${name}: ${tally.ok} successful and ${tally.err} failed calls`,
     );
   }
-  assert.equal(seen.size, 20);
+  assert.equal(seen.size, 21);
   assert.equal(inputSum(), before, "a kernel wrote into one of its const inputs");
 });

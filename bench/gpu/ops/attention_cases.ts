@@ -10,6 +10,7 @@ import {
   type AttentionPrecision,
   Kernels,
   kvCacheWrite,
+  normRopeKvCacheWrite,
   ropeKvCacheWrite,
 } from "../../../ffi/mod.ts";
 import { type Case, cuOf, EXACT, Rand, Scope, sumTo, TOL_BF16, TOL_FP32 } from "./harness.ts";
@@ -113,6 +114,40 @@ export function attentionCases(seed: number, cpu: Kernels): Case[] {
         return { q: Q.read(), k: K.read(), kCache: kc.read(), vCache: vc.read() };
       },
     },
+    // ... with Qwen3's q/k norms, a scaled RoPE's table, and both (arl_norm_rope_kv_cache_write)
+    ...([["norms", true, false], ["table", false, true], ["norms and table", true, true]] as const)
+      .map(([what, norms, table]): Case => ({
+        op: `normRopeKvCacheWrite (decode fusion), ${what}`,
+        tol: { q: TOL_FP32, k: TOL_FP32, kCache: TOL_FP32, vCache: EXACT },
+        needs: "arl_norm_rope_kv_cache_write",
+        run: (s) => {
+          const rn = new Rand(`norm rope ${what}`, seed);
+          const [kc, vc] = [s.f32(kc0, cacheShape), s.f32(vc0, cacheShape)];
+          const [Q, K] = [s.f32(qd.subarray(0, n * hq * d), [n, hq, d]), s.f32(kn, [n, hkv, d])];
+          const freqs = Float32Array.from({ length: d / 2 }, (_, j) => {
+            const f = Math.pow(5e5, -2 * j / d);
+            return 2 * Math.PI / f > 64 ? f / 8 : f;
+          });
+          normRopeKvCacheWrite(
+            s.k,
+            Q,
+            K,
+            kc,
+            vc,
+            s.f32(vn, [n, hkv, d]),
+            s.i32(slots),
+            s.i32(positions),
+            {
+              qNorm: norms ? s.f32(rn.randn(d).map((x) => 1 + 0.3 * x), [d]) : null,
+              kNorm: norms ? s.f32(rn.randn(d).map((x) => 1 + 0.3 * x), [d]) : null,
+              invFreq: table ? s.f32(freqs, [d / 2]) : null,
+              eps: 1e-6,
+              theta: 10000,
+            },
+          );
+          return { q: Q.read(), k: K.read(), kCache: kc.read(), vCache: vc.read() };
+        },
+      })),
     // One query over a long cache (split across blocks on CUDA) and 20 queries (one block each).
     ...[[1, 600], [20, 600]].map(([nq, L2]) => {
       const rl = new Rand(`decode ${nq}x${L2}`, seed);
