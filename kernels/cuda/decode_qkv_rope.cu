@@ -78,71 +78,65 @@ void launch_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_c
                   q_stride, kv_stride);
 }
 
-// arl_norm_rope_kv_cache_write: one block per token, a warp per head of q then k. The token's
-// cos/sin first (shared memory: d floats, the table's frequencies or theta's); each warp then sums
-// its head's squares (double, as arl_rmsnorm_forward), scales by the norm weight where given, and
-// ropes the pairs in place (k's also into the cache); then the v rows into the cache. Bad
-// positions and slots are flagged as in rope_kv_cache_write_kernel.
-__global__ void norm_rope_kv_cache_write_kernel(float* q, float* k, float* k_cache,
-                                                float* v_cache, const float* v,
-                                                const float* q_norm, const float* k_norm,
-                                                const float* inv_freq, const int32_t* slots,
-                                                const int32_t* positions, int32_t hq, int32_t s,
-                                                int32_t hkv, int32_t l, int32_t d, float eps,
-                                                float theta, int* flag, int64_t* flag_index) {
-  extern __shared__ float trig[];
+// arl_norm_rope_kv_cache_write: a one-warp block per head of each token (blockIdx.x = token *
+// (hq + hkv) + head; q's heads, then k's), so that the heads' norms run side by side (a block a
+// token took as long as the separate calls on an H100). The warp sums its head's squares (double,
+// as arl_rmsnorm_forward), scales by the norm weight where given, and ropes its pairs in place
+// (cos/sin from the table's frequencies or theta's, in double); a k head's block also writes its
+// rotated row and its v row into the cache. Bad positions and slots are flagged as in
+// rope_kv_cache_write_kernel (by each token's first block).
+__global__ void __launch_bounds__(32) norm_rope_kv_cache_write_kernel(
+    float* q, float* k, float* k_cache, float* v_cache, const float* v, const float* q_norm,
+    const float* k_norm, const float* inv_freq, const int32_t* slots, const int32_t* positions,
+    int32_t hq, int32_t s, int32_t hkv, int32_t l, int32_t d, float eps, float theta, int* flag,
+    int64_t* flag_index) {
   arl::pdl_trigger();
   arl::pdl_wait();  // q, k and v come from the GEMV before (launch_pdl)
-  const int32_t half = d / 2, i = blockIdx.x;
+  const int32_t heads = hq + hkv, half = d / 2, lane = int32_t(threadIdx.x);
+  const int64_t i = blockIdx.x / heads;
+  const int32_t hh = int32_t(blockIdx.x - i * heads);
   const int32_t pos = positions[i], slot = slots[i];
   if (pos < 0) {
-    if (threadIdx.x == 0) arl_set_flag(flag, flag_index, arl::kDeferredNegativePosition, i);
+    if (hh == 0 && lane == 0) arl_set_flag(flag, flag_index, arl::kDeferredNegativePosition, i);
     return;
   }
   const bool bad_slot = slot < 0 || slot >= s, cached = !bad_slot && pos < l;
-  if (!cached && threadIdx.x == 0)
+  if (!cached && hh == 0 && lane == 0)
     arl_set_flag(flag, flag_index, bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
-                 (int64_t(i) << 32) | uint32_t(bad_slot ? slot : pos));
-  for (int32_t j = threadIdx.x; j < half; j += blockDim.x) {
-    if (inv_freq) rope_trig_freq(double(pos), inv_freq[j], 1.0, &trig[j], &trig[half + j]);
-    else rope_trig(j, double(pos), theta, d, 1.0, &trig[j], &trig[half + j]);
+                 (i << 32) | uint32_t(bad_slot ? slot : pos));
+  const bool is_k = hh >= hq;
+  const int32_t kh = hh - hq;
+  float* row = is_k ? k + (i * hkv + kh) * d : q + (i * hq + hh) * d;
+  const float* weight = is_k ? k_norm : q_norm;
+  float r = 1.0f;
+  if (weight != nullptr) {
+    double ss = 0.0;
+    for (int32_t j = lane; j < d; j += 32) ss += double(row[j]) * row[j];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    r = float(1.0 / sqrt(ss / d + eps));
   }
-  __syncthreads();
-  const int lane = threadIdx.x & 31, warps = int(blockDim.x >> 5);
-  for (int32_t hh = int32_t(threadIdx.x >> 5); hh < hq + hkv; hh += warps) {
-    const bool is_k = hh >= hq;
-    float* row = is_k ? k + (int64_t(i) * hkv + (hh - hq)) * d : q + (int64_t(i) * hq + hh) * d;
-    const float* weight = is_k ? k_norm : q_norm;
-    float r = 1.0f;
+  const int64_t at = ((int64_t(slot) * hkv + kh) * l + pos) * d;
+  float* dst = is_k && cached ? k_cache + at : nullptr;
+  for (int32_t j = lane; j < half; j += 32) {
+    float a = row[j], b = row[j + half];
     if (weight != nullptr) {
-      double ss = 0.0;
-      for (int32_t j = lane; j < d; j += 32) ss += double(row[j]) * row[j];
-      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      r = float(1.0 / sqrt(ss / d + eps));
+      a = a * r * weight[j];
+      b = b * r * weight[j + half];
     }
-    float* dst = is_k && cached ? k_cache + ((int64_t(slot) * hkv + (hh - hq)) * l + pos) * d
-                                : nullptr;
-    for (int32_t j = lane; j < half; j += 32) {
-      float a = row[j], b = row[j + half];
-      if (weight != nullptr) {
-        a = a * r * weight[j];
-        b = b * r * weight[j + half];
-      }
-      const float cs = trig[j], sn = trig[half + j];
-      const float ra = a * cs - b * sn, rb = b * cs + a * sn;
-      row[j] = ra;
-      row[j + half] = rb;
-      if (dst != nullptr) {
-        dst[j] = ra;
-        dst[j + half] = rb;
-      }
+    float cs, sn;
+    if (inv_freq) rope_trig_freq(double(pos), inv_freq[j], 1.0, &cs, &sn);
+    else rope_trig(j, double(pos), theta, d, 1.0, &cs, &sn);
+    const float ra = a * cs - b * sn, rb = b * cs + a * sn;
+    row[j] = ra;
+    row[j + half] = rb;
+    if (dst != nullptr) {
+      dst[j] = ra;
+      dst[j + half] = rb;
     }
   }
-  if (!cached) return;
-  for (int32_t e = threadIdx.x; e < hkv * d; e += blockDim.x) {
-    const int32_t h = e / d, c = e - h * d;
-    v_cache[((int64_t(slot) * hkv + h) * l + pos) * d + c] = v[int64_t(i) * hkv * d + e];
-  }
+  if (!is_k || !cached) return;
+  const float* vi = v + (i * hkv + kh) * d;
+  for (int32_t j = lane; j < d; j += 32) v_cache[at + j] = vi[j];
 }
 
 // y = rmsnorm(x) . w^T + bias for a stacked q|k|v weight, then RoPE and the cache write of each
@@ -194,12 +188,14 @@ arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float*
                                         float eps, float theta) {
   ARL_CTX(ctx);
   ARL_NORM_ROPE_KV_ARGS(ctx);
-  if (size_t(d) * sizeof(float) > 48 * 1024)
-    return arl::fail(ctx, ARL_ERR_UNSUPPORTED, "%s: head dim %d is over 12288", __func__, int(d));
+  const int64_t blocks = int64_t(n) * (int64_t(hq) + hkv);
+  if (blocks > INT32_MAX)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: %lld heads in all is too many", __func__,
+                     (long long)blocks);
   // Positions and slots are flagged by the kernel (reported at the next synchronizing call).
-  arl::launch_pdl(ctx, norm_rope_kv_cache_write_kernel, dim3(unsigned(n)), dim3(256),
-                  size_t(d) * sizeof(float), q, k, k_cache, v_cache, v, q_norm, k_norm, inv_freq,
-                  slots, positions, hq, s, hkv, l, d, eps, theta, ctx->flag, ctx->flag_index);
+  arl::launch_pdl(ctx, norm_rope_kv_cache_write_kernel, dim3(unsigned(blocks)), dim3(32), 0, q, k,
+                  k_cache, v_cache, v, q_norm, k_norm, inv_freq, slots, positions, hq, s, hkv, l,
+                  d, eps, theta, ctx->flag, ctx->flag_index);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

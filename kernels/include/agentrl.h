@@ -323,11 +323,12 @@ ARL_API arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, flo
                                            int32_t n, int32_t hq, int32_t s, int32_t hkv,
                                            int32_t l, int32_t d, float theta);
 /*
- * arl_rope_kv_cache_write with two more steps in the same kernel (the CUDA library: a block a
- * token, a warp a head): each head's q and k rows RMS-normalized first, as arl_rmsnorm_forward
- * of the (N HQ, D) and (N HKV, D) rows with q_norm (D) and k_norm (D) and eps (Qwen3's
- * q_norm/k_norm; either may be null: those rows are not normalized), and the rotation
- * frequencies from inv_freq (D/2, as arl_rope_freqs takes them; null: theta's, as arl_rope).
+ * arl_rope_kv_cache_write with two more steps in the same kernel (the CUDA library: a one-warp
+ * block a head of each token): each head's q and k rows RMS-normalized first, as
+ * arl_rmsnorm_forward of the (N HQ, D) and (N HKV, D) rows with q_norm (D) and k_norm (D) and
+ * eps (Qwen3's q_norm/k_norm; either may be null: those rows are not normalized), and the
+ * rotation frequencies from inv_freq (D/2, as arl_rope_freqs takes them; null: theta's, as
+ * arl_rope).
  * theta must be > 0 either way; eps >= 0. Added without a new ABI version: a library built
  * before it lacks the symbol, and the FFI layer loads it as optional.
  */
