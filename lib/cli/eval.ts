@@ -14,6 +14,7 @@ import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { isBuiltinModelPath, prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
+import { withKvCacheHint } from "../rollout/errors.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
@@ -56,15 +57,21 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   console.error(`model: ${policyModel.source}`);
   const gen = val.generating_args!;
   const envs = val.num_env_groups * (val.group_size + val.group_size_redundancy);
-  await using engine = new GenerationEngine(model, {
-    maxRunningRequests: Math.min(envs, 128),
-    maxModelLen: Math.min(
-      config.val_sequence_length ?? config.sequence_length ?? 4096,
-      model.config.max_position_embeddings,
-    ),
-    decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
-    seed: config.seed,
-  });
+  await using engine = withKvCacheHint(
+    () =>
+      new GenerationEngine(model, {
+        maxRunningRequests: Math.min(envs, 128),
+        maxModelLen: Math.min(
+          config.val_sequence_length ?? config.sequence_length ?? 4096,
+          model.config.max_position_embeddings,
+        ),
+        decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
+        seed: config.seed,
+      }),
+    "It holds every environment's episode at once (val_env_manager's num_env_groups x " +
+      "(group_size + group_size_redundancy), at most 128) at val_sequence_length (else " +
+      "sequence_length; at most the model's max_position_embeddings): lower either",
+  );
   const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
   const enginePolicy = new EnginePolicy(
     engine,

@@ -53,6 +53,7 @@
  */
 import { setImmediate } from "node:timers";
 import {
+  KernelError,
   type PendingSample,
   type Sampled,
   type SampleRow,
@@ -63,6 +64,7 @@ import { Qwen2Model } from "../model/qwen2.ts";
 import type { Qwen2KvCache } from "../model/qwen2_kv_cache.ts";
 import { type NormalizedRequest, normalizeRequest } from "./_request.ts";
 import { loadWeights } from "./_weights.ts";
+import { kvCacheBytes, KvCacheSizeError } from "./kv_cache_size.ts";
 import { type DecodeFn, StopStringMatcher, tokensThrough } from "./_stop.ts";
 import type {
   GenerateOptions,
@@ -282,14 +284,18 @@ export class GenerationEngine implements AsyncDisposable {
     }
     this.#lookahead = lookahead;
     // the cache first: one too large for memory is refused with its size, before any array
+    // (too large for a tensor, or for the device's memory: status ARL_ERR_ALLOC)
     try {
       this.#cache = model.createKvCache(this.maxRunningRequests, this.maxModelLen);
     } catch (e) {
-      if (!(e instanceof RangeError)) throw e;
-      throw new RangeError(
-        `The KV cache of maxRunningRequests ${this.maxRunningRequests} x maxModelLen ` +
-          `${this.maxModelLen} cannot be allocated: ${e.message}`,
-        { cause: e },
+      if (!(e instanceof RangeError) && !(e instanceof KernelError && e.status === 4)) throw e;
+      const bytes = kvCacheBytes(model.config, this.maxRunningRequests, this.maxModelLen);
+      throw new KvCacheSizeError(
+        this.maxRunningRequests,
+        this.maxModelLen,
+        bytes,
+        model.kernels.device,
+        e,
       );
     }
     this.#freeSlots = Array.from({ length: this.maxRunningRequests }, (_, i) => i).reverse();

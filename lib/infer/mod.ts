@@ -30,6 +30,7 @@ export {
   type NamedWeights,
   type UpdateWeightsOptions,
 } from "./engine.ts";
+export { formatBytes, kvCacheBytes, KvCacheSizeError } from "./kv_cache_size.ts";
 export {
   generateStatic,
   generateStaticPadded,

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { KvCacheSizeError } from "../infer/kv_cache_size.ts";
 
 /** The config cannot run, e.g. `sequence_length` below the first prompt. */
 export class RolloutConfigError extends Error {
@@ -34,5 +35,20 @@ export class RolloutError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "RolloutError";
+  }
+}
+
+/**
+ * Runs `make` (a generation engine's construction); a KV cache too large for memory becomes a
+ * RolloutConfigError that adds `hint`: which config keys set its two sizes.
+ */
+export function withKvCacheHint<T>(make: () => T, hint: string): T {
+  try {
+    return make();
+  } catch (e) {
+    if (e instanceof KvCacheSizeError) {
+      throw new RolloutConfigError(`${e.message}. ${hint}`, { cause: e });
+    }
+    throw e;
   }
 }

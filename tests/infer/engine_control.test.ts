@@ -3,8 +3,16 @@
 // and updateWeights (model_update) from a model or named weights.
 import assert from "node:assert/strict";
 import { setImmediate } from "node:timers";
-import { Kernels } from "../../ffi/mod.ts";
-import { GenerationEngine, type GenerationRequest, type StepInfo } from "../../lib/infer/mod.ts";
+import { KernelError, Kernels } from "../../ffi/mod.ts";
+import {
+  formatBytes,
+  GenerationEngine,
+  type GenerationRequest,
+  kvCacheBytes,
+  KvCacheSizeError,
+  type StepInfo,
+} from "../../lib/infer/mod.ts";
+import { RolloutConfigError, withKvCacheHint } from "../../lib/rollout/errors.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { randomModel, referenceGreedy, smallConfig } from "./_helpers.ts";
 
@@ -162,8 +170,62 @@ Deno.test("engine: bad requests and options are rejected with errors naming the 
   );
   assert.throws(
     () => new GenerationEngine(model, { maxRunningRequests: 2 ** 31 - 1, maxModelLen: 64 }),
-    /The KV cache of maxRunningRequests 2147483647 x maxModelLen 64 cannot be allocated: /,
+    /The KV cache of maxRunningRequests 2147483647 x maxModelLen 64 \([\d.]+ GiB of f32 keys and values\) cannot be allocated on the cpu: /,
   );
+  // the device out of memory (ARL_ERR_ALLOC) reads the same, with the size it asked for
+  const createKvCache = model.createKvCache;
+  model.createKvCache = () => {
+    throw new KernelError("arl_alloc", 4, "arl_alloc: out of memory allocating 3 bytes");
+  };
+  try {
+    assert.throws(
+      () => new GenerationEngine(model, { maxRunningRequests: 3, maxModelLen: 32 }),
+      (e: Error) => {
+        assert.ok(e instanceof KvCacheSizeError);
+        const bytes = kvCacheBytes(model.config, 3, 32);
+        assert.equal(e.bytes, bytes);
+        assert.match(
+          e.message,
+          new RegExp(
+            `^The KV cache of maxRunningRequests 3 x maxModelLen 32 \\(${
+              formatBytes(bytes).replace(".", "\\.")
+            } of f32 keys and values\\) cannot be allocated on the cpu: arl_alloc failed \\(status 4\\)`,
+          ),
+        );
+        return true;
+      },
+    );
+    // other kernel errors pass through as they are
+    model.createKvCache = () => {
+      throw new KernelError("arl_alloc", 6, "a bug");
+    };
+    assert.throws(
+      () => new GenerationEngine(model, opts),
+      /^KernelError: arl_alloc failed \(status 6\)/,
+    );
+  } finally {
+    model.createKvCache = createKvCache;
+  }
+});
+
+Deno.test("withKvCacheHint: a KV cache too large becomes a config error with the keys to lower; other errors pass", () => {
+  const tooLarge = new KvCacheSizeError(128, 8192, 2 ** 35, "cuda", new Error("no memory"));
+  assert.throws(
+    () =>
+      withKvCacheHint(() => {
+        throw tooLarge;
+      }, "Lower sequence_length"),
+    (e: Error) =>
+      e instanceof RolloutConfigError && e.cause === tooLarge &&
+      e.message === "The KV cache of maxRunningRequests 128 x maxModelLen 8192 (32.0 GiB of f32 " +
+          "keys and values) cannot be allocated on the cuda: no memory. Lower sequence_length",
+  );
+  const other = new TypeError("other");
+  assert.throws(() =>
+    withKvCacheHint(() => {
+      throw other;
+    }, "x"), (e) => e === other);
+  assert.equal(withKvCacheHint(() => 7, "x"), 7);
 });
 
 Deno.test("engine: updateWeights swaps in new weights: greedy output then equals a fresh engine on the new weights", async () => {

@@ -1,0 +1,56 @@
+/**
+ * The KV cache a generation engine allocates up front, and the error when it does not fit:
+ * its size in bytes from the model's shape, so that the message says what it asked for.
+ *
+ * @module
+ */
+import type { Qwen2Config } from "../model/config.ts";
+
+/**
+ * Bytes of a KV cache of `slots` sequences of up to `maxLen` positions: a key and a value of
+ * every layer's KV heads, f32 (4 bytes each).
+ *
+ * @example
+ * ```ts
+ * import { kvCacheBytes } from "./kv_cache_size.ts";
+ * const qwen = { num_hidden_layers: 24, num_key_value_heads: 2, head_dim: 64 };
+ * console.log(kvCacheBytes(qwen, 1, 1024)); // 25165824
+ * ```
+ */
+export function kvCacheBytes(
+  config: Pick<Qwen2Config, "num_hidden_layers" | "num_key_value_heads" | "head_dim">,
+  slots: number,
+  maxLen: number,
+): number {
+  return 2 * config.num_hidden_layers * slots * config.num_key_value_heads * maxLen *
+    config.head_dim * 4;
+}
+
+/** `bytes` as GiB (or MiB under one GiB), for messages. */
+export function formatBytes(bytes: number): string {
+  return bytes >= 2 ** 30
+    ? `${(bytes / 2 ** 30).toFixed(1)} GiB`
+    : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
+/**
+ * The KV cache of `maxRunningRequests` x `maxModelLen` does not fit: more than a tensor may
+ * hold, or more than the device's free memory. A RangeError (the two numbers are too large).
+ */
+export class KvCacheSizeError extends RangeError {
+  constructor(
+    readonly maxRunningRequests: number,
+    readonly maxModelLen: number,
+    readonly bytes: number,
+    readonly device: string,
+    cause: unknown,
+  ) {
+    super(
+      `The KV cache of maxRunningRequests ${maxRunningRequests} x maxModelLen ${maxModelLen} ` +
+        `(${formatBytes(bytes)} of f32 keys and values) cannot be allocated on the ${device}: ` +
+        `${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+    this.name = "KvCacheSizeError";
+  }
+}
