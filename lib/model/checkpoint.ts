@@ -26,7 +26,7 @@
  */
 import { join } from "node:path";
 import { hasQkNorm, type Qwen2Config } from "./config.ts";
-import { parseQwen2Config, qwen2ConfigToJson } from "./hf_config.ts";
+import { configJsonText, parseQwen2Config, qwen2ConfigToJson } from "./hf_config.ts";
 import {
   CheckpointError,
   closeNames,
@@ -670,10 +670,11 @@ export async function saveHfCheckpoint(
       else await Deno.writeFile(join(tmp, name), contents);
       files.push(name);
     }
-    await writeJson(
-      HF_FILES.config,
-      qwen2ConfigToJson(config, { torch_dtype: dtype === "f32" ? "float32" : "bfloat16" }),
-    );
+    const json = qwen2ConfigToJson(config, {
+      torch_dtype: dtype === "f32" ? "float32" : "bfloat16",
+    });
+    await Deno.writeTextFile(join(tmp, HF_FILES.config), configJsonText(json));
+    files.push(HF_FILES.config);
     if (replace) {
       const old = `${d}.old-${Deno.pid}`;
       await Deno.rename(d, old);

@@ -311,6 +311,39 @@ export interface Qwen2ConfigJsonOptions {
   torch_dtype?: "float32" | "bfloat16";
 }
 
+/** The keys transformers reads as floats: written `32.0`, not `32` (it warns on a llama3 int factor). */
+const FLOAT_KEYS = new Set([
+  "factor",
+  "low_freq_factor",
+  "high_freq_factor",
+  "rope_theta",
+  "attention_dropout",
+]);
+
+/**
+ * `config.json`'s text for {@linkcode qwen2ConfigToJson}'s object: JSON with two-space indents, and
+ * the float fields that hold whole numbers written with `.0`, as Python's json module writes them.
+ *
+ * @example
+ * ```ts
+ * import { configJsonText } from "./hf_config.ts";
+ * console.log(configJsonText({ rope_theta: 10000, rope_scaling: { factor: 32 } }).includes("32.0")); // true
+ * ```
+ */
+export function configJsonText(json: Record<string, unknown>): string {
+  const marker = "\u0000float:";
+  const text = JSON.stringify(
+    json,
+    (key, value) =>
+      FLOAT_KEYS.has(key) && typeof value === "number" && Number.isInteger(value)
+        ? `${marker}${value}`
+        : value,
+    2,
+  );
+  return text.replace(/"\\u0000float:([^"]+)"/g, (_, n) => /^-?\d+$/.test(n) ? `${n}.0` : n) +
+    "\n";
+}
+
 /**
  * A `config.json` object for `config` that transformers loads as its
  * architecture (`Qwen2ForCausalLM` unless `model_type` names another),

@@ -12,7 +12,7 @@ import {
   saveHfCheckpoint,
 } from "../../lib/model/checkpoint.ts";
 import type { Qwen2Config } from "../../lib/model/config.ts";
-import { parseQwen2Config, qwen2ConfigToJson } from "../../lib/model/hf_config.ts";
+import { configJsonText, parseQwen2Config, qwen2ConfigToJson } from "../../lib/model/hf_config.ts";
 import { SafetensorsFile, writeSafetensors } from "../../lib/model/safetensors.ts";
 
 /** Qwen2.5-0.5B-Instruct's config.json as published on the Hugging Face Hub. */
@@ -761,6 +761,16 @@ Deno.test("Llama 3.1's RoPE scaling (llama3) is read from rope_scaling or rope_p
   });
   const back = parseQwen2Config(JSON.parse(JSON.stringify(qwen2ConfigToJson(c))), "back");
   assert.deepEqual(back, c);
+  // config.json's text: the float fields as Python writes them (transformers warns on an int
+  // factor), and it parses back the same
+  const text = configJsonText(qwen2ConfigToJson(c));
+  for (const line of ['"factor": 32.0', '"low_freq_factor": 1.0', '"high_freq_factor": 4.0']) {
+    assert.ok(text.includes(line), line);
+  }
+  assert.match(text, /"rope_theta": 500000\.0,/);
+  assert.match(text, /"original_max_position_embeddings": 8192\n/);
+  assert.match(text, /"num_hidden_layers": 16,/);
+  assert.deepEqual(parseQwen2Config(JSON.parse(text), "text"), c);
   // transformers 5: the scaling beside rope_theta in rope_parameters
   const { rope_scaling: _, rope_theta: __, ...rest } = LLAMA32_1B;
   const v5 = parseQwen2Config({
