@@ -32,13 +32,25 @@ export const QWEN2_DEFAULTS = {
 
 /** Defaults of transformers' config classes where they differ from Qwen2's. */
 const TYPE_DEFAULTS: Readonly<
-  Record<ModelType, { max_position_embeddings: number; attention_bias: boolean; head_dim?: number }>
+  Record<ModelType, {
+    max_position_embeddings: number;
+    attention_bias: boolean;
+    head_dim?: number;
+    /** LlamaConfig's and MistralConfig's bos 1 and eos 2 (Qwen's configs have none). */
+    bos_token_id?: number;
+    eos_token_id?: number;
+  }>
 > = {
   qwen2: { max_position_embeddings: 32768, attention_bias: true },
   // Qwen3Config's head_dim is 128 whatever the hidden size
   qwen3: { max_position_embeddings: 32768, attention_bias: false, head_dim: 128 },
-  llama: { max_position_embeddings: 2048, attention_bias: false },
-  mistral: { max_position_embeddings: 4096 * 32, attention_bias: false },
+  llama: { max_position_embeddings: 2048, attention_bias: false, bos_token_id: 1, eos_token_id: 2 },
+  mistral: {
+    max_position_embeddings: 4096 * 32,
+    attention_bias: false,
+    bos_token_id: 1,
+    eos_token_id: 2,
+  },
 };
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -62,7 +74,8 @@ const KERNEL_NUMBER = "a positive number within a float32's normal range (1.2e-3
  * to the head count, `head_dim` to hidden / heads (Qwen3: 128), `rope_theta` 10000,
  * `rms_norm_eps` 1e-6, `tie_word_embeddings` false, `max_position_embeddings`
  * 32768 (Llama: 2048), `attention_bias` true for Qwen2 (transformers always gives
- * its q/k/v biases) and false otherwise. Features the model does not implement
+ * its q/k/v biases) and false otherwise, `bos_token_id` / `eos_token_id` 1 / 2 for Llama
+ * and Mistral (null for Qwen). Features the model does not implement
  * (`hidden_act` other than silu, sliding window attention, RoPE scaling other than
  * Llama 3.1's `llama3`, `attention_bias` for the types whose attention_bias also
  * biases o_proj, and `mlp_bias`) are refused. Errors are
@@ -140,15 +153,20 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   // Called after vocab_size is read: a token id the model cannot emit is a config mistake.
   const isTokenId = (x: unknown): x is number =>
     typeof x === "number" && Number.isSafeInteger(x) && x >= 0 && x < vocab;
-  const tokenId = (key: string): number | null => {
+  // (absent: the type's default where it has one and the vocabulary holds it, as transformers)
+  const fallback = (key: "bos_token_id" | "eos_token_id"): number | null => {
+    const id = defaults[key];
+    return id !== undefined && id < vocab ? id : null;
+  };
+  const tokenId = (key: "bos_token_id"): number | null => {
     const v = get(key);
-    if (v === undefined) return null;
+    if (v === undefined) return fallback(key);
     if (isTokenId(v)) return v;
     return fail(key, `${key} is ${show(v)}; expected a token id in [0, ${vocab}) or null`);
   };
-  const tokenIds = (key: string): number | number[] | null => {
+  const tokenIds = (key: "eos_token_id"): number | number[] | null => {
     const v = get(key);
-    if (v === undefined) return null;
+    if (v === undefined) return fallback(key);
     if (isTokenId(v)) return v;
     if (Array.isArray(v) && v.length > 0 && v.every(isTokenId)) return [...v];
     return fail(

@@ -316,6 +316,24 @@ Deno.test("Qwen3 and Llama configs: their architectures, transformers' defaults 
   assert.equal(llama.attention_bias, false);
   assert.equal(llama.max_position_embeddings, 2048);
   assert.ok(!expectedQwen2Weights(llama).some((w) => /bias|q_norm/.test(w.name)));
+  // bos 1 and eos 2 where config.json names none (Qwen's configs have no such default)
+  const { bos_token_id: _b, eos_token_id: _e, ...noIds } = TINY;
+  const llamaNoIds = parseQwen2Config(
+    { ...noIds, model_type: "llama", architectures: undefined },
+    "n",
+  );
+  assert.deepEqual([llamaNoIds.bos_token_id, llamaNoIds.eos_token_id], [1, 2]);
+  const qwenNoIds = parseQwen2Config(
+    { ...noIds, model_type: "qwen3", architectures: undefined },
+    "n",
+  );
+  assert.deepEqual([qwenNoIds.bos_token_id, qwenNoIds.eos_token_id], [null, null]);
+  // (a vocabulary without them: none)
+  const tiny = parseQwen2Config(
+    { ...noIds, vocab_size: 2, model_type: "llama", architectures: undefined },
+    "n",
+  );
+  assert.deepEqual([tiny.bos_token_id, tiny.eos_token_id], [1, null]);
   for (const c of [q3, q3min, llama]) {
     const json = JSON.parse(JSON.stringify(qwen2ConfigToJson(c)));
     assert.equal(json.model_type, c.model_type);
