@@ -67,9 +67,11 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   const qk = d.qkNorm;
   const plainRope = s.ropeFreqs === null;
   const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null && plainRope;
-  // Qwen3's norms or a frequency table: the norms, RoPE and the cache write in one call (not
-  // in libraries built before it: then the separate calls below)
-  const normRope = fuse && (qk !== null || !plainRope) && hasNormRopeKvCacheWrite(k);
+  // Qwen3's norms or a frequency table: the norms, RoPE and the cache write in one call on the
+  // GPU, for any number of rows (a one-warp block a head of each; not in libraries built before
+  // it, nor with AGENTRL_DECODE_FUSION=0: then the separate calls below)
+  const normRope = k.device === "cuda" && s.fusion && (qk !== null || !plainRope) &&
+    hasNormRopeKvCacheWrite(k);
   const eps = cfg.rms_norm_eps;
   const normed = (y: Tensor, norm: Tensor, w: Tensor, bias: Tensor | null) =>
     fuse ? rmsnormLinearForward(k, y, d.x, norm, w, bias, eps) : linearForward(k, y, d.h, w, bias);

@@ -63,7 +63,8 @@ function graphModel(
  * and f32 at batch 2: every step's logits. */
 function cachedDecode(s: Scope, type: "qwen3" | "llama3", tokens: Int32Array): Float32Array {
   const out: number[] = [];
-  for (const [precision, rows] of [["bf16", 1], ["f32", 2]] as const) {
+  // (3 rows: a prefill of 12 tokens, more than the fused few-row kernels take)
+  for (const [precision, rows] of [["bf16", 1], ["f32", 2], ["f32", 3]] as const) {
     using model = graphModel(s.k, precision, 64, type);
     using cache = model.createKvCache(rows, 16);
     const prompt = Int32Array.from(tokens.subarray(0, 4));
@@ -211,12 +212,12 @@ export function graphCases(seed: number): Case[] {
   }, {
     // Qwen3: each head's query and key normed between the projections and RoPE, so no fused
     // layer call; bf16 weights, batch 1 (the stacked q|k|v GEMV), then two sequences (f32)
-    op: "Qwen3 cached decode, graphs recorded (q/k norms), bf16 batch 1 and f32 batch 2",
+    op: "Qwen3 cached decode, graphs recorded (q/k norms), bf16 batch 1 and f32 batch 2 and 3",
     tol: TOL_GEMM,
     run: (s) => ({ logits: cachedDecode(s, "qwen3", tokens) }),
   }, {
     // Llama 3.1's RoPE scaling: arl_rope_freqs, then the cache write, in place of the fused calls
-    op: "Llama 3.1 RoPE cached decode, graphs recorded (a frequency table), bf16 1 and f32 2",
+    op: "Llama 3.1 RoPE cached decode, graphs recorded (a frequency table), bf16 1, f32 2 and 3",
     tol: TOL_GEMM,
     needs: "arl_rope_freqs",
     run: (s) => ({ logits: cachedDecode(s, "llama3", tokens) }),
