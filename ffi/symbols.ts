@@ -346,6 +346,43 @@ export const SYMBOLS = {
     ],
     result: i32,
   },
+  // Added without a new ABI version: optional, so that libraries built before it still load.
+  arl_decode_layer_norms_bf16: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* float* x (C), updated */
+      ptr, /* float* qkv ((HQ + 2 HKV) D) */
+      ptr, /* float* attn (HQ D) */
+      ptr, /* float* act (F) */
+      ptr, /* const float* ln1 (C) */
+      ptr, /* const uint16_t* w_qkv ((HQ + 2 HKV) D, C) */
+      ptr, /* const float* b_qkv or null */
+      ptr, /* const uint16_t* w_o (C, HQ D) */
+      ptr, /* const float* ln2 (C) */
+      ptr, /* const uint16_t* w_gu (2F, C) */
+      ptr, /* const uint16_t* w_down (C, F) */
+      ptr, /* float* k_cache (S, HKV, L, D) */
+      ptr, /* float* v_cache */
+      ptr, /* const float* q_norm (D) or null */
+      ptr, /* const float* k_norm (D) or null */
+      ptr, /* const float* inv_freq (D / 2) or null */
+      ptr, /* const int32_t* slot (1) */
+      ptr, /* const int32_t* position (1) */
+      ptr, /* const int32_t* len (1) */
+      i32, /* int32_t c */
+      i32, /* int32_t f */
+      i32, /* int32_t hq */
+      i32, /* int32_t hkv */
+      i32, /* int32_t d */
+      i32, /* int32_t s */
+      i32, /* int32_t l */
+      f32, /* float eps */
+      f32, /* float theta */
+      f32, /* float scale */
+    ],
+    result: i32,
+    optional: true,
+  },
   arl_decode_layers_bf16: {
     parameters: [
       ptr, /* ctx */

@@ -1,5 +1,6 @@
 /** One token through a whole decoder layer in one call (arl_decode_layer_bf16). @module */
 import type { Kernels } from "../kernels.ts";
+import { KernelLibraryError, libraryPath } from "../library.ts";
 import type { Tensor } from "../tensor.ts";
 import { dim, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
@@ -25,6 +26,10 @@ export interface DecodeLayerWeights {
   gateUp: Tensor;
   /** Down projection (C, F), bf16. */
   down: Tensor;
+  /** Each query head's RMSNorm weight (D), before RoPE (Qwen3's q_norm); absent: none. */
+  qNorm?: Tensor | null;
+  /** Each key head's RMSNorm weight (D), likewise (k_norm). */
+  kNorm?: Tensor | null;
 }
 
 /**
@@ -49,6 +54,8 @@ export interface DecodeLayerStep extends DecodeStepConstants {
   /** This layer's caches (S, HKV, L, D). */
   kCache: Tensor;
   vCache: Tensor;
+  /** RoPE's frequencies (D / 2), as `ropeFreqs` takes them (a scaled RoPE); absent: theta's. */
+  invFreq?: Tensor | null;
 }
 
 /** One layer of {@linkcode decodeLayers}: its weights and its caches (S, HKV, L, D). */
@@ -121,6 +128,12 @@ function checkLayer(
  * `linearForward` (accumulating), {@linkcode rmsnormLinearSwigluForward} and `linearForward`
  * in sequence; the CUDA library runs it as four chained kernels for head dims 64 and 128 (C and
  * F multiples of 8), with every sum in a fixed order. x is (C) or (1, C).
+ *
+ * With `w.qNorm` / `w.kNorm` (Qwen3) or `step.invFreq` (a scaled RoPE) it calls
+ * arl_decode_layer_norms_bf16 instead: the q|k|v projection without RoPE, then
+ * {@linkcode normRopeKvCacheWrite}, then the rest as above (on CUDA, chained the same way).
+ * Libraries built before that entry throw a KernelLibraryError ({@linkcode hasDecodeLayerNorms}
+ * says first).
  */
 export function decodeLayer(
   k: Kernels,
@@ -130,6 +143,55 @@ export function decodeLayer(
   rows: DecodeLayerRows,
 ): void {
   const { c, f, hkv, d, s, l } = checkLayer(x, w, step.kCache, step.vCache, step, rows, "");
+  const [qNorm, kNorm, invFreq] = [w.qNorm ?? null, w.kNorm ?? null, step.invFreq ?? null];
+  if (qNorm || kNorm || invFreq) {
+    if (qNorm) expectTensor(qNorm, "qNorm", "f32", [d]);
+    if (kNorm) expectTensor(kNorm, "kNorm", "f32", [d]);
+    if (invFreq) expectTensor(invFreq, "invFreq", "f32", [d / 2]);
+    const fn = k.sym.arl_decode_layer_norms_bf16;
+    if (fn === null) {
+      throw new KernelLibraryError(
+        `The ${k.device} kernel library ${libraryPath(k.device)} was built before ` +
+          "arl_decode_layer_norms_bf16: run `deno task build` to rebuild it.",
+      );
+    }
+    k.check(
+      "arl_decode_layer_norms_bf16",
+      fn(
+        k.ctx,
+        x.ptrIn(k),
+        rows.qkv.ptrIn(k),
+        rows.attn.ptrIn(k),
+        rows.act.ptrIn(k),
+        w.ln1.ptrIn(k),
+        w.qkv.ptrIn(k),
+        ptrOf(k, w.bqkv),
+        w.o.ptrIn(k),
+        w.ln2.ptrIn(k),
+        w.gateUp.ptrIn(k),
+        w.down.ptrIn(k),
+        step.kCache.ptrIn(k),
+        step.vCache.ptrIn(k),
+        ptrOf(k, qNorm),
+        ptrOf(k, kNorm),
+        ptrOf(k, invFreq),
+        step.slot.ptrIn(k),
+        step.position.ptrIn(k),
+        step.len.ptrIn(k),
+        c,
+        f,
+        step.hq,
+        hkv,
+        d,
+        s,
+        l,
+        step.eps,
+        step.theta,
+        step.scale,
+      ),
+    );
+    return;
+  }
   k.check(
     "arl_decode_layer_bf16",
     k.sym.arl_decode_layer_bf16(
@@ -188,6 +250,11 @@ export function decodeLayers(
   let shape = null as ReturnType<typeof checkLayer> | null;
   const table = new BigUint64Array(9 * layers.length);
   layers.forEach((w, i) => {
+    if (w.qNorm || w.kNorm) {
+      throw new RangeError(
+        `layers[${i}] has q/k norms, which decodeLayers does not take: call decodeLayer a layer`,
+      );
+    }
     const got = checkLayer(x, w, w.kCache, w.vCache, step, rows, `layers[${i}].`);
     if (shape && (got.f !== shape.f || got.s !== shape.s || got.l !== shape.l)) {
       throw new RangeError(
@@ -227,4 +294,9 @@ export function decodeLayers(
       step.scale,
     ),
   );
+}
+
+/** Whether `k`'s library has arl_decode_layer_norms_bf16 (libraries built before it do not). */
+export function hasDecodeLayerNorms(k: Kernels): boolean {
+  return k.sym.arl_decode_layer_norms_bf16 !== null;
 }

@@ -135,11 +135,19 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
                      theta);                                                                    \
   } while (0)
 
-// The arguments of arl_norm_rope_kv_cache_write: arl_rope_kv_cache_write's, and eps.
+// The arguments of arl_norm_rope_kv_cache_write: arl_rope_kv_cache_write's, k's size, the heads
+// (rows of each norm) within an int32, theta finite, and eps.
 #define ARL_NORM_ROPE_KV_ARGS(ctx)                                                             \
   do {                                                                                         \
     ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d,    \
                      theta);                                                                   \
+    ARL_PRODUCT(ctx, (int64_t)(n) * (hkv), d);                                                 \
+    if ((int64_t)(n) * ((int64_t)(hq) + (hkv)) > INT32_MAX)                                    \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: n x (hq + hkv) = %lld heads is too many",       \
+                       __func__, (long long)((int64_t)(n) * ((int64_t)(hq) + (hkv))));         \
+    if (!std::isfinite(theta))                                                                 \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite, got %g", __func__,       \
+                       double(theta));                                                         \
     if (!(eps >= 0.0f) || !std::isfinite(eps))                                                 \
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g", __func__, \
                        double(eps));                                                           \

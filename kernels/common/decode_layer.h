@@ -67,6 +67,46 @@
 
 namespace arl {
 
+// The attention, the o projection and the MLP of decode_layer_steps (after its q|k|v, RoPE and
+// cache rows).
+inline arl_status decode_layer_tail(arl_ctx* ctx, float* x, float* qkv, float* attn, float* act,
+                                    const uint16_t* w_o, const float* ln2, const uint16_t* w_gu,
+                                    const uint16_t* w_down, float* k_cache, float* v_cache,
+                                    const int32_t* slot, const int32_t* len, int32_t c,
+                                    int32_t f, int32_t hq, int32_t hkv, int32_t d, int32_t s,
+                                    int32_t l, float eps, float scale) {
+  if (arl_status st =
+          arl_attention_decode(ctx, attn, qkv, k_cache, v_cache, slot, len, 1, s, hq, hkv, l, d,
+                               scale))
+    return st;
+  if (arl_status st = arl_linear_forward_bf16(ctx, x, attn, w_o, nullptr, 1, c, hq * d, 1))
+    return st;
+  if (arl_status st =
+          arl_rmsnorm_linear_swiglu_forward_bf16(ctx, act, x, ln2, w_gu, nullptr, 1, f, c, eps))
+    return st;
+  return arl_linear_forward_bf16(ctx, x, act, w_down, nullptr, 1, c, f, 1);
+}
+
+// arl_decode_layer_norms_bf16 as the calls agentrl.h lists.
+inline arl_status decode_layer_norm_steps(
+    arl_ctx* ctx, float* x, float* qkv, float* attn, float* act, const float* ln1,
+    const uint16_t* w_qkv, const float* b_qkv, const uint16_t* w_o, const float* ln2,
+    const uint16_t* w_gu, const uint16_t* w_down, float* k_cache, float* v_cache,
+    const float* q_norm, const float* k_norm, const float* inv_freq, const int32_t* slot,
+    const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
+    int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
+  const int64_t q_rows = int64_t(hq) * d, kv_rows = int64_t(hkv) * d;
+  if (arl_status st = arl_rmsnorm_linear_forward_bf16(ctx, qkv, x, ln1, w_qkv, b_qkv, 1,
+                                                      int32_t(q_rows + 2 * kv_rows), c, eps))
+    return st;
+  if (arl_status st = arl_norm_rope_kv_cache_write(
+          ctx, qkv, qkv + q_rows, k_cache, v_cache, qkv + q_rows + kv_rows, q_norm, k_norm,
+          inv_freq, slot, position, 1, hq, s, hkv, l, d, eps, theta))
+    return st;
+  return decode_layer_tail(ctx, x, qkv, attn, act, w_o, ln2, w_gu, w_down, k_cache, v_cache, slot,
+                           len, c, f, hq, hkv, d, s, l, eps, scale);
+}
+
 // The layer as the five calls agentrl.h lists.
 inline arl_status decode_layer_steps(arl_ctx* ctx, float* x, float* qkv, float* attn,
                                      float* act, const float* ln1, const uint16_t* w_qkv,
@@ -80,16 +120,8 @@ inline arl_status decode_layer_steps(arl_ctx* ctx, float* x, float* qkv, float* 
                                                         eps, k_cache, v_cache, slot, position,
                                                         hq, s, hkv, l, d, theta))
     return st;
-  if (arl_status st =
-          arl_attention_decode(ctx, attn, qkv, k_cache, v_cache, slot, len, 1, s, hq, hkv, l, d,
-                               scale))
-    return st;
-  if (arl_status st = arl_linear_forward_bf16(ctx, x, attn, w_o, nullptr, 1, c, hq * d, 1))
-    return st;
-  if (arl_status st =
-          arl_rmsnorm_linear_swiglu_forward_bf16(ctx, act, x, ln2, w_gu, nullptr, 1, f, c, eps))
-    return st;
-  return arl_linear_forward_bf16(ctx, x, act, w_down, nullptr, 1, c, f, 1);
+  return decode_layer_tail(ctx, x, qkv, attn, act, w_o, ln2, w_gu, w_down, k_cache, v_cache, slot,
+                           len, c, f, hq, hkv, d, s, l, eps, scale);
 }
 
 // arl_decode_layers_bf16's table: n_layers >= 1 entries, each with its tensors (b_qkv may be

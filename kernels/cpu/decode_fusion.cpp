@@ -157,12 +157,14 @@ arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float*
         return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
   // the calls it stands for, in place: each is row-wise (a row read before it is written)
   std::vector<float> rstd;
+  if (arl_status st = arl::guarded(ctx, __func__, [&] {
+        rstd.resize(size_t(n) * size_t(std::max(hq, hkv)));
+      }))
+    return st;
   const auto norm_rope = [&](float* x, const float* weight, int32_t h) -> arl_status {
-    if (weight != nullptr) {
-      rstd.resize(size_t(n) * size_t(h));
+    if (weight != nullptr)
       if (arl_status st = arl_rmsnorm_forward(ctx, x, rstd.data(), x, weight, n * h, d, eps))
         return st;
-    }
     return inv_freq != nullptr ? arl_rope_freqs(ctx, x, x, positions, inv_freq, n, h, d, 0)
                                : arl_rope(ctx, x, x, positions, n, h, d, theta, 0);
   };

@@ -934,7 +934,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
                               float* v_cache, const int32_t* slot, const int32_t* position,
                               const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
                               int32_t d, int32_t s, int32_t l, float eps, float theta,
-                              float scale) {
+                              float scale, const DecodeNorms& norms) {
   if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
       !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
       !aligned16(ln2) || (reinterpret_cast<uintptr_t>(act) & 7) != 0 ||  // (kernel 4: float2)
@@ -1023,7 +1023,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // q|k|v in kernel 2 (asked for, and not kernel 1 as the GEMV baseline): head dim 64, clusters,
   // a kv head's blocks enough for its pairs (a pair a warp), and every cluster resident at once
   const bool qkv_in_attn =
-      qkv_in_attn_asked() && !qkv_gemv() && cluster && splits == kAttnClusterSplits &&
+      !norms.any() && qkv_in_attn_asked() && !qkv_gemv() && cluster &&
+      splits == kAttnClusterSplits &&
       d == kQkvInAttnD && c <= kQkvInAttnMaxC && hq % hkv == 0 && hkv <= ctx->num_sms &&
       int64_t(hq / hkv) * splits * kQkvInAttnKvWarps >= d &&
       attn_qkv_smem_bytes(d, c) <= size_t(ctx->max_smem) &&
@@ -1033,7 +1034,13 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const WeightsRead o_read{w_o, size_t(c) * size_t(hq) * size_t(d) * 2};
   const WeightsRead gu_read{w_gu, size_t(2) * size_t(f) * size_t(c) * 2};
   const WeightsRead down_read{w_down, size_t(c) * size_t(f) * 2};
-  if (qkv_in_attn) {
+  if (norms.any()) {
+    // the rows as they come from the GEMV, then each head's norm and RoPE, the cache rows
+    gemv_rows<kGemvNorm>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps);
+    launch_norm_rope_kv(ctx, qkv, qkv + int64_t(hq) * d, k_cache, v_cache,
+                        qkv + (int64_t(hq) + hkv) * d, norms.q_norm, norms.k_norm, norms.inv_freq,
+                        slot, position, 1, hq, s, hkv, l, d, eps, theta);
+  } else if (qkv_in_attn) {
     // no kernel 1: kernel 2 does its work
   } else if (c <= kQkvMaxC && (pairs + qkv_blocks - 1) / qkv_blocks <= kQkvWarps && !qkv_gemv()) {
     QkvArgs qa{};

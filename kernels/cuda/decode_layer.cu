@@ -592,4 +592,33 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                                  s, l, eps, theta, scale);
 }
 
+// arl_decode_layer_norms_bf16 (optional): the chain with its GEMV and norm-and-RoPE kernel
+// where the shapes fit it, else the calls.
+arl_status arl_decode_layer_norms_bf16(
+    arl_ctx* ctx, float* x, float* qkv, float* attn, float* act, const float* ln1,
+    const uint16_t* w_qkv, const float* b_qkv, const uint16_t* w_o, const float* ln2,
+    const uint16_t* w_gu, const uint16_t* w_down, float* k_cache, float* v_cache,
+    const float* q_norm, const float* k_norm, const float* inv_freq, const int32_t* slot,
+    const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
+    int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
+  ARL_CTX(ctx);
+  ARL_DECODE_LAYER_ARGS(ctx);
+  if (!std::isfinite(theta) || !std::isfinite(eps))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta and eps must be finite, got %g and %g",
+                     __func__, double(theta), double(eps));
+  arl::DecodeNorms norms;
+  norms.q_norm = q_norm;
+  norms.k_norm = k_norm;
+  norms.inv_freq = inv_freq;
+  if (layer_path() != kPathSteps) {
+    const arl_status st = arl::decode_layer_chain(
+        ctx, __func__, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu, w_down, k_cache,
+        v_cache, slot, position, len, c, f, hq, hkv, d, s, l, eps, theta, scale, norms);
+    if (st != ARL_ERR_UNSUPPORTED) return st;
+  }
+  return arl::decode_layer_norm_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
+                                      w_down, k_cache, v_cache, q_norm, k_norm, inv_freq, slot,
+                                      position, len, c, f, hq, hkv, d, s, l, eps, theta, scale);
+}
+
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include "gemv.cuh"
 #include "../common/typed_entries.h"
 #include "rope.cuh"
+#include "decode_chain.cuh"
 
 namespace {
 
@@ -165,6 +166,21 @@ arl_status rmsnorm_qkv_rope(arl_ctx* ctx, const char* fn, float* y, const float*
 
 }  // namespace
 
+namespace arl {
+
+void launch_norm_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_cache,
+                         const float* v, const float* q_norm, const float* k_norm,
+                         const float* inv_freq, const int32_t* slots, const int32_t* positions,
+                         int32_t n, int32_t hq, int32_t s, int32_t hkv, int32_t l, int32_t d,
+                         float eps, float theta) {
+  const int64_t blocks = int64_t(n) * (int64_t(hq) + hkv);
+  launch_pdl(ctx, norm_rope_kv_cache_write_kernel, dim3(unsigned(blocks)), dim3(32), 0, q, k,
+             k_cache, v_cache, v, q_norm, k_norm, inv_freq, slots, positions, hq, s, hkv, l, d, eps,
+             theta, ctx->flag, ctx->flag_index);
+}
+
+}  // namespace arl
+
 extern "C" {
 
 arl_status arl_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float* k_cache,
@@ -188,14 +204,9 @@ arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float*
                                         float eps, float theta) {
   ARL_CTX(ctx);
   ARL_NORM_ROPE_KV_ARGS(ctx);
-  const int64_t blocks = int64_t(n) * (int64_t(hq) + hkv);
-  if (blocks > INT32_MAX)
-    return arl::fail(ctx, ARL_ERR_SIZE, "%s: %lld heads in all is too many", __func__,
-                     (long long)blocks);
   // Positions and slots are flagged by the kernel (reported at the next synchronizing call).
-  arl::launch_pdl(ctx, norm_rope_kv_cache_write_kernel, dim3(unsigned(blocks)), dim3(32), 0, q, k,
-                  k_cache, v_cache, v, q_norm, k_norm, inv_freq, slots, positions, hq, s, hkv, l,
-                  d, eps, theta, ctx->flag, ctx->flag_index);
+  arl::launch_norm_rope_kv(ctx, q, k, k_cache, v_cache, v, q_norm, k_norm, inv_freq, slots,
+                           positions, n, hq, s, hkv, l, d, eps, theta);
   ARL_LAUNCHED(ctx);
   return ARL_OK;
 }

@@ -394,6 +394,27 @@ ARL_API arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, flo
                                          int32_t hkv, int32_t d, int32_t s, int32_t l, float eps,
                                          float theta, float scale);
 /*
+ * arl_decode_layer_bf16 for the layers its q|k|v step does not take: each head's q and k
+ * RMS-normalized before RoPE (q_norm, k_norm (D): Qwen3), or RoPE's frequencies from a table
+ * (inv_freq (D/2): Llama 3.1's scaling); each of the three may be null. The same as these calls
+ * in sequence, which the CPU library makes:
+ *   arl_rmsnorm_linear_forward_bf16(qkv, x, ln1, w_qkv, b_qkv, 1, (HQ + 2 HKV) D, C, eps)
+ *   arl_norm_rope_kv_cache_write(qkv, qkv + HQ D, k_cache, v_cache, qkv + (HQ + HKV) D, q_norm,
+ *                                k_norm, inv_freq, slot, position, 1, HQ, S, HKV, L, D, eps,
+ *                                theta)
+ * then arl_decode_layer_bf16's attention, o projection and MLP calls. The CUDA library chains
+ * the GEMV, arl_norm_rope_kv_cache_write's kernel and arl_decode_layer_bf16's kernels 2-4 where
+ * the shapes fit them, else runs the calls. Added without a new ABI version: a library built
+ * before it lacks the symbol, and the FFI layer loads it as optional.
+ */
+ARL_API arl_status arl_decode_layer_norms_bf16(
+    arl_ctx* ctx, float* x, float* qkv, float* attn, float* act, const float* ln1,
+    const uint16_t* w_qkv, const float* b_qkv, const uint16_t* w_o, const float* ln2,
+    const uint16_t* w_gu, const uint16_t* w_down, float* k_cache, float* v_cache,
+    const float* q_norm, const float* k_norm, const float* inv_freq, const int32_t* slot,
+    const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
+    int32_t d, int32_t s, int32_t l, float eps, float theta, float scale);
+/*
  * Decode layers (ABI version 9): one token through n_layers decoder layers, the same as
  * arl_decode_layer_bf16 once a layer, in order. layers (host memory, read during the call
  * only) holds each layer's tensors as arl_decode_layer_bf16 takes them (b_qkv may be null);

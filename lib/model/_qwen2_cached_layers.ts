@@ -2,8 +2,8 @@
  * The decoder layers of a KV-cache step (`Qwen2Model.forwardCached`): on the GPU,
  * one token with bf16 weights runs as one call per layer (or one for all), fewer rows through
  * the fused few-row kernels; elsewhere the separate calls. Qwen3's norms of q and k, and a scaled
- * RoPE's table, take no layer call: on the GPU they run with RoPE and the cache write as one
- * call after the projections.
+ * RoPE's table: one token's layer as one arl_decode_layer_norms_bf16 call; more tokens, the norms,
+ * RoPE and the cache write as one call after the projections.
  *
  * @module
  */
@@ -13,6 +13,7 @@ import {
   decodeLayer,
   decodeLayers,
   type DecodeLayerWeights,
+  hasDecodeLayerNorms,
   hasNormRopeKvCacheWrite,
   type Kernels,
   kvCacheWrite,
@@ -61,12 +62,13 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   const fuse = k.device === "cuda" && d.n <= DECODE_FUSION_MAX_ROWS && s.fusion;
   // One token with bf16 weights runs each layer as one call: four chained kernels on the GPU,
   // faster than the separate calls below (bench/results/gpu/DECODE_NOTES.md).
-  // AGENTRL_DECODE_LAYER=0 runs those calls.
-  // (Qwen3's norms of q and k sit between the projection and RoPE: no fused layer takes them.)
-  // (Scaled RoPE's table neither: its layers rope with arl_rope_freqs, then write the cache.)
+  // AGENTRL_DECODE_LAYER=0 runs those calls. Qwen3's norms of q and k (between the projection
+  // and RoPE) and a scaled RoPE's table take arl_decode_layer_norms_bf16, where the library has
+  // it (one call a layer, not one for all).
   const qk = d.qkNorm;
   const plainRope = s.ropeFreqs === null;
-  const wholeLayer = fuse && d.n === 1 && s.layerCalls && qk === null && plainRope;
+  const wholeLayer = fuse && d.n === 1 && s.layerCalls &&
+    (qk === null && plainRope || hasDecodeLayerNorms(k));
   // Qwen3's norms or a frequency table: the norms, RoPE and the cache write in one call on the
   // GPU, for any number of rows (a one-warp block a head of each; not in libraries built before
   // it, nor with AGENTRL_DECODE_FUSION=0: then the separate calls below)
@@ -180,6 +182,8 @@ function bf16Layer(w: LayerWeights): DecodeLayerWeights | null {
     ln2: w.ln2,
     gateUp: w.gu,
     down: w.wd,
+    qNorm: w.qn ?? null,
+    kNorm: w.kn ?? null,
   };
 }
 
@@ -207,7 +211,12 @@ function layerCall(
 ): boolean {
   const weights = bf16Layer(w);
   if (weights === null || !d.qkv) return false;
-  decodeLayer(s.kernels, d.x, weights, { ...decodeStep(s, d), kCache, vCache }, {
+  decodeLayer(s.kernels, d.x, weights, {
+    ...decodeStep(s, d),
+    kCache,
+    vCache,
+    invFreq: s.ropeFreqs,
+  }, {
     qkv: d.qkv,
     attn: d.a,
     act: d.s,

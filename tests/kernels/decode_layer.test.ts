@@ -10,6 +10,8 @@ import {
   type DecodeLayerWeights,
   KernelError,
   linearForward,
+  normRopeKvCacheWrite,
+  rmsnormLinearForward,
   rmsnormLinearSwigluForward,
   rmsnormQkvRopeForward,
   Tensor,
@@ -105,6 +107,126 @@ Deno.test("decodeLayer equals its five calls in sequence, with and without the q
     }
     for (const t of Object.values(w)) t?.free();
   }
+});
+
+Deno.test("decodeLayer with q/k norms or a frequency table (arl_decode_layer_norms_bf16) equals its calls in sequence", () => {
+  using k = openKernels();
+  const rng = new Rng("decode layer norms");
+  const x0 = rng.randn(C, 1);
+  const kc0 = rng.randn(S * HKV * L * D), vc0 = rng.randn(S * HKV * L * D);
+  const cache = [S, HKV, L, D];
+  const w = layerWeights(k, rng, false);
+  using qn = f32(k, rng.uniformArray(D, 0.5, 1.5), [D]);
+  using kn = f32(k, rng.uniformArray(D, 0.5, 1.5), [D]);
+  using table = f32(k, Float32Array.from({ length: D / 2 }, (_, j) => 0.6 ** j / 3), [D / 2]);
+  using ts = i32(k, Int32Array.of(1));
+  using tp = i32(k, Int32Array.of(7));
+  using tl = i32(k, Int32Array.of(8));
+  for (const [norms, freqs] of [[true, false], [false, true], [true, true]]) {
+    const what = `norms ${norms}, table ${freqs}`;
+    const options = {
+      qNorm: norms ? qn : null,
+      kNorm: norms ? kn : null,
+      invFreq: freqs ? table : null,
+      eps: 1e-6,
+      theta: 1e4,
+    };
+    // the calls
+    using x1 = f32(k, x0, [1, C]);
+    using kc1 = f32(k, kc0, cache);
+    using vc1 = f32(k, vc0, cache);
+    using qkv1 = nans(k, [1, NQ]);
+    using attn1 = nans(k, [1, HQ, D]);
+    using act1 = nans(k, [1, F]);
+    rmsnormLinearForward(k, qkv1, x1, w.ln1, w.qkv, null, 1e-6);
+    using q = Tensor.viewOf(qkv1, 0, [1, HQ, D]);
+    using kk = Tensor.viewOf(qkv1, 4 * HQ * D, [1, HKV, D]);
+    using v = Tensor.viewOf(qkv1, 4 * (HQ + HKV) * D, [1, HKV, D]);
+    normRopeKvCacheWrite(k, q, kk, kc1, vc1, v, ts, tp, options);
+    attentionDecode(k, attn1, q, kc1, vc1, ts, tl, 1 / Math.sqrt(D));
+    using attnRow = Tensor.viewOf(attn1, 0, [1, HQ * D]);
+    linearForward(k, x1, attnRow, w.o, null, true);
+    rmsnormLinearSwigluForward(k, act1, x1, w.ln2, w.gateUp, null, 1e-6);
+    linearForward(k, x1, act1, w.down, null, true);
+    // the layer
+    using x2 = f32(k, x0, [C]);
+    using kc2 = f32(k, kc0, cache);
+    using vc2 = f32(k, vc0, cache);
+    using qkv2 = nans(k, [NQ]);
+    using attn2 = nans(k, [HQ * D]);
+    using act2 = nans(k, [F]);
+    const step = {
+      kCache: kc2,
+      vCache: vc2,
+      slot: ts,
+      position: tp,
+      len: tl,
+      hq: HQ,
+      eps: 1e-6,
+      theta: 1e4,
+      scale: 1 / Math.sqrt(D),
+      invFreq: options.invFreq,
+    };
+    decodeLayer(k, x2, { ...w, qNorm: options.qNorm, kNorm: options.kNorm }, step, {
+      qkv: qkv2,
+      attn: attn2,
+      act: act2,
+    });
+    const same = (a: Tensor, b: Tensor, name: string) =>
+      assert.deepEqual(Array.from(a.view()), Array.from(b.view()), `${what}: ${name}`);
+    same(x2, x1, "x");
+    same(qkv2, qkv1, "qkv");
+    same(attn2, attn1, "attn");
+    same(act2, act1, "act");
+    same(kc2, kc1, "kCache");
+    same(vc2, vc1, "vCache");
+    // and not the plain layer's result
+    using x3 = f32(k, x0, [C]);
+    using kc3 = f32(k, kc0, cache);
+    decodeLayer(k, x3, w, { ...step, kCache: kc3, vCache: f32(k, vc0, cache), invFreq: null }, {
+      qkv: qkv2,
+      attn: attn2,
+      act: act2,
+    });
+    assert.notDeepEqual(Array.from(x3.view()), Array.from(x2.view()), `${what}: plain differs`);
+  }
+  // a bad table or slot: a clear error before anything is written
+  using badTable = f32(k, Float32Array.of(1, NaN, 0.5, 0.1), [D / 2]);
+  using x4 = f32(k, x0, [C]);
+  using kc4 = f32(k, kc0, cache);
+  const rows = { qkv: nans(k, [NQ]), attn: nans(k, [HQ * D]), act: nans(k, [F]) };
+  const step = {
+    kCache: kc4,
+    vCache: f32(k, vc0, cache),
+    slot: ts,
+    position: tp,
+    len: tl,
+    hq: HQ,
+    eps: 1e-6,
+    theta: 1e4,
+    scale: 1 / Math.sqrt(D),
+  };
+  assert.throws(
+    () => decodeLayer(k, x4, w, { ...step, invFreq: badTable }, rows),
+    /arl_decode_layer_norms_bf16: inv_freq\[1\] is not finite/,
+  );
+  using badSlot = i32(k, Int32Array.of(2));
+  assert.throws(
+    () => decodeLayer(k, x4, { ...w, qNorm: qn }, { ...step, slot: badSlot }, rows),
+    /arl_decode_layer_norms_bf16: slot 2 of token 0 is outside \[0, 2\)/,
+  );
+  assert.deepEqual(Array.from(x4.view()), Array.from(x0));
+  assert.deepEqual(Array.from(kc4.view()), Array.from(kc0));
+  using shortNorm = f32(k, qn.read().subarray(0, 4), [4]);
+  assert.throws(
+    () => decodeLayer(k, x4, { ...w, kNorm: shortNorm }, step, rows),
+    /kNorm must have shape \[8\], got \[4\]/,
+  );
+  assert.throws(
+    () => decodeLayers(k, x4, [{ ...w, qNorm: qn, kCache: kc4, vCache: kc4 }], step, rows),
+    /layers\[0\] has q\/k norms, which decodeLayers does not take: call decodeLayer a layer/,
+  );
+  for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();
 });
 
 Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers are clear errors", () => {

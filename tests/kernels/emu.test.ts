@@ -269,6 +269,57 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: Qwen3 and scaled-RoPE layers decode through arl_decode_layer_norms_bf16 (one token) and arl_norm_rope_kv_cache_write (more)${why}`,
+  ignore,
+  async fn() {
+    // (the calls counted by wrapping the library's functions)
+    const script = `import { Kernels } from ${JSON.stringify(path("../../ffi/mod.ts"))};
+      import { Qwen2Model } from ${JSON.stringify(path("../../lib/model/qwen2.ts"))};
+      const k = Kernels.open({ device: "cuda" });
+      const counts = { arl_decode_layer_norms_bf16: 0, arl_norm_rope_kv_cache_write: 0, arl_rope_freqs: 0 };
+      for (const name of Object.keys(counts)) {
+        const fn = k.sym[name];
+        k.sym[name] = (...a) => { counts[name]++; return fn(...a); };
+      }
+      const base = { vocab_size: 64, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+        num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, max_position_embeddings: 64,
+        rope_theta: 10000, rms_norm_eps: 1e-6, tie_word_embeddings: true, attention_bias: false,
+        bos_token_id: null, eos_token_id: null };
+      const scaling = { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4,
+        original_max_position_embeddings: 16 };
+      for (const config of [{ ...base, model_type: "qwen3" }, { ...base, model_type: "llama", rope_scaling: scaling }]) {
+        const m = new Qwen2Model(k, config, { seed: 1 });
+        const cache = m.createKvCache(1, 32);
+        const z = Int32Array.of(0);
+        Object.keys(counts).forEach((n) => counts[n] = 0);
+        m.forwardCached(cache, Int32Array.from({ length: 12 }, (_, i) => i + 1),
+          Int32Array.from({ length: 12 }, (_, i) => i), new Int32Array(12), Int32Array.of(11));
+        console.log(config.model_type, "prefill", JSON.stringify(counts));
+        Object.keys(counts).forEach((n) => counts[n] = 0);
+        m.forwardCached(cache, Int32Array.of(5), Int32Array.of(12), z, z);
+        console.log(config.model_type, "token", JSON.stringify(counts));
+      }`;
+    const lines = await evalOnEmulator(script);
+    const none = {
+      arl_decode_layer_norms_bf16: 0,
+      arl_norm_rope_kv_cache_write: 0,
+      arl_rope_freqs: 0,
+    };
+    const expect = (line: string, counts: Partial<typeof none>) =>
+      assert.ok(
+        lines.includes(`${line} ${JSON.stringify({ ...none, ...counts })}`),
+        lines.join("\n"),
+      );
+    // a call a layer (2 layers); none of the separate RoPE calls
+    expect("qwen3 prefill", { arl_norm_rope_kv_cache_write: 2 });
+    expect("qwen3 token", { arl_decode_layer_norms_bf16: 2 });
+    expect("llama prefill", { arl_norm_rope_kv_cache_write: 2 });
+    expect("llama token", { arl_decode_layer_norms_bf16: 2 });
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: decode values only the kernel sees are reported at the next synchronizing call${why}`,
   ignore,
   async fn() {
@@ -278,7 +329,10 @@ Deno.test({
     };
       const k = Kernels.open({ device: "cuda" });
       const t = (shape) => Tensor.from(k, new Float32Array(shape.reduce((a, b) => a * b)).fill(1), shape);
-      const [q, kk, v, kc, vc] = [t([2, 2, 4]), t([2, 1, 4]), t([2, 1, 4]), t([2, 1, 3, 4]), t([2, 1, 3, 4])];
+      const [q, kk, v] = [t([2, 2, 4]), t([2, 1, 4]), t([2, 1, 4])];
+      // the caches as views of one buffer, 8 guard floats after each: no write past them
+      const buffer = Tensor.from(k, new Float32Array(64).fill(7), [64]);
+      const [kc, vc] = [Tensor.viewOf(buffer, 0, [2, 1, 3, 4]), Tensor.viewOf(buffer, 128, [2, 1, 3, 4])];
       const options = { qNorm: t([4]), kNorm: t([4]), invFreq: t([2]), eps: 1e-6, theta: 1e4 };
       for (const fused of [false, true]) {
         for (const [slots, pos] of [[[0, 2], [0, 1]], [[0, 1], [0, 3]], [[0, 1], [-4, 1]], [[1, 0], [2, 0]]]) {
@@ -287,9 +341,12 @@ Deno.test({
           else ropeKvCacheWrite(k, q, kk, kc, vc, v, ts, tp, 1e4);
           try { kc.read(); console.log("read ok"); } catch (e) { console.log(e.message); }
         }
-      }`;
+      }
+      const all = buffer.read();
+      console.log("guards", [...all.subarray(24, 32), ...all.subarray(56, 64)].every((x) => x === 7));`;
     const lines = await evalOnEmulator(script);
-    assert.equal(lines.length, 8, lines.join("\n"));
+    assert.equal(lines.length, 9, lines.join("\n"));
+    assert.equal(lines[8], "guards true", "nothing written past the caches");
     for (const at of [0, 4]) {
       assert.match(
         lines[at]!,

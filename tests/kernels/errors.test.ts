@@ -827,6 +827,16 @@ Deno.test("native: out-of-range token ids, targets, slots, positions and lengths
     ARL_ERR_VALUE,
     /arl_norm_rope_kv_cache_write: inv_freq\[0\] is not finite/,
   );
+  // an infinite theta: refused before q changes (the norm would have run first)
+  const q0 = Float32Array.of(1, 2, 3, 4);
+  const args = [p(nk), p(kc), p(kc), p(f), p(f), null, null, p(ints(1)), p(ints(0))] as const;
+  expectNative(
+    k,
+    normRope(ctx, p(q0), ...args, 1, 2, 2, 1, 4, 2, 1e-6, Infinity),
+    ARL_ERR_VALUE,
+    /arl_norm_rope_kv_cache_write: theta must be finite, got inf/,
+  );
+  assert.deepEqual(Array.from(q0), [1, 2, 3, 4], "q unchanged");
 
   expectNative(
     k,

@@ -1,8 +1,9 @@
-// arl_rope_freqs and arl_norm_rope_kv_cache_write joined the ABI without a new version, so that
-// libraries built before them still load: a copy of the CPU library with both names made
-// unfindable stands in for such a library. It loads, runs a plain model, and a scaled-RoPE model
-// or a ropeFreqs or normRopeKvCacheWrite call says to rebuild (the model's decode on the GPU
-// asks hasNormRopeKvCacheWrite first and takes the separate calls).
+// arl_rope_freqs, arl_norm_rope_kv_cache_write and arl_decode_layer_norms_bf16 joined the ABI
+// without a new version, so that libraries built before them still load: a copy of the CPU
+// library with those names made unfindable stands in for such a library. It loads, runs a plain
+// model, and a scaled-RoPE model or a ropeFreqs or normRopeKvCacheWrite call says to rebuild (the
+// model's decode on the GPU asks hasDecodeLayerNorms and hasNormRopeKvCacheWrite first and takes
+// the separate calls).
 import assert from "node:assert/strict";
 import { CPU_LIBRARY } from "../../kernels/build.ts";
 
@@ -15,6 +16,7 @@ Deno.test("a library built before arl_rope_freqs and arl_norm_rope_kv_cache_writ
     const [name, to] of [
       ["arl_rope_freqs", "arl_rope_frex_"],
       ["arl_norm_rope_kv_cache_write", "arl_norm_rope_kv_cache_writ_"],
+      ["arl_decode_layer_norms_bf16", "arl_decode_layer_norms_bf1_"],
     ]
   ) {
     const from = new TextEncoder().encode(name);
@@ -31,7 +33,7 @@ Deno.test("a library built before arl_rope_freqs and arl_norm_rope_kv_cache_writ
   try {
     await Deno.writeFile(`${dir}/libold.so`, bytes);
     const script = `
-      import { hasNormRopeKvCacheWrite, Kernels, normRopeKvCacheWrite, ropeFreqs, Tensor }
+      import { hasDecodeLayerNorms, hasNormRopeKvCacheWrite, Kernels, normRopeKvCacheWrite, ropeFreqs, Tensor }
         from ${JSON.stringify(FFI)};
       import { Qwen2Model } from ${JSON.stringify(MODEL)};
       const k = Kernels.open();
@@ -51,7 +53,7 @@ Deno.test("a library built before arl_rope_freqs and arl_norm_rope_kv_cache_writ
       const x = Tensor.from(k, new Float32Array(4), [1, 1, 4]);
       try { ropeFreqs(k, x, x, Tensor.from(k, Int32Array.of(0)), Tensor.from(k, new Float32Array(2))); }
       catch (e) { console.log("ropeFreqs", e.name, e.message); }
-      console.log("has normRope", hasNormRopeKvCacheWrite(k));
+      console.log("has normRope", hasNormRopeKvCacheWrite(k), hasDecodeLayerNorms(k));
       const c = Tensor.from(k, new Float32Array(16), [1, 1, 4, 4]);
       try {
         normRopeKvCacheWrite(k, Tensor.from(k, new Float32Array(4), [1, 1, 4]),
@@ -74,7 +76,7 @@ Deno.test("a library built before arl_rope_freqs and arl_norm_rope_kv_cache_writ
       /^scaled KernelLibraryError The cpu kernel library .*libold\.so was built before arl_rope_freqs, which scaled RoPE \(rope_scaling\) needs: run `deno task build`\.$/m,
     );
     assert.match(text, /^ropeFreqs KernelLibraryError .* was built before arl_rope_freqs/m);
-    assert.match(text, /^has normRope false$/m);
+    assert.match(text, /^has normRope false false$/m);
     assert.match(
       text,
       /^normRope KernelLibraryError .* was built before arl_norm_rope_kv_cache_write: run `deno task build`/m,

@@ -148,6 +148,45 @@ export function attentionCases(seed: number, cpu: Kernels): Case[] {
           return { q: Q.read(), k: K.read(), kCache: kc.read(), vCache: vc.read() };
         },
       })),
+    // ... at Qwen3's head dim 128 (4 pairs a lane) with a large eps (it must count)
+    {
+      op: "normRopeKvCacheWrite (decode fusion), head dim 128, eps 0.5, norms and table",
+      tol: { q: TOL_FP32, k: TOL_FP32, kCache: TOL_FP32, vCache: EXACT },
+      needs: "arl_norm_rope_kv_cache_write",
+      run: (s) => {
+        const [n2, hq2, hkv2, d2, s2, l2] = [3, 4, 2, 128, 2, 9];
+        const rn = new Rand("norm rope 128", seed);
+        const shape = [s2, hkv2, l2, d2];
+        const [kc, vc] = [
+          s.f32(rn.randn(s2 * hkv2 * l2 * d2), shape),
+          s.f32(rn.randn(s2 * hkv2 * l2 * d2), shape),
+        ];
+        const Q = s.f32(rn.randn(n2 * hq2 * d2).map((x) => 0.3 * x), [n2, hq2, d2]);
+        const K = s.f32(rn.randn(n2 * hkv2 * d2).map((x) => 0.3 * x), [n2, hkv2, d2]);
+        const freqs = Float32Array.from(
+          { length: d2 / 2 },
+          (_, j) => Math.pow(1e6, -2 * j / d2) / 4,
+        );
+        normRopeKvCacheWrite(
+          s.k,
+          Q,
+          K,
+          kc,
+          vc,
+          s.f32(rn.randn(n2 * hkv2 * d2), [n2, hkv2, d2]),
+          s.i32(Int32Array.of(1, 0, 1)),
+          s.i32(Int32Array.of(8, 3, 0)),
+          {
+            qNorm: s.f32(rn.randn(d2).map((x) => 1 + 0.3 * x), [d2]),
+            kNorm: s.f32(rn.randn(d2).map((x) => 1 + 0.3 * x), [d2]),
+            invFreq: s.f32(freqs, [d2 / 2]),
+            eps: 0.5,
+            theta: 1e6,
+          },
+        );
+        return { q: Q.read(), k: K.read(), kCache: kc.read(), vCache: vc.read() };
+      },
+    },
     // One query over a long cache (split across blocks on CUDA) and 20 queries (one block each).
     ...[[1, 600], [20, 600]].map(([nq, L2]) => {
       const rl = new Rand(`decode ${nq}x${L2}`, seed);

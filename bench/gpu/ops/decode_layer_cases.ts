@@ -70,6 +70,71 @@ export function decodeLayerCases(seed: number): Case[] {
       },
     });
   }
+  // The same with Qwen3's q/k norms and a scaled RoPE's table (arl_decode_layer_norms_bf16: on
+  // the GPU the chain with a plain q|k|v GEMV and the norm-and-RoPE kernel), head dims 64 and 128
+  for (
+    const [c, f, hq, hkv, hd, pos, norms, table] of [
+      [96, 160, 4, 2, 64, 37, true, false],
+      [64, 96, 2, 1, 128, 50, true, true],
+      [96, 160, 4, 2, 64, 79, false, true],
+      // Qwen3-0.6B's attention (a narrow MLP) at a long context
+      [1024, 1024, 16, 8, 128, 1000, true, false],
+    ] as const
+  ) {
+    const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 2];
+    const nq = (hq + 2 * hkv) * hd;
+    const q = new Rand(`decode layer norms ${c} ${hd} ${pos}`, seed);
+    const x0 = q.randn(c, 1);
+    const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
+    const [qn, kn] = [q.uniforms(hd, 0.5, 1.5), q.uniforms(hd, 0.5, 1.5)];
+    const freqs = Float32Array.from({ length: hd / 2 }, (_, j) => {
+      const fr = Math.pow(5e5, -2 * j / hd);
+      return 2 * Math.PI / fr > 256 ? fr / 8 : fr;
+    });
+    const wqkv = bf16Bits(q.randn(nq * c, 0.1));
+    const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
+    const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
+    const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+    cases.push({
+      op: `decodeLayer c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}, ${
+        [norms && "q/k norms", table && "a RoPE table"].filter(Boolean).join(" and ")
+      }`,
+      tol: TOL_FP32,
+      needs: "arl_decode_layer_norms_bf16",
+      run: (s) => {
+        const x = s.f32(x0);
+        const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
+        const cache = [S, hkv, L, hd];
+        const [kCache, vCache] = [s.f32(kc0, cache), s.f32(vc0, cache)];
+        const w = {
+          ln1: s.f32(ln1),
+          qkv: s.bf16(wqkv, [nq, c]),
+          bqkv: null,
+          o: s.bf16(wo, [c, hq * hd]),
+          ln2: s.f32(ln2),
+          gateUp: s.bf16(wgu, [2 * f, c]),
+          down: s.bf16(wd, [c, f]),
+          qNorm: norms ? s.f32(qn) : null,
+          kNorm: norms ? s.f32(kn) : null,
+        };
+        const step = {
+          kCache,
+          vCache,
+          ...decodeStep(s, slot, pos, hq, hd),
+          invFreq: table ? s.f32(freqs) : null,
+        };
+        decodeLayer(s.k, x, w, step, rows);
+        return {
+          x: x.read(),
+          qkv: rows.qkv.read(),
+          attn: rows.attn.read(),
+          act: rows.act.read(),
+          kCache: kCache.read(),
+          vCache: vCache.read(),
+        };
+      },
+    });
+  }
   // Several layers for one token in one call: with AGENTRL_CUDA_DECODE_TOKEN=1 one persistent
   // kernel on the GPU (its ring of weight slots runs across the layers; small shapes leave most
   // blocks without units), else the decode layer once a layer.

@@ -129,5 +129,5 @@ export interface Case {
   tol: number | Record<string, number>;
   run: (s: Scope) => Record<string, Output>;
   /** An optional entry point the case calls: skipped, with a note, where a library lacks it. */
-  needs?: "arl_rope_freqs" | "arl_norm_rope_kv_cache_write";
+  needs?: "arl_rope_freqs" | "arl_norm_rope_kv_cache_write" | "arl_decode_layer_norms_bf16";
 }
