@@ -103,6 +103,28 @@ export function rmsnormLinearSwigluForward(
   );
 }
 
+/** The shapes ropeKvCacheWrite and normRopeKvCacheWrite check: the caches give S, HKV, L, D. */
+function ropeKvShapes(
+  q: Tensor,
+  kk: Tensor,
+  kCache: Tensor,
+  vCache: Tensor,
+  v: Tensor,
+  slots: Tensor,
+  positions: Tensor,
+): { n: number; hq: number; s: number; hkv: number; l: number; d: number } {
+  expectTensor(kCache, "kCache", "f32", [-1, -1, -1, -1]);
+  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
+  expectTensor(vCache, "vCache", "f32", [s, hkv, l, d]);
+  expectTensor(q, "q", "f32", [-1, -1, d]);
+  const [n, hq] = [dim(q, 0), dim(q, 1)];
+  expectTensor(kk, "k", "f32", [n, hkv, d]);
+  expectTensor(v, "v", "f32", [n, hkv, d]);
+  expectTensor(slots, "slots", "i32", [n]);
+  expectTensor(positions, "positions", "i32", [n]);
+  return { n, hq, s, hkv, l, d };
+}
+
 /**
  * RoPE of q (N, HQ, D) and k (N, HKV, D) in place at positions (N), then the rotated k and v
  * (N, HKV, D) into the caches (S, HKV, L, D) at (slots, positions): `rope` twice and
@@ -119,15 +141,7 @@ export function ropeKvCacheWrite(
   positions: Tensor,
   theta: number,
 ): void {
-  expectTensor(kCache, "kCache", "f32", [-1, -1, -1, -1]);
-  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
-  expectTensor(vCache, "vCache", "f32", [s, hkv, l, d]);
-  expectTensor(q, "q", "f32", [-1, -1, d]);
-  const [n, hq] = [dim(q, 0), dim(q, 1)];
-  expectTensor(kk, "k", "f32", [n, hkv, d]);
-  expectTensor(v, "v", "f32", [n, hkv, d]);
-  expectTensor(slots, "slots", "i32", [n]);
-  expectTensor(positions, "positions", "i32", [n]);
+  const { n, hq, s, hkv, l, d } = ropeKvShapes(q, kk, kCache, vCache, v, slots, positions);
   expectNumber(theta, "theta", true);
   expectDisjoint([["q", q], ["k", kk], ["kCache", kCache], ["vCache", vCache]], [
     ["v", v],
@@ -185,15 +199,7 @@ export function normRopeKvCacheWrite(
   positions: Tensor,
   options: NormRopeOptions,
 ): void {
-  expectTensor(kCache, "kCache", "f32", [-1, -1, -1, -1]);
-  const [s, hkv, l, d] = kCache.shape as [number, number, number, number];
-  expectTensor(vCache, "vCache", "f32", [s, hkv, l, d]);
-  expectTensor(q, "q", "f32", [-1, -1, d]);
-  const [n, hq] = [dim(q, 0), dim(q, 1)];
-  expectTensor(kk, "k", "f32", [n, hkv, d]);
-  expectTensor(v, "v", "f32", [n, hkv, d]);
-  expectTensor(slots, "slots", "i32", [n]);
-  expectTensor(positions, "positions", "i32", [n]);
+  const { n, hq, s, hkv, l, d } = ropeKvShapes(q, kk, kCache, vCache, v, slots, positions);
   const { qNorm, kNorm, invFreq, eps, theta } = options;
   if (qNorm) expectTensor(qNorm, "qNorm", "f32", [d]);
   if (kNorm) expectTensor(kNorm, "kNorm", "f32", [d]);

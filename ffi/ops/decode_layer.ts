@@ -144,86 +144,54 @@ export function decodeLayer(
 ): void {
   const { c, f, hkv, d, s, l } = checkLayer(x, w, step.kCache, step.vCache, step, rows, "");
   const [qNorm, kNorm, invFreq] = [w.qNorm ?? null, w.kNorm ?? null, step.invFreq ?? null];
-  if (qNorm || kNorm || invFreq) {
-    if (qNorm) expectTensor(qNorm, "qNorm", "f32", [d]);
-    if (kNorm) expectTensor(kNorm, "kNorm", "f32", [d]);
-    if (invFreq) expectTensor(invFreq, "invFreq", "f32", [d / 2]);
-    const fn = k.sym.arl_decode_layer_norms_bf16;
-    if (fn === null) {
-      throw new KernelLibraryError(
-        `The ${k.device} kernel library ${libraryPath(k.device)} was built before ` +
-          "arl_decode_layer_norms_bf16: run `deno task build` to rebuild it.",
-      );
-    }
-    k.check(
-      "arl_decode_layer_norms_bf16",
-      fn(
-        k.ctx,
-        x.ptrIn(k),
-        rows.qkv.ptrIn(k),
-        rows.attn.ptrIn(k),
-        rows.act.ptrIn(k),
-        w.ln1.ptrIn(k),
-        w.qkv.ptrIn(k),
-        ptrOf(k, w.bqkv),
-        w.o.ptrIn(k),
-        w.ln2.ptrIn(k),
-        w.gateUp.ptrIn(k),
-        w.down.ptrIn(k),
-        step.kCache.ptrIn(k),
-        step.vCache.ptrIn(k),
-        ptrOf(k, qNorm),
-        ptrOf(k, kNorm),
-        ptrOf(k, invFreq),
-        step.slot.ptrIn(k),
-        step.position.ptrIn(k),
-        step.len.ptrIn(k),
-        c,
-        f,
-        step.hq,
-        hkv,
-        d,
-        s,
-        l,
-        step.eps,
-        step.theta,
-        step.scale,
-      ),
-    );
+  // (the two entries' arguments: these, then the norms entry's three, then the rest)
+  const tensors = [
+    k.ctx,
+    x.ptrIn(k),
+    rows.qkv.ptrIn(k),
+    rows.attn.ptrIn(k),
+    rows.act.ptrIn(k),
+    w.ln1.ptrIn(k),
+    w.qkv.ptrIn(k),
+    ptrOf(k, w.bqkv),
+    w.o.ptrIn(k),
+    w.ln2.ptrIn(k),
+    w.gateUp.ptrIn(k),
+    w.down.ptrIn(k),
+    step.kCache.ptrIn(k),
+    step.vCache.ptrIn(k),
+  ] as const;
+  const rest = [
+    step.slot.ptrIn(k),
+    step.position.ptrIn(k),
+    step.len.ptrIn(k),
+    c,
+    f,
+    step.hq,
+    hkv,
+    d,
+    s,
+    l,
+    step.eps,
+    step.theta,
+    step.scale,
+  ] as const;
+  if (!qNorm && !kNorm && !invFreq) {
+    k.check("arl_decode_layer_bf16", k.sym.arl_decode_layer_bf16(...tensors, ...rest));
     return;
   }
-  k.check(
-    "arl_decode_layer_bf16",
-    k.sym.arl_decode_layer_bf16(
-      k.ctx,
-      x.ptrIn(k),
-      rows.qkv.ptrIn(k),
-      rows.attn.ptrIn(k),
-      rows.act.ptrIn(k),
-      w.ln1.ptrIn(k),
-      w.qkv.ptrIn(k),
-      ptrOf(k, w.bqkv),
-      w.o.ptrIn(k),
-      w.ln2.ptrIn(k),
-      w.gateUp.ptrIn(k),
-      w.down.ptrIn(k),
-      step.kCache.ptrIn(k),
-      step.vCache.ptrIn(k),
-      step.slot.ptrIn(k),
-      step.position.ptrIn(k),
-      step.len.ptrIn(k),
-      c,
-      f,
-      step.hq,
-      hkv,
-      d,
-      s,
-      l,
-      step.eps,
-      step.theta,
-      step.scale,
-    ),
-  );
+  if (qNorm) expectTensor(qNorm, "qNorm", "f32", [d]);
+  if (kNorm) expectTensor(kNorm, "kNorm", "f32", [d]);
+  if (invFreq) expectTensor(invFreq, "invFreq", "f32", [d / 2]);
+  const fn = k.sym.arl_decode_layer_norms_bf16;
+  if (fn === null) {
+    throw new KernelLibraryError(
+      `The ${k.device} kernel library ${libraryPath(k.device)} was built before ` +
+        "arl_decode_layer_norms_bf16: run `deno task build` to rebuild it.",
+    );
+  }
+  const norms = [ptrOf(k, qNorm), ptrOf(k, kNorm), ptrOf(k, invFreq)] as const;
+  k.check("arl_decode_layer_norms_bf16", fn(...tensors, ...norms, ...rest));
 }
 
 /**

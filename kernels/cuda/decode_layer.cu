@@ -602,10 +602,7 @@ arl_status arl_decode_layer_norms_bf16(
     const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
     int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
-  ARL_DECODE_LAYER_ARGS(ctx);
-  if (!std::isfinite(theta) || !std::isfinite(eps))
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta and eps must be finite, got %g and %g",
-                     __func__, double(theta), double(eps));
+  ARL_DECODE_LAYER_NORMS_ARGS(ctx);
   arl::DecodeNorms norms;
   norms.q_norm = q_norm;
   norms.k_norm = k_norm;
