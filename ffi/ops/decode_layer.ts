@@ -215,6 +215,11 @@ export function decodeLayers(
   rows: DecodeLayerRows,
 ): void {
   if (layers.length === 0) throw new RangeError("decodeLayers needs at least one layer");
+  if ((step as Partial<DecodeLayerStep>).invFreq) {
+    throw new RangeError(
+      "decodeLayers takes no RoPE frequency table (invFreq): call decodeLayer a layer",
+    );
+  }
   let shape = null as ReturnType<typeof checkLayer> | null;
   const table = new BigUint64Array(9 * layers.length);
   layers.forEach((w, i) => {

@@ -1035,7 +1035,13 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const WeightsRead gu_read{w_gu, size_t(2) * size_t(f) * size_t(c) * 2};
   const WeightsRead down_read{w_down, size_t(c) * size_t(f) * 2};
   if (norms.any()) {
-    // the rows as they come from the GEMV, then each head's norm and RoPE, the cache rows
+    // the rows as they come from the GEMV, then each head's norm and RoPE, the cache rows (both
+    // with the largest carveout, as kernel 1's)
+    cached(ctx->device, "carveout qkv norms", [] {
+      return prefer_shared(gemv_rows_kernel<1, uint16_t, true, kGemvNorm>) +
+             prefer_shared(gemv_rows_kernel<1, uint16_t, false, kGemvNorm>) +
+             norm_rope_prefer_shared();
+    });
     gemv_rows<kGemvNorm>(ctx, qkv, x, w_qkv, b_qkv, 1, nq, c, false, ln1, eps);
     launch_norm_rope_kv(ctx, qkv, qkv + int64_t(hq) * d, k_cache, v_cache,
                         qkv + (int64_t(hq) + hkv) * d, norms.q_norm, norms.k_norm, norms.inv_freq,

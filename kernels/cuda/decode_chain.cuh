@@ -42,4 +42,8 @@ void launch_norm_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float
                          int32_t n, int32_t hq, int32_t s, int32_t hkv, int32_t l, int32_t d,
                          float eps, float theta);
 
+// Asks the largest shared-memory carveout for that kernel (as decode_layer_chain's kernel 1):
+// 1 where it took, else 0 (the emulator: 1).
+int norm_rope_prefer_shared();
+
 }  // namespace arl

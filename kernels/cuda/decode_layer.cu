@@ -607,7 +607,8 @@ arl_status arl_decode_layer_norms_bf16(
   norms.q_norm = q_norm;
   norms.k_norm = k_norm;
   norms.inv_freq = inv_freq;
-  if (layer_path() != kPathSteps) {
+  // (the chain's path only: the one-kernel layer, `coop`, takes no norms)
+  if (layer_path() == kPathChain) {
     const arl_status st = arl::decode_layer_chain(
         ctx, __func__, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu, w_down, k_cache,
         v_cache, slot, position, len, c, f, hq, hkv, d, s, l, eps, theta, scale, norms);

@@ -179,6 +179,18 @@ void launch_norm_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float
              theta, ctx->flag, ctx->flag_index);
 }
 
+int norm_rope_prefer_shared() {
+#ifndef AGENTRL_CUDA_EMU
+  if (cudaFuncSetAttribute(norm_rope_kv_cache_write_kernel,
+                           cudaFuncAttributePreferredSharedMemoryCarveout,
+                           int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+#endif
+  return 1;
+}
+
 }  // namespace arl
 
 extern "C" {

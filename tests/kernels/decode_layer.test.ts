@@ -226,6 +226,11 @@ Deno.test("decodeLayer with q/k norms or a frequency table (arl_decode_layer_nor
     () => decodeLayers(k, x4, [{ ...w, qNorm: qn, kCache: kc4, vCache: kc4 }], step, rows),
     /layers\[0\] has q\/k norms, which decodeLayers does not take: call decodeLayer a layer/,
   );
+  const withTable = { ...step, invFreq: table }; // (a DecodeLayerStep passed as the constants)
+  assert.throws(
+    () => decodeLayers(k, x4, [{ ...w, kCache: kc4, vCache: kc4 }], withTable, rows),
+    /decodeLayers takes no RoPE frequency table \(invFreq\): call decodeLayer a layer/,
+  );
   for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();
 });
 

@@ -282,7 +282,7 @@ Deno.test({
         k.sym[name] = (...a) => { counts[name]++; return fn(...a); };
       }
       const base = { vocab_size: 64, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
-        num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, max_position_embeddings: 64,
+        num_attention_heads: 4, num_key_value_heads: 2, head_dim: 64, max_position_embeddings: 64,
         rope_theta: 10000, rms_norm_eps: 1e-6, tie_word_embeddings: true, attention_bias: false,
         bos_token_id: null, eos_token_id: null };
       const scaling = { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4,
@@ -299,7 +299,9 @@ Deno.test({
         m.forwardCached(cache, Int32Array.of(5), Int32Array.of(12), z, z);
         console.log(config.model_type, "token", JSON.stringify(counts));
       }`;
-    const lines = await evalOnEmulator(script);
+    // (the chain's time stamps, printed at exit: the layer calls ran as the chain, head dim 64)
+    const lines = await evalOnEmulator(script, { AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" });
+    assert.ok(lines.some((t) => /^decode chain, mean of 4 layers/.test(t)), lines.join("\n"));
     const none = {
       arl_decode_layer_norms_bf16: 0,
       arl_norm_rope_kv_cache_write: 0,
