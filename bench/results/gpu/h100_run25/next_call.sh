@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first device call after session 25 (prepared without a device): arl_decode_layer_norms_bf16,
 # the decode chain for Qwen3's q/k norms and a scaled RoPE's table, built after session 25's
-# device time ran out. Library .dev/s25d.so.xz (sm_90, commit 40e5f73 or later) against
+# device time ran out. Library .dev/s25d.so.xz (sm_90, commit 3b0d371 or later) against
 # .dev/s25c.so.xz (call 5's: the norms kernel, the separate calls otherwise); carry [".dev"].
 # About 2-3 minutes on an H100; run with timeout_s 300. Logs go to $OUT.
 #   - the decode layer's, the norms kernel's and the Qwen3/Llama model cases against the CPU;
