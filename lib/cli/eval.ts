@@ -15,6 +15,7 @@ import { isBuiltinModelPath, prepareModelPath } from "../model/builtin_models.ts
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
 import { withKvCacheHint } from "../rollout/errors.ts";
+import { evalEngineSize } from "../pipeline/engine_size.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
@@ -56,21 +57,16 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   const { model, tokenizer } = policyModel;
   console.error(`model: ${policyModel.source}`);
   const gen = val.generating_args!;
-  const envs = val.num_env_groups * (val.group_size + val.group_size_redundancy);
+  const size = evalEngineSize(config, model.config.max_position_embeddings);
   await using engine = withKvCacheHint(
     () =>
       new GenerationEngine(model, {
-        maxRunningRequests: Math.min(envs, 128),
-        maxModelLen: Math.min(
-          config.val_sequence_length ?? config.sequence_length ?? 4096,
-          model.config.max_position_embeddings,
-        ),
+        maxRunningRequests: size.maxRunningRequests,
+        maxModelLen: size.maxModelLen,
         decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
         seed: config.seed,
       }),
-    "It holds every environment's episode at once (val_env_manager's num_env_groups x " +
-      "(group_size + group_size_redundancy), at most 128) at val_sequence_length (else " +
-      "sequence_length; at most the model's max_position_embeddings): lower either",
+    size.keys,
   );
   const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
   const enginePolicy = new EnginePolicy(

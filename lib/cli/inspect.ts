@@ -3,7 +3,7 @@
  * it: the architecture and shape it reads from `config.json`, the weights' files, dtypes and
  * parameter count (headers only: nothing is loaded), the tokenizer's end-of-turn tokens, the
  * chat template a run would use, whether that template can play trajectory-wise episodes, and
- * the memory its weights and optimizer state take.
+ * the memory its weights and optimizer state take, and the KV cache a run with the config holds.
  *
  * @module
  */
@@ -16,6 +16,8 @@ import { Tokenizer } from "../model/tokenizer.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { endOfTurnIds } from "../rollout/engine_policy.ts";
 import { turnIncrementProblem } from "../rollout/turn_probe.ts";
+import { formatBytes, kvCacheBytes } from "../infer/kv_cache_size.ts";
+import { trainEngineSize } from "../pipeline/engine_size.ts";
 
 /** What {@linkcode inspectModel} finds. */
 export interface ModelReport {
@@ -49,6 +51,8 @@ export interface ModelReport {
     trained: number;
     /** The bf16 copy of the matrices a role with bf16 weights adds (CUDA's default). */
     bf16Copy: number;
+    /** The generation engine's KV cache in a training run with this config (actor_infer). */
+    kvCache: { maxRunningRequests: number; maxModelLen: number; bytes: number };
   };
 }
 
@@ -91,6 +95,7 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
     ? `config.json's vocab_size ${cfg.vocab_size} is below the tokenizer's ${tok.vocabSize} ` +
       "tokens: a run refuses the folder"
     : null;
+  const engine = trainEngineSize(config, cfg.max_position_embeddings);
   return {
     dir: ckpt.dir,
     architecture: ARCHITECTURES[cfg.model_type ?? "qwen2"],
@@ -110,12 +115,16 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
       loaded: 8 * parameters,
       trained: 16 * parameters,
       bf16Copy: 2 * (layerMatrices + cfg.vocab_size * cfg.hidden_size),
+      kvCache: {
+        maxRunningRequests: engine.maxRunningRequests,
+        maxModelLen: engine.maxModelLen,
+        bytes: kvCacheBytes(cfg, engine.maxRunningRequests, engine.maxModelLen),
+      },
     },
   };
 }
 
-const gib = (bytes: number) =>
-  bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+const gib = formatBytes;
 
 /** The report as the lines `agentrl inspect` prints. */
 export function formatModelReport(r: ModelReport): string {
@@ -143,6 +152,9 @@ export function formatModelReport(r: ModelReport): string {
     `weights and gradients: the reference), ${gib(r.memory.trained)} ` +
     `trained (with AdamW's two moments: actor_train, critic), +${gib(r.memory.bf16Copy)} ` +
     "with bf16 weights (CUDA's default)",
+    `  KV cache of a training run with this config (actor_infer): ` +
+    `${r.memory.kvCache.maxRunningRequests} episodes of up to ${r.memory.kvCache.maxModelLen} ` +
+    `positions, ${gib(r.memory.kvCache.bytes)} (f32 keys and values)`,
     `tokenizer: ${r.vocabSize} tokens; a turn ends at ` +
     r.turnEnds.map((t) => `${JSON.stringify(t.text)} (${t.id})`).join(", "),
     ...(r.vocabProblem ? [`  problem: ${r.vocabProblem}`] : []),

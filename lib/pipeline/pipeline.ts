@@ -42,6 +42,7 @@ import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { weightLag } from "../rollout/metrics.ts";
 import { withKvCacheHint } from "../rollout/errors.ts";
+import { trainEngineSize } from "./engine_size.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
@@ -358,25 +359,16 @@ export async function runPipeline(
     }
   }
 
-  const trainEnvs = config.train_env_manager.num_env_groups *
-    (config.train_env_manager.group_size + config.train_env_manager.group_size_redundancy);
-  const valEnvs = config.val_env_manager.num_env_groups *
-    (config.val_env_manager.group_size + config.val_env_manager.group_size_redundancy);
+  const size = trainEngineSize(config, model.config.max_position_embeddings);
   await using engine = withKvCacheHint(
     () =>
       new GenerationEngine(model, {
-        maxRunningRequests: Math.min(Math.max(trainEnvs, valEnvs), 128),
-        maxModelLen: Math.min(
-          Math.max(config.sequence_length ?? 4096, config.val_sequence_length ?? 0),
-          model.config.max_position_embeddings,
-        ),
+        maxRunningRequests: size.maxRunningRequests,
+        maxModelLen: size.maxModelLen,
         decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
         seed: config.seed,
       }),
-    "It holds every environment's episode at once (the larger of train_env_manager's and " +
-      "val_env_manager's num_env_groups x (group_size + group_size_redundancy), at most 128) at " +
-      "the longer of sequence_length and val_sequence_length (at most the model's " +
-      "max_position_embeddings): lower either",
+    size.keys,
   );
   const stops = endOfTurnIds(tok, encoder.template);
   const trainPolicy = new EnginePolicy(

@@ -88,6 +88,23 @@ Deno.test("inspect: a Qwen3 folder's architecture, weights, turn ends and templa
     // the bf16 copy: the layers' matrices and the LM head (V x C)
     const matrices = 2 * (32 * 64 + 2 * 32 * 32 + 64 * 32 + 3 * 32 * 64);
     assert.equal(report.memory.bf16Copy, 2 * (matrices + 151936 * 32));
+    // the KV cache a training run with the config holds: 8 bytes x 2 layers x 2 kv heads x 16
+    const kv = report.memory.kvCache;
+    assert.ok(kv.maxRunningRequests >= 1 && kv.maxRunningRequests <= 128, JSON.stringify(kv));
+    assert.equal(kv.bytes, 8 * 2 * 2 * 16 * kv.maxRunningRequests * kv.maxModelLen);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `KV cache of a training run with this config \\(actor_infer\\): ${kv.maxRunningRequests} ` +
+          `episodes of up to ${kv.maxModelLen} positions, [\\d.]+ MiB`,
+      ),
+    );
+    // its length follows sequence_length
+    const longer = await inspect(dir, "sequence_length=2048", "--json");
+    assert.equal(longer.code, 0, longer.stderr);
+    const kv2 = JSON.parse(longer.stdout).memory.kvCache;
+    assert.equal(kv2.maxModelLen, 2048);
+    assert.equal(kv2.bytes, 8 * 2 * 2 * 16 * kv2.maxRunningRequests * 2048);
   } finally {
     await Deno.remove(root, { recursive: true });
     await Deno.remove(tokenizerDir, { recursive: true });
