@@ -9,13 +9,11 @@
  */
 import { writeEpisodeFrames } from "../../envs/frames/episode_writer.ts";
 import { loadConfig, type LoadConfigOptions } from "../config/load_config.ts";
-import { GenerationEngine } from "../infer/engine.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { isBuiltinModelPath, prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
 import { RandomPolicy } from "../rollout/random_policy.ts";
-import { withKvCacheHint } from "../rollout/errors.ts";
-import { evalEngineSize } from "../pipeline/engine_size.ts";
+import { engineOfSize, evalEngineSize } from "../pipeline/engine_size.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
@@ -58,16 +56,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   console.error(`model: ${policyModel.source}`);
   const gen = val.generating_args!;
   const size = evalEngineSize(config, model.config.max_position_embeddings);
-  await using engine = withKvCacheHint(
-    () =>
-      new GenerationEngine(model, {
-        maxRunningRequests: size.maxRunningRequests,
-        maxModelLen: size.maxModelLen,
-        decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
-        seed: config.seed,
-      }),
-    size.keys,
-  );
+  await using engine = engineOfSize(model, size, tokenizer, config.seed);
   const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
   const enginePolicy = new EnginePolicy(
     engine,

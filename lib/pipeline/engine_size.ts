@@ -6,6 +6,10 @@
  * @module
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
+import { GenerationEngine } from "../infer/engine.ts";
+import type { Qwen2Model } from "../model/qwen2.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
+import { withKvCacheHint } from "../rollout/errors.ts";
 
 /** The engine's `maxRunningRequests` and `maxModelLen`, and the keys that set them. */
 export interface EngineSize {
@@ -63,4 +67,26 @@ export function evalEngineSize(config: AgenticConfig, maxPositions: number): Eng
       "(group_size + group_size_redundancy), at most 128) at val_sequence_length (else " +
       "sequence_length; at most the model's max_position_embeddings): lower either",
   };
+}
+
+/**
+ * The engine of `size` over `model`, its text decoded by `tok`; a KV cache too large for memory
+ * is a RolloutConfigError naming `size.keys`.
+ */
+export function engineOfSize(
+  model: Qwen2Model,
+  size: EngineSize,
+  tok: Tokenizer,
+  seed: number | undefined,
+): GenerationEngine {
+  return withKvCacheHint(
+    () =>
+      new GenerationEngine(model, {
+        maxRunningRequests: size.maxRunningRequests,
+        maxModelLen: size.maxModelLen,
+        decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+        ...(seed === undefined ? {} : { seed }),
+      }),
+    size.keys,
+  );
 }

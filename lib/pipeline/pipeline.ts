@@ -31,7 +31,6 @@ import {
   klControllerFromJSON,
 } from "../algo/mod.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
-import { GenerationEngine } from "../infer/engine.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
@@ -41,8 +40,7 @@ import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
 import { weightLag } from "../rollout/metrics.ts";
-import { withKvCacheHint } from "../rollout/errors.ts";
-import { trainEngineSize } from "./engine_size.ts";
+import { engineOfSize, trainEngineSize } from "./engine_size.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { createTracker, type Tracker } from "../track/tracker.ts";
@@ -360,16 +358,7 @@ export async function runPipeline(
   }
 
   const size = trainEngineSize(config, model.config.max_position_embeddings);
-  await using engine = withKvCacheHint(
-    () =>
-      new GenerationEngine(model, {
-        maxRunningRequests: size.maxRunningRequests,
-        maxModelLen: size.maxModelLen,
-        decode: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
-        seed: config.seed,
-      }),
-    size.keys,
-  );
+  await using engine = engineOfSize(model, size, tok, config.seed);
   const stops = endOfTurnIds(tok, encoder.template);
   const trainPolicy = new EnginePolicy(
     engine,
