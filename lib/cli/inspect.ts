@@ -129,10 +129,13 @@ const gib = formatBytes;
 /** The report as the lines `agentrl inspect` prints. */
 export function formatModelReport(r: ModelReport): string {
   const c = r.config;
-  const rope = c.rope_scaling
-    ? `theta ${c.rope_theta}, Llama 3.1 scaling (factor ${c.rope_scaling.factor}, original ` +
-      `${c.rope_scaling.original_max_position_embeddings} positions)`
-    : `theta ${c.rope_theta}`;
+  const s = c.rope_scaling;
+  const rope = !s
+    ? `theta ${c.rope_theta}`
+    : s.rope_type === "llama3"
+    ? `theta ${c.rope_theta}, Llama 3.1 scaling (factor ${s.factor}, original ` +
+      `${s.original_max_position_embeddings} positions)`
+    : `theta ${c.rope_theta}, linear scaling (factor ${s.factor})`;
   const attention = [
     c.attention_bias ? "q/k/v biases" : "no biases",
     c.model_type === "qwen3" ? "q/k norms" : null,

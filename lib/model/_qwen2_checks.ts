@@ -6,7 +6,7 @@
  */
 import { isNormalF32 } from "../../ffi/mod.ts";
 import { isModelType, MODEL_TYPES, type Qwen2Config } from "./config.ts";
-import { llama3ScalingProblem } from "./rope_scaling.ts";
+import { ropeScalingProblem } from "./rope_scaling.ts";
 import type { PackedBatch } from "./qwen2.ts";
 
 /** Throws a clear error unless `cfg` describes a model the kernels can run. */
@@ -48,13 +48,14 @@ export function validateConfig(cfg: Qwen2Config): void {
   }
   const scaling = cfg.rope_scaling;
   if (scaling) {
-    if (
-      scaling.rope_type !== "llama3" ||
-      llama3ScalingProblem(scaling as unknown as Record<string, unknown>) !== null
-    ) {
+    const problem = scaling.rope_type === "llama3" || scaling.rope_type === "linear"
+      ? ropeScalingProblem(scaling as unknown as Record<string, unknown>)
+      : `rope_type is ${
+        JSON.stringify((scaling as { rope_type: unknown }).rope_type)
+      }; expected "llama3" or "linear"`;
+    if (problem !== null) {
       throw new RangeError(
-        `Qwen2 config rope_scaling must be Llama 3.1's llama3 type with positive factors ` +
-          `(high_freq_factor above low_freq_factor), got ${JSON.stringify(scaling)}`,
+        `Qwen2 config rope_scaling: ${problem} (got ${JSON.stringify(scaling)})`,
       );
     }
   }

@@ -44,8 +44,20 @@ export interface Qwen2Config {
    * without q/k/v biases. Saved checkpoints name it in `config.json`.
    */
   model_type?: ModelType;
-  /** RoPE scaling: Llama 3.1's `llama3` type, or none (absent or null). */
-  rope_scaling?: Llama3RopeScaling | null;
+  /** RoPE scaling: Llama 3.1's `llama3` type, the `linear` type, or none (absent or null). */
+  rope_scaling?: RopeScaling | null;
+}
+
+/** The RoPE scalings the model implements (each a table of rotation frequencies). */
+export type RopeScaling = Llama3RopeScaling | LinearRopeScaling;
+
+/**
+ * The `linear` RoPE scaling (position interpolation): every frequency divided by `factor`, as if
+ * the positions were.
+ */
+export interface LinearRopeScaling {
+  rope_type: "linear";
+  factor: number;
 }
 
 /** Llama 3.1's RoPE scaling (`rope_scaling` with `rope_type: "llama3"`), as `config.json` has it. */

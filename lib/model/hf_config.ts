@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { isModelType, type Llama3RopeScaling, type ModelType, type Qwen2Config } from "./config.ts";
-import { llama3ScalingProblem } from "./rope_scaling.ts";
+import { isModelType, type ModelType, type Qwen2Config, type RopeScaling } from "./config.ts";
+import { ropeScalingProblem } from "./rope_scaling.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
@@ -236,13 +236,13 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   if (boolean("mlp_bias", false)) {
     fail("mlp_bias", "mlp_bias is true; MLP biases are not implemented (expected false)");
   }
-  // RoPE scaling: Llama 3.1's "llama3" type only, from rope_scaling (transformers 4.x) or
-  // rope_parameters (transformers 5, beside rope_theta)
-  const llama3 = (key: string, v: Record<string, unknown>): Llama3RopeScaling => {
-    const problem = llama3ScalingProblem(v);
+  // RoPE scaling: Llama 3.1's "llama3" type or "linear", from rope_scaling (transformers 4.x)
+  // or rope_parameters (transformers 5, beside rope_theta)
+  const scaled = (key: string, type: "llama3" | "linear", v: Record<string, unknown>) => {
+    const problem = ropeScalingProblem({ ...v, rope_type: type });
     if (problem !== null) fail(key, `${key}.${problem}`);
-    return {
-      rope_type: "llama3",
+    return type === "linear" ? { rope_type: type, factor: v.factor as number } : {
+      rope_type: type,
       factor: v.factor as number,
       low_freq_factor: v.low_freq_factor as number,
       high_freq_factor: v.high_freq_factor as number,
@@ -250,19 +250,19 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     };
   };
   // (a missing type, as transformers reads it, is default RoPE)
-  const scalingOf = (key: string, v: unknown): Llama3RopeScaling | null => {
+  const scalingOf = (key: string, v: unknown): RopeScaling | null => {
     if (!isPlainObject(v)) return fail(key, `${key} is ${show(v)}; expected an object or null`);
     const type = v.rope_type ?? v.type ?? "default";
     if (type === "default") return null;
-    if (type !== "llama3") {
+    if (type !== "llama3" && type !== "linear") {
       return fail(
         key,
         `${key} is ${show(v)}; RoPE scaling of type ${
           show(type)
-        } is not implemented (expected "default" or "llama3")`,
+        } is not implemented (expected "default", "llama3" or "linear")`,
       );
     }
-    return llama3(key, v);
+    return scaled(key, type, v);
   };
   const ropeScalingRaw = get("rope_scaling");
   let ropeScaling = ropeScalingRaw === undefined ? null : scalingOf("rope_scaling", ropeScalingRaw);

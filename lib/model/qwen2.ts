@@ -84,7 +84,7 @@ import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
 import { InitRng } from "./_random.ts";
-import { llama3InvFreq } from "./rope_scaling.ts";
+import { ropeInvFreq } from "./rope_scaling.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
   Arena,
@@ -344,7 +344,7 @@ export class Qwen2Model implements Disposable {
     this.#ropeFreqs = this.config.rope_scaling
       ? Tensor.from(
         kernels,
-        llama3InvFreq(config.rope_theta, config.head_dim, this.config.rope_scaling),
+        ropeInvFreq(config.rope_theta, config.head_dim, this.config.rope_scaling),
       )
       : null;
     if ((options.init ?? "random") === "random") this.initRandom(options.seed ?? 0);

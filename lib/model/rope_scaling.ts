@@ -1,11 +1,30 @@
 /**
- * Llama 3.1's RoPE scaling (`rope_scaling.rope_type: "llama3"`): the rotation frequencies of
- * `theta` with the low ones divided by `factor` and the middle band blended, as transformers
- * computes them for Llama 3.1 / 3.2 checkpoints.
+ * RoPE scalings as tables of rotation frequencies: Llama 3.1's (`rope_scaling.rope_type:
+ * "llama3"`: the low frequencies of `theta` divided by `factor` and the middle band blended, as
+ * transformers computes them for Llama 3.1 / 3.2 checkpoints) and the `linear` type (every
+ * frequency divided by `factor`).
  *
  * @module
  */
-import type { Llama3RopeScaling } from "./config.ts";
+import type { Llama3RopeScaling, RopeScaling } from "./config.ts";
+
+/**
+ * The inverse frequencies (head_dim / 2) of RoPE with `scaling`: {@linkcode llama3InvFreq}'s, or
+ * for `linear` theta^(-2j/d) / factor (float64, rounded to float32).
+ *
+ * @example
+ * ```ts
+ * import { ropeInvFreq } from "./rope_scaling.ts";
+ * console.log(ropeInvFreq(10000, 4, { rope_type: "linear", factor: 2 })); // Float32Array [ 0.5, 0.005 ]
+ * ```
+ */
+export function ropeInvFreq(theta: number, headDim: number, scaling: RopeScaling): Float32Array {
+  if (scaling.rope_type === "llama3") return llama3InvFreq(theta, headDim, scaling);
+  return Float32Array.from(
+    { length: headDim / 2 },
+    (_, j) => 1 / Math.pow(theta, (2 * j) / headDim) / scaling.factor,
+  );
+}
 
 /**
  * The inverse frequencies (head_dim / 2) of RoPE with Llama 3.1's scaling: for each default
@@ -67,6 +86,23 @@ const positive = (x: unknown): x is number => typeof x === "number" && Number.is
  * ```
  */
 export function llama3ScalingProblem(v: Record<string, unknown>): string | null {
+  return ropeScalingProblem({ ...v, rope_type: "llama3" });
+}
+
+/**
+ * What is wrong with a RoPE scaling's fields for its `rope_type` (`llama3`: as
+ * {@linkcode llama3ScalingProblem} says; `linear`: `factor` positive), or null when nothing is.
+ *
+ * @example
+ * ```ts
+ * import { ropeScalingProblem } from "./rope_scaling.ts";
+ * console.log(ropeScalingProblem({ rope_type: "linear", factor: 2 })); // null
+ * ```
+ */
+export function ropeScalingProblem(v: Record<string, unknown>): string | null {
+  if (v.rope_type === "linear") {
+    return positive(v.factor) ? null : `factor is ${show(v.factor)}; expected a positive number`;
+  }
   for (const name of ["factor", "low_freq_factor", "high_freq_factor"]) {
     if (!positive(v[name])) return `${name} is ${show(v[name])}; expected a positive number`;
   }

@@ -56,7 +56,7 @@ function rmsnorm(x: Arr, w: Arr, n: number, c: number, eps: number): Float64Arra
 /**
  * HF's inverse frequencies: base^(-2j/d), with Llama 3.1's scaling when the config has one
  * (transformers' _compute_llama3_parameters: low frequencies / factor, the band between the
- * two wavelength bounds blended).
+ * two wavelength bounds blended; or the linear type's, every frequency / factor).
  */
 function invFreqs(cfg: Qwen2Config): Float64Array {
   const d = cfg.head_dim, half = d / 2;
@@ -66,6 +66,8 @@ function invFreqs(cfg: Qwen2Config): Float64Array {
   );
   const s = cfg.rope_scaling;
   if (!s) return base;
+  // (transformers' _compute_linear_scaling_rope_parameters: inv_freq / factor)
+  if (s.rope_type === "linear") return base.map((f) => f / s.factor);
   const old = s.original_max_position_embeddings;
   return base.map((f) => {
     const wavelen = 2 * Math.PI / f;

@@ -234,7 +234,7 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     [{ ...TINY, use_sliding_window: true }, /sliding-window attention is not implemented/],
     [
       { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
-      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected "default" or "llama3"\)/,
+      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
     ],
     [
       { ...TINY, eos_token_id: "x" },
@@ -820,8 +820,8 @@ Deno.test("Llama 3.1's RoPE scaling (llama3) is read from rope_scaling or rope_p
       /original_max_position_embeddings is 8192\.5; expected a positive integer/,
     ],
     [
-      { ...LLAMA32_1B, rope_scaling: { type: "linear", factor: 2 } },
-      /RoPE scaling of type "linear" is not implemented/,
+      { ...LLAMA32_1B, rope_scaling: { type: "dynamic", factor: 2 } },
+      /RoPE scaling of type "dynamic" is not implemented/,
     ],
     [
       {
@@ -840,6 +840,31 @@ Deno.test("Llama 3.1's RoPE scaling (llama3) is read from rope_scaling or rope_p
   for (const [json, re] of bad) checkpointError(() => parseQwen2Config(json, "l.json"), re);
 });
 
+Deno.test("linear RoPE scaling is read (rope_scaling's type or rope_type, or rope_parameters), checked, and written back", () => {
+  const withLinear = { ...TINY, model_type: "llama", architectures: undefined };
+  for (
+    const json of [
+      { ...withLinear, rope_scaling: { type: "linear", factor: 2 } },
+      { ...withLinear, rope_scaling: { rope_type: "linear", factor: 2.0 } },
+      { ...withLinear, rope_parameters: { rope_type: "linear", factor: 2 } },
+    ]
+  ) {
+    const c = parseQwen2Config(json, "linear.json");
+    assert.deepEqual(c.rope_scaling, { rope_type: "linear", factor: 2 });
+    const text = configJsonText(qwen2ConfigToJson(c));
+    assert.match(text, /"rope_scaling": \{\n\s+"rope_type": "linear",\n\s+"factor": 2\.0\n\s+\}/);
+    assert.deepEqual(parseQwen2Config(JSON.parse(text), "back"), c);
+  }
+  checkpointError(
+    () => parseQwen2Config({ ...withLinear, rope_scaling: { type: "linear", factor: -1 } }, "l"),
+    /rope_scaling\.factor is -1; expected a positive number/,
+  );
+  checkpointError(
+    () => parseQwen2Config({ ...withLinear, rope_scaling: { type: "yarn", factor: 4 } }, "l"),
+    /RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
+  );
+});
+
 Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types are refused", () => {
   const v5 = parseQwen2Config(
     { ...TINY, rope_theta: undefined, rope_parameters: { rope_type: "default", rope_theta: 1e6 } },
@@ -854,7 +879,7 @@ Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types
   const bad: [unknown, RegExp][] = [
     [
       { ...TINY, rope_parameters: { rope_type: "yarn", factor: 4 } },
-      /RoPE scaling of type "yarn" is not implemented \(expected "default" or "llama3"\)/,
+      /RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
     ],
     [
       { ...TINY, rope_parameters: { rope_theta: -1 } },

@@ -248,6 +248,17 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
       temp: 1,
     },
     {
+      what: "Llama with linear RoPE scaling (factor 4)",
+      cfg: tinyConfig({
+        model_type: "llama",
+        attention_bias: false,
+        rope_scaling: { rope_type: "linear", factor: 4 },
+      }),
+      lens: [12, 3],
+      starts: [0, 20],
+      temp: 1,
+    },
+    {
       what: "Llama (no q/k/v bias), tied",
       cfg: tinyConfig({ model_type: "llama", attention_bias: false, tie_word_embeddings: true }),
       lens: [3, 5],
@@ -297,6 +308,29 @@ Deno.test("Llama 3.1's RoPE scaling changes the outputs (the scaled test above i
   const diff = Math.max(...scaled.map((x, i) => Math.abs(x - plain[i]!)));
   assert.ok(diff > 0.05, `the scaling moves log-probs by ${diff} only`);
   close(model.forward(batch).logp.toArray(), scaled, "scaled log-probs");
+});
+
+Deno.test("linear RoPE scaling by 2 at positions 2p gives the unscaled model's outputs at p", () => {
+  using k = open();
+  const cfg = tinyConfig({ model_type: "llama", attention_bias: false });
+  using plain = new Qwen2Model(k, cfg, { seed: 5 });
+  randomizeParams(plain, "linear rope");
+  using scaled = new Qwen2Model(k, { ...cfg, rope_scaling: { rope_type: "linear", factor: 2 } }, {
+    seed: 5,
+  });
+  scaled.params.write(plain.params.read());
+  scaled.markParamsChanged();
+  const batch = randomBatch(new Rng("linear rope"), cfg.vocab_size, [9, 4]);
+  const doubled = { ...batch, positions: batch.positions.map((p) => 2 * p) };
+  const a = plain.forward(batch).logp.toArray();
+  const b = scaled.forward(doubled).logp.toArray();
+  close(b, Float64Array.from(a), "scaled at 2p vs plain at p");
+  // and at p itself the scaling moves them
+  const c = scaled.forward(batch).logp.toArray();
+  assert.ok(
+    Math.max(...c.map((x, i) => Math.abs(x - a[i]!))) > 1e-3,
+    "the scaling moves log-probs",
+  );
 });
 
 Deno.test("qwen2 forwardValues: the critic's values match the float64 reference", () => {

@@ -1,7 +1,7 @@
 // Llama 3.1's RoPE scaling table at Llama 3.2's settings (theta 5e5, head_dim 64, factor 32,
 // original context 8192): which frequencies are kept, blended and divided, and the blend.
 import assert from "node:assert/strict";
-import { llama3InvFreq } from "../../lib/model/rope_scaling.ts";
+import { llama3InvFreq, ropeInvFreq } from "../../lib/model/rope_scaling.ts";
 
 Deno.test("llama3InvFreq at Llama 3.2's settings: 15 frequencies kept, 3 blended, 14 divided by 32", () => {
   const [theta, d] = [500000, 64];
@@ -40,4 +40,17 @@ Deno.test("llama3InvFreq at Llama 3.2's settings: 15 frequencies kept, 3 blended
     ...Array(3).fill("blend"),
     ...Array(14).fill("divide"),
   ]);
+});
+
+Deno.test("ropeInvFreq: the linear type divides every frequency by its factor; llama3 is llama3InvFreq", () => {
+  const table = ropeInvFreq(10000, 8, { rope_type: "linear", factor: 4 });
+  assert.deepEqual(Array.from(table), [0, 1, 2, 3].map((j) => Math.fround(10000 ** (-j / 4) / 4)));
+  const llama = {
+    rope_type: "llama3",
+    factor: 8,
+    low_freq_factor: 1,
+    high_freq_factor: 4,
+    original_max_position_embeddings: 64,
+  } as const;
+  assert.deepEqual(ropeInvFreq(5e5, 64, llama), llama3InvFreq(5e5, 64, llama));
 });
