@@ -121,6 +121,26 @@ function checkLayer(
   return { c, f, hkv, d, s, l };
 }
 
+/** The arguments every decode-layer entry ends with: the token's place, the shapes, constants. */
+function stepArgs(k: Kernels, step: DecodeStepConstants, shape: ReturnType<typeof checkLayer>) {
+  const { c, f, hkv, d, s, l } = shape;
+  return [
+    step.slot.ptrIn(k),
+    step.position.ptrIn(k),
+    step.len.ptrIn(k),
+    c,
+    f,
+    step.hq,
+    hkv,
+    d,
+    s,
+    l,
+    step.eps,
+    step.theta,
+    step.scale,
+  ] as const;
+}
+
 /**
  * One token through a decoder layer: x (C) += attention(rmsnorm(x)) . o^T, then
  * x += swiglu(rmsnorm(x) . gateUp^T) . down^T, writing the token's rotated key and its value
@@ -161,21 +181,7 @@ export function decodeLayer(
     step.kCache.ptrIn(k),
     step.vCache.ptrIn(k),
   ] as const;
-  const rest = [
-    step.slot.ptrIn(k),
-    step.position.ptrIn(k),
-    step.len.ptrIn(k),
-    c,
-    f,
-    step.hq,
-    hkv,
-    d,
-    s,
-    l,
-    step.eps,
-    step.theta,
-    step.scale,
-  ] as const;
+  const rest = stepArgs(k, step, { c, f, hkv, d, s, l });
   if (!qNorm && !kNorm && !invFreq) {
     k.check("arl_decode_layer_bf16", k.sym.arl_decode_layer_bf16(...tensors, ...rest));
     return;
@@ -241,7 +247,6 @@ export function decodeLayers(
       table[9 * i + j] = t ? BigInt(Deno.UnsafePointer.value(t.ptrIn(k))) : 0n;
     });
   });
-  const { c, f, hkv, d, s, l } = shape!;
   k.check(
     "arl_decode_layers_bf16",
     k.sym.arl_decode_layers_bf16(
@@ -252,19 +257,7 @@ export function decodeLayers(
       rows.act.ptrIn(k),
       table,
       layers.length,
-      step.slot.ptrIn(k),
-      step.position.ptrIn(k),
-      step.len.ptrIn(k),
-      c,
-      f,
-      step.hq,
-      hkv,
-      d,
-      s,
-      l,
-      step.eps,
-      step.theta,
-      step.scale,
+      ...stepArgs(k, step, shape!),
     ),
   );
 }

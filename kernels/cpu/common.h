@@ -45,6 +45,14 @@ int default_threads();
 arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
                             int32_t t);
 
+// Checks a RoPE frequency table (d / 2 floats, host memory): each entry finite.
+arl_status check_inv_freq(arl_ctx* ctx, const char* fn, const float* inv_freq, int32_t d);
+
+// Checks one decode token's values (arl_decode_layer_bf16 and its norms entry), before anything
+// is written: its cache slot and position, and its length in [1, l].
+arl_status check_decode_token(arl_ctx* ctx, const char* fn, const int32_t* slot,
+                              const int32_t* position, const int32_t* len, int32_t s, int32_t l);
+
 // Checks the KV cache rows of n tokens: each slot in [0, s), each position under l and, unless
 // negative_positions_ok (for callers where arl_rope reports them first), not negative.
 arl_status check_cache_rows(arl_ctx* ctx, const char* fn, const int32_t* slots,

@@ -46,6 +46,21 @@ arl_status check_cache_rows(arl_ctx* ctx, const char* fn, const int32_t* slots,
   return ARL_OK;
 }
 
+arl_status check_inv_freq(arl_ctx* ctx, const char* fn, const float* inv_freq, int32_t d) {
+  for (int32_t j = 0; j < d / 2; j++)
+    if (!std::isfinite(inv_freq[j]))
+      return fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", fn, j);
+  return ARL_OK;
+}
+
+arl_status check_decode_token(arl_ctx* ctx, const char* fn, const int32_t* slot,
+                              const int32_t* position, const int32_t* len, int32_t s, int32_t l) {
+  if (arl_status st = check_cache_rows(ctx, fn, slot, position, 1, s, l, false)) return st;
+  if (*len < 1 || *len > l)
+    return fail(ctx, ARL_ERR_VALUE, "%s: length %d of query 0 is outside [1, %d]", fn, *len, l);
+  return ARL_OK;
+}
+
 int default_threads() {
   int n = omp_get_num_procs();
   return n > 0 ? n : 1;

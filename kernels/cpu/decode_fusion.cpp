@@ -152,9 +152,7 @@ arl_status arl_norm_rope_kv_cache_write(arl_ctx* ctx, float* q, float* k, float*
   if (arl_status st = arl::check_cache_rows(ctx, __func__, slots, positions, n, s, l, false))
     return st;
   if (inv_freq != nullptr)
-    for (int32_t j = 0; j < d / 2; j++)
-      if (!std::isfinite(inv_freq[j]))
-        return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
+    if (arl_status st = arl::check_inv_freq(ctx, __func__, inv_freq, d)) return st;
   // the calls it stands for, in place: each is row-wise (a row read before it is written)
   std::vector<float> rstd;
   if (arl_status st = arl::guarded(ctx, __func__, [&] {

@@ -17,11 +17,7 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
   ARL_DECODE_LAYER_ARGS(ctx);
   // The values the steps check one by one, checked before the first writes anything (a bad
   // one would leave the cache and qkv written and the layer half done).
-  if (arl_status st = arl::check_cache_rows(ctx, __func__, slot, position, 1, s, l, false))
-    return st;
-  if (*len < 1 || *len > l)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query 0 is outside [1, %d]", __func__,
-                     *len, l);
+  if (arl_status st = arl::check_decode_token(ctx, __func__, slot, position, len, s, l)) return st;
   return arl::decode_layer_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
                                  w_down, k_cache, v_cache, slot, position, len, c, f, hq, hkv, d,
                                  s, l, eps, theta, scale);
@@ -37,15 +33,9 @@ arl_status arl_decode_layer_norms_bf16(
     int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
   ARL_DECODE_LAYER_NORMS_ARGS(ctx);
-  if (arl_status st = arl::check_cache_rows(ctx, __func__, slot, position, 1, s, l, false))
-    return st;
-  if (*len < 1 || *len > l)
-    return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query 0 is outside [1, %d]", __func__,
-                     *len, l);
+  if (arl_status st = arl::check_decode_token(ctx, __func__, slot, position, len, s, l)) return st;
   if (inv_freq != nullptr)
-    for (int32_t j = 0; j < d / 2; j++)
-      if (!std::isfinite(inv_freq[j]))
-        return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
+    if (arl_status st = arl::check_inv_freq(ctx, __func__, inv_freq, d)) return st;
   return arl::decode_layer_norm_steps(ctx, x, qkv, attn, act, ln1, w_qkv, b_qkv, w_o, ln2, w_gu,
                                       w_down, k_cache, v_cache, q_norm, k_norm, inv_freq, slot,
                                       position, len, c, f, hq, hkv, d, s, l, eps, theta, scale);

@@ -193,9 +193,7 @@ arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x, const int32_
   ARL_CTX(ctx);
   ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
   ARL_NOT_NULL(ctx, inv_freq);
-  for (int32_t j = 0; j < d / 2; j++)
-    if (!std::isfinite(inv_freq[j]))
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: inv_freq[%d] is not finite", __func__, j);
+  if (arl_status st = arl::check_inv_freq(ctx, __func__, inv_freq, d)) return st;
   return rope_rows(ctx, __func__, out, x, positions, inv_freq, 0.0f, t, h, d, inverse);
 }
 

@@ -124,8 +124,6 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
   };
 }
 
-const gib = formatBytes;
-
 /** The report as the lines `agentrl inspect` prints. */
 export function formatModelReport(r: ModelReport): string {
   const c = r.config;
@@ -151,13 +149,15 @@ export function formatModelReport(r: ModelReport): string {
     `  weights: ${p.toLocaleString("en-US")} parameters in ${r.files} file(s), stored as ` +
     `${r.dtypes.join(", ")}`,
     ...r.notes.map((n) => `  note: ${n}`),
-    `  memory a role, before activations and caches: ${gib(r.memory.loaded)} loaded (fp32 ` +
-    `weights and gradients: the reference), ${gib(r.memory.trained)} ` +
-    `trained (with AdamW's two moments: actor_train, critic), +${gib(r.memory.bf16Copy)} ` +
+    `  memory a role, before activations and caches: ${
+      formatBytes(r.memory.loaded)
+    } loaded (fp32 ` +
+    `weights and gradients: the reference), ${formatBytes(r.memory.trained)} ` +
+    `trained (with AdamW's two moments: actor_train, critic), +${formatBytes(r.memory.bf16Copy)} ` +
     "with bf16 weights (CUDA's default)",
     `  KV cache of a training run with this config (actor_infer): ` +
     `${r.memory.kvCache.maxRunningRequests} episodes of up to ${r.memory.kvCache.maxModelLen} ` +
-    `positions, ${gib(r.memory.kvCache.bytes)} (f32 keys and values)`,
+    `positions, ${formatBytes(r.memory.kvCache.bytes)} (f32 keys and values)`,
     `tokenizer: ${r.vocabSize} tokens; a turn ends at ` +
     r.turnEnds.map((t) => `${JSON.stringify(t.text)} (${t.id})`).join(", "),
     ...(r.vocabProblem ? [`  problem: ${r.vocabProblem}`] : []),

@@ -66,6 +66,7 @@ import { type NormalizedRequest, normalizeRequest } from "./_request.ts";
 import { loadWeights } from "./_weights.ts";
 import { kvCacheBytes, KvCacheSizeError } from "./kv_cache_size.ts";
 import { type DecodeFn, StopStringMatcher, tokensThrough } from "./_stop.ts";
+
 import type {
   GenerateOptions,
   GenerationEngineOptions,
@@ -80,6 +81,9 @@ import type {
   GenerationResult,
   StepInfo,
 } from "./types.ts";
+
+/** `arl_status` out of memory (kernels/include/agentrl.h). */
+const ARL_ERR_ALLOC = 4;
 
 export type { DecodeFn } from "./_stop.ts";
 export type {
@@ -288,7 +292,8 @@ export class GenerationEngine implements AsyncDisposable {
     try {
       this.#cache = model.createKvCache(this.maxRunningRequests, this.maxModelLen);
     } catch (e) {
-      if (!(e instanceof RangeError) && !(e instanceof KernelError && e.status === 4)) throw e;
+      const outOfMemory = e instanceof KernelError && e.status === ARL_ERR_ALLOC;
+      if (!(e instanceof RangeError) && !outOfMemory) throw e;
       const bytes = kvCacheBytes(model.config, this.maxRunningRequests, this.maxModelLen);
       throw new KvCacheSizeError(
         this.maxRunningRequests,

@@ -74,24 +74,10 @@ const show = (v: unknown): string => v === undefined ? "nothing" : JSON.stringif
 const positive = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x) && x > 0;
 
 /**
- * What is wrong with the fields of a `llama3` RoPE scaling (`factor`, `low_freq_factor`,
- * `high_freq_factor`: positive, the high one above the low one;
- * `original_max_position_embeddings`: a positive integer), as `name ...; expected ...`, or
- * null when nothing is.
- *
- * @example
- * ```ts
- * import { llama3ScalingProblem } from "./rope_scaling.ts";
- * console.log(llama3ScalingProblem({ factor: 0 })); // "factor is 0; expected a positive number"
- * ```
- */
-export function llama3ScalingProblem(v: Record<string, unknown>): string | null {
-  return ropeScalingProblem({ ...v, rope_type: "llama3" });
-}
-
-/**
- * What is wrong with a RoPE scaling's fields for its `rope_type` (`llama3`: as
- * {@linkcode llama3ScalingProblem} says; `linear`: `factor` positive), or null when nothing is.
+ * What is wrong with a RoPE scaling's fields for its `rope_type`, as `name ...; expected ...`,
+ * or null when nothing is. `linear`: `factor` positive. `llama3`: `factor`, `low_freq_factor`
+ * and `high_freq_factor` positive, the high one above the low one;
+ * `original_max_position_embeddings` a positive integer.
  *
  * @example
  * ```ts
