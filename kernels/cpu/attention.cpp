@@ -29,12 +29,11 @@ arl_status check_heads(arl_ctx* ctx, const char* fn, int32_t hq, int32_t hkv) {
 // strides; returns the log-sum-exp of the scaled scores. scores has room for n.
 float attend_row(float* out, float* scores, const float* q, const float* k, const float* v,
                  int64_t kv_stride, int32_t n, int32_t d, float scale) {
-  for (int32_t j = 0; j < n; j++) scores[j] = scale * arl::vdot(q, k + j * kv_stride, d);
+  arl::vdot_keys(scores, q, k, kv_stride, n, d, scale);
   const float m = arl::vmax(scores, n);
   const double sum = arl::vexp_store(scores, scores, n, m);
   std::memset(out, 0, sizeof(float) * size_t(d));
-  const float inv = float(1.0 / sum);
-  for (int32_t j = 0; j < n; j++) arl::vaxpy(out, scores[j] * inv, v + j * kv_stride, d);
+  arl::vaxpy_keys(out, scores, float(1.0 / sum), v, kv_stride, n, d);
   return m + float(std::log(sum));
 }
 

@@ -1,5 +1,7 @@
 // Token embedding, RMSNorm, RoPE, SwiGLU, residual add and the value head.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -138,40 +140,74 @@ arl_status arl_rmsnorm_backward(arl_ctx* ctx, float* dx, float* dweight, const f
 
 namespace {
 
+// One row's cosines (cs[0, half)) and sines (cs[half, d)) at a position.
+inline void rope_trig(float* cs, int32_t position, const double* inv_freq, int32_t half,
+                      double sign) {
+  for (int32_t j = 0; j < half; j++) {
+    const double angle = double(position) * inv_freq[j];
+    cs[j] = float(std::cos(angle));
+    cs[half + j] = float(sign * std::sin(angle));
+  }
+}
+
+// Rotates one row's h heads by the cosines and sines at cs.
+inline void rope_row(float* out, const float* x, const float* cs, int32_t h, int32_t d) {
+  const int32_t half = d / 2;
+  const float* sn = cs + half;
+  for (int32_t hh = 0; hh < h; hh++) {
+    const float* xi = x + int64_t(hh) * d;
+    float* oi = out + int64_t(hh) * d;
+    for (int32_t j = 0; j < half; j++) {
+      const float a = xi[j], b = xi[j + half];
+      oi[j] = a * cs[j] - b * sn[j];
+      oi[j + half] = b * cs[j] + a * sn[j];
+    }
+  }
+}
+
 // The rows of arl_rope and arl_rope_freqs: pair (j, j + half) rotated by positions[i] times
-// table[j], or theta^(-2j/d) without a table (arguments checked by the caller).
+// table[j], or theta^(-2j/d) without a table (arguments checked by the caller). When the rows
+// repeat positions (packed sequences, decode steps at one length), each position's cosines and
+// sines are computed once; the values are the same either way.
 arl_status rope_rows(arl_ctx* ctx, const char* fn, float* out, const float* x,
                      const int32_t* positions, const float* table, float theta, int32_t t,
                      int32_t h, int32_t d, int32_t inverse) {
-  for (int32_t i = 0; i < t; i++)
+  int32_t lo = INT32_MAX, hi = 0;
+  for (int32_t i = 0; i < t; i++) {
     if (positions[i] < 0)
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: position %d at row %d is negative", fn,
                        positions[i], i);
+    lo = std::min(lo, positions[i]);
+    hi = std::max(hi, positions[i]);
+  }
   const int32_t half = d / 2;
   const double sign = inverse ? -1.0 : 1.0;
+  const int64_t span = t > 0 ? int64_t(hi) - lo + 1 : 0;
+  const int64_t row = int64_t(h) * d;
+  const bool parallel = int64_t(t) * row > (1 << 14);
   return arl::guarded(ctx, fn, [&] {
     std::vector<double> inv_freq(static_cast<size_t>(half));
     for (int32_t j = 0; j < half; j++)
       inv_freq[j] = table ? double(table[j]) : std::pow(double(theta), -2.0 * j / d);
-    std::vector<float> trig(size_t(half) * 2 * size_t(ctx->num_threads));
-#pragma omp parallel for num_threads(ctx->num_threads) if (int64_t(t) * h * d > (1 << 14))
+    if (span < t) {  // fewer distinct positions than rows: a table of the span's
+      std::vector<float> trig(size_t(span) * size_t(d));
+#pragma omp parallel num_threads(ctx->num_threads) if (parallel)
+      {
+#pragma omp for
+        for (int64_t p = 0; p < span; p++)
+          rope_trig(trig.data() + p * d, int32_t(lo + p), inv_freq.data(), half, sign);
+#pragma omp for
+        for (int32_t i = 0; i < t; i++)
+          rope_row(out + i * row, x + i * row, trig.data() + int64_t(positions[i] - lo) * d, h, d);
+      }
+      return;
+    }
+    std::vector<float> trig(size_t(d) * size_t(ctx->num_threads));
+#pragma omp parallel for num_threads(ctx->num_threads) if (parallel)
     for (int32_t i = 0; i < t; i++) {
-      float* cs = trig.data() + size_t(half) * 2 * size_t(omp_get_thread_num());
-      float* sn = cs + half;
-      for (int32_t j = 0; j < half; j++) {
-        const double angle = double(positions[i]) * inv_freq[j];
-        cs[j] = float(std::cos(angle));
-        sn[j] = float(sign * std::sin(angle));
-      }
-      for (int32_t hh = 0; hh < h; hh++) {
-        const float* xi = x + (int64_t(i) * h + hh) * d;
-        float* oi = out + (int64_t(i) * h + hh) * d;
-        for (int32_t j = 0; j < half; j++) {
-          const float a = xi[j], b = xi[j + half];
-          oi[j] = a * cs[j] - b * sn[j];
-          oi[j + half] = b * cs[j] + a * sn[j];
-        }
-      }
+      float* cs = trig.data() + size_t(d) * size_t(omp_get_thread_num());
+      rope_trig(cs, positions[i], inv_freq.data(), half, sign);
+      rope_row(out + i * row, x + i * row, cs, h, d);
     }
   });
 }

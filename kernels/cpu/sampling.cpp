@@ -67,7 +67,15 @@ arl_status sample_rows(arl_ctx* ctx, const char* fn, int32_t* tokens, float* log
           const int32_t k = top_k[i];
           const bool use_p = top_p[i] < 1.0f;
           if (k > 0 && k < v) {
-            std::partial_sort(order, order + k, order + v, by_logit);
+            // by_logit is a strict total order: either way gives the prefix a full sort would.
+            // A selection then a sort is faster when k is a large share of the vocabulary (a
+            // tiny model's), the heap when most logits fall below its smallest member at once.
+            if (v <= 32 * int64_t(k)) {
+              std::nth_element(order, order + k, order + v, by_logit);
+              std::sort(order, order + k, by_logit);
+            } else {
+              std::partial_sort(order, order + k, order + v, by_logit);
+            }
             kept = k;
           } else if (use_p) {
             std::sort(order, order + v, by_logit);

@@ -143,6 +143,81 @@ __attribute__((target("avx2,fma"))) void vaxpy_avx2(float* y, float alpha, const
   for (; i < n; i++) y[i] += alpha * x[i];
 }
 
+// The keys' dots of vdot_keys, K at a time: each key's sum runs exactly as vdot_avx2's does.
+template <int K>
+__attribute__((target("avx2,fma"))) inline void dot_keys_fixed(float* out, const float* q,
+                                                               const float* k, int64_t stride,
+                                                               int d, float scale) {
+  __m256 s0[K], s1[K];
+  for (int r = 0; r < K; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= d; i += 16) {
+    const __m256 qa = _mm256_loadu_ps(q + i), qb = _mm256_loadu_ps(q + i + 8);
+    for (int r = 0; r < K; r++) {
+      s0[r] = _mm256_fmadd_ps(qa, _mm256_loadu_ps(k + r * stride + i), s0[r]);
+      s1[r] = _mm256_fmadd_ps(qb, _mm256_loadu_ps(k + r * stride + i + 8), s1[r]);
+    }
+  }
+  for (; i + 8 <= d; i += 8) {
+    const __m256 qa = _mm256_loadu_ps(q + i);
+    for (int r = 0; r < K; r++) s0[r] = _mm256_fmadd_ps(qa, _mm256_loadu_ps(k + r * stride + i), s0[r]);
+  }
+  for (int r = 0; r < K; r++) {
+    float s = hsum(_mm256_add_ps(s0[r], s1[r]));
+    for (int j = i; j < d; j++) s += q[j] * k[r * stride + j];
+    out[r] = scale * s;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void vdot_keys_avx2(float* out, const float* q,
+                                                        const float* k, int64_t stride, int n,
+                                                        int d, float scale) {
+  int j = 0;
+  for (; j + 4 <= n; j += 4) dot_keys_fixed<4>(out + j, q, k + j * stride, stride, d, scale);
+  switch (n - j) {
+    case 3: return dot_keys_fixed<3>(out + j, q, k + j * stride, stride, d, scale);
+    case 2: return dot_keys_fixed<2>(out + j, q, k + j * stride, stride, d, scale);
+    case 1: return dot_keys_fixed<1>(out + j, q, k + j * stride, stride, d, scale);
+    default: return;
+  }
+}
+
+// y += (w[j] * w_scale) x_j key after key, as vaxpy_avx2 would add them, with y's lanes held
+// in registers across the keys.
+__attribute__((target("avx2,fma"))) void vaxpy_keys_avx2(float* y, const float* w, float w_scale,
+                                                         const float* x, int64_t stride, int n,
+                                                         int d) {
+  int i = 0;
+  for (; i + 32 <= d; i += 32) {
+    __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + i + 8);
+    __m256 y2 = _mm256_loadu_ps(y + i + 16), y3 = _mm256_loadu_ps(y + i + 24);
+    for (int j = 0; j < n; j++) {
+      const __m256 a = _mm256_set1_ps(w[j] * w_scale);
+      const float* xj = x + j * stride + i;
+      y0 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xj), y0);
+      y1 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xj + 8), y1);
+      y2 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xj + 16), y2);
+      y3 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xj + 24), y3);
+    }
+    _mm256_storeu_ps(y + i, y0);
+    _mm256_storeu_ps(y + i + 8, y1);
+    _mm256_storeu_ps(y + i + 16, y2);
+    _mm256_storeu_ps(y + i + 24, y3);
+  }
+  for (; i + 8 <= d; i += 8) {
+    __m256 y0 = _mm256_loadu_ps(y + i);
+    for (int j = 0; j < n; j++)
+      y0 = _mm256_fmadd_ps(_mm256_set1_ps(w[j] * w_scale), _mm256_loadu_ps(x + j * stride + i), y0);
+    _mm256_storeu_ps(y + i, y0);
+  }
+  // the tail as vaxpy_avx2 writes it, so that it compiles to the same operations
+  for (int j = 0; j < n && i < d; j++) {
+    const float alpha = w[j] * w_scale;
+    const float* xj = x + j * stride;
+    for (int r = i; r < d; r++) y[r] += alpha * xj[r];
+  }
+}
+
 __attribute__((target("avx2,fma"))) double vsumsq_avx2(const float* x, int64_t n) {
   __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
   int64_t i = 0;
@@ -213,6 +288,18 @@ void vdot_rows(const float* a, int lda, int rows, const float* b, int n, float* 
 void vaxpy(float* y, float alpha, const float* x, int n) {
   if (has_avx2_fma()) return vaxpy_avx2(y, alpha, x, n);
   for (int i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+void vdot_keys(float* out, const float* q, const float* k, int64_t stride, int n, int d,
+               float scale) {
+  if (has_avx2_fma()) return vdot_keys_avx2(out, q, k, stride, n, d, scale);
+  for (int j = 0; j < n; j++) out[j] = scale * vdot(q, k + j * stride, d);
+}
+
+void vaxpy_keys(float* y, const float* w, float w_scale, const float* x, int64_t stride, int n,
+                int d) {
+  if (has_avx2_fma()) return vaxpy_keys_avx2(y, w, w_scale, x, stride, n, d);
+  for (int j = 0; j < n; j++) vaxpy(y, w[j] * w_scale, x + j * stride, d);
 }
 
 }  // namespace arl

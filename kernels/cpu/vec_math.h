@@ -19,5 +19,12 @@ void vdot_rows(const float* a, int lda, int rows, const float* b, int n, float* 
 double vsumsq(const float* x, int64_t n);
 // y += alpha * x (n)
 void vaxpy(float* y, float alpha, const float* x, int n);
+// out[j] = scale * vdot(q, k + j * stride, d) for j < n, the same bits as one vdot a key.
+void vdot_keys(float* out, const float* q, const float* k, int64_t stride, int n, int d,
+               float scale);
+// vaxpy(y, w[j] * w_scale, x + j * stride, d) for j = 0..n-1 in turn, the same bits, with y
+// read and written once.
+void vaxpy_keys(float* y, const float* w, float w_scale, const float* x, int64_t stride, int n,
+                int d);
 
 }  // namespace arl

@@ -221,8 +221,15 @@ Deno.test("attention backward matches finite differences (and so does the refere
 Deno.test("kv_cache_write places (slot, position) rows and decode equals the last rows of full causal attention", () => {
   using k = openKernels();
   const rng = new Rng("decode");
-  // The last case is large enough (N HQ L D > 2^15) for the threaded path.
-  for (const [hq, hkv, d, l] of [[4, 2, 8, 16], [2, 2, 5, 16], [4, 1, 16, 40]] as const) {
+  // The third case is large enough (N HQ L D > 2^15) for the threaded path.
+  for (
+    const [hq, hkv, d, l] of [[4, 2, 8, 16], [2, 2, 5, 16], [4, 1, 16, 40], [2, 1, 20, 9], [
+      4,
+      2,
+      40,
+      13,
+    ]] as const
+  ) {
     const s = 3;
     const lens = [5, 1, l]; // slot lengths: one token, and a full slot
     const cu = cuOf(lens);

@@ -195,6 +195,42 @@ Deno.test("rope matches the HF rotate_half reference at explicit positions and s
   }
 });
 
+Deno.test("rope on rows that repeat positions (a table a position) equals rope row by row, bit for bit", () => {
+  using k = openKernels();
+  const rng = new Rng("rope repeats");
+  const cases = [
+    { t: 70, h: 4, d: 32, pos: (i: number) => i % 9 }, // packed sequences
+    { t: 40, h: 3, d: 10, pos: (i: number) => 100 + (i % 6) }, // decode rows at few lengths
+    { t: 300, h: 14, d: 64, pos: (i: number) => (i * 7) % 128 }, // threaded
+  ];
+  for (const { t, h, d, pos } of cases) {
+    for (const inverse of [false, true]) {
+      const x = rng.randn(t * h * d);
+      const positions = Int32Array.from({ length: t }, (_, i) => pos(i));
+      using tx = f32(k, x, [t, h, d]);
+      using tp = i32(k, positions);
+      using out = nans(k, [t, h, d]);
+      rope(k, out, tx, tp, 1e4, inverse);
+      const what = `rope T=${t} H=${h} D=${d} inverse=${inverse}`;
+      assertClose(out.view(), ropeRef(x, positions, t, h, d, 1e4, inverse), what, {
+        rtol: 1e-5,
+        atol: 2e-6 * maxAbs(x),
+      });
+      for (let i = 0; i < t; i++) {
+        using rx = f32(k, x.subarray(i * h * d, (i + 1) * h * d), [1, h, d]);
+        using rp = i32(k, [positions[i]!]);
+        using row = nans(k, [1, h, d]);
+        rope(k, row, rx, rp, 1e4, inverse);
+        assert.deepEqual(
+          row.view(),
+          out.view().subarray(i * h * d, (i + 1) * h * d),
+          `${what} row ${i}`,
+        );
+      }
+    }
+  }
+});
+
 Deno.test("ropeFreqs rotates by the given frequencies: theta's table equals rope, any table its reference, in place and inverse", () => {
   using k = openKernels();
   const rng = new Rng("rope freqs");

@@ -96,6 +96,14 @@ const DIST_CASES: DistCase[] = [
   },
   { name: "top-p 0.8", v: 16, temperature: 1, topP: 0.8, wrong: { temperature: 1 } },
   {
+    // v > 32 k: the library's heap selection (the cases above take its select-and-sort)
+    name: "temperature 1.2 top-k 4 of 200",
+    v: 200,
+    temperature: 1.2,
+    topK: 4,
+    wrong: { temperature: 1.2, topK: 5 },
+  },
+  {
     name: "temperature 0.8 top-k 6 top-p 0.7",
     v: 20,
     temperature: 0.8,
