@@ -2,7 +2,7 @@
 import type { Kernels } from "../kernels.ts";
 import { KernelLibraryError, libraryPath } from "../library.ts";
 import type { Tensor } from "../tensor.ts";
-import { dim, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
+import { dim, expectDisjoint, expectInt, expectNumber, expectTensor, ptrOf } from "./_args.ts";
 
 /** The length of a row tensor: f32, shape (N) or (1, N). */
 function rowLength(t: Tensor, name: string, n = -1): number {
@@ -118,6 +118,28 @@ function checkLayer(
   expectNumber(step.eps, "eps");
   expectNumber(step.theta, "theta", true);
   expectNumber(step.scale, "scale");
+  expectDisjoint([
+    ["x", x],
+    ["qkv rows", rows.qkv],
+    ["attn rows", rows.attn],
+    ["act rows", rows.act],
+    [`${at}kCache`, kCache],
+    [`${at}vCache`, vCache],
+  ], [
+    [`${at}ln1`, w.ln1],
+    [`${at}qkv weight`, w.qkv],
+    [`${at}qkv bias`, w.bqkv],
+    [`${at}o weight`, w.o],
+    [`${at}ln2`, w.ln2],
+    [`${at}gateUp weight`, w.gateUp],
+    [`${at}down weight`, w.down],
+    [`${at}qNorm`, w.qNorm ?? null],
+    [`${at}kNorm`, w.kNorm ?? null],
+    ["invFreq", (step as Partial<DecodeLayerStep>).invFreq ?? null],
+    ["slot", step.slot],
+    ["position", step.position],
+    ["len", step.len],
+  ]);
   return { c, f, hkv, d, s, l };
 }
 

@@ -105,9 +105,9 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
     ARL_NOT_NULL(ctx, norm_weight);                                                     \
     ARL_NOT_NULL(ctx, w);                                                               \
     ARL_MNK(ctx, m, n, k);                                                              \
-    if (!((eps) >= 0.0f))                                                               \
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,    \
-                       double(eps));                                                    \
+    if (!((eps) >= 0.0f) || !std::isfinite(eps))                                        \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g",    \
+                       __func__, double(eps));                                          \
   } while (0)
 
 // The arguments of arl_rmsnorm_linear_swiglu_forward[_bf16] (bias may be null): w holds 2F
@@ -136,7 +136,7 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
   } while (0)
 
 // The arguments of arl_norm_rope_kv_cache_write: arl_rope_kv_cache_write's, k's size, the heads
-// (rows of each norm) within an int32, theta finite, and eps.
+// (rows of each norm) within an int32, and eps.
 #define ARL_NORM_ROPE_KV_ARGS(ctx)                                                             \
   do {                                                                                         \
     ARL_ROPE_KV_ARGS(ctx, q, k, k_cache, v_cache, v, slots, positions, n, hq, s, hkv, l, d,    \
@@ -145,9 +145,6 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
     if ((int64_t)(n) * ((int64_t)(hq) + (hkv)) > INT32_MAX)                                    \
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: n x (hq + hkv) = %lld heads is too many",       \
                        __func__, (long long)((int64_t)(n) * ((int64_t)(hq) + (hkv))));         \
-    if (!std::isfinite(theta))                                                                 \
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite, got %g", __func__,       \
-                       double(theta));                                                         \
     if (!(eps >= 0.0f) || !std::isfinite(eps))                                                 \
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g", __func__, \
                        double(eps));                                                           \
@@ -188,6 +185,7 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
     ARL_PRODUCT(ctx, (int64_t)(s) * (hkv) * (l), d);                                         \
     if ((d) % 2 != 0)                                                                        \
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)(d)); \
-    if (!((theta) > 0.0f))                                                                   \
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0", __func__);               \
+    if (!((theta) > 0.0f) || !std::isfinite(theta))                                          \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0, got %g",        \
+                       __func__, double(theta));                                             \
   } while (0)

@@ -39,16 +39,21 @@
                        __func__, (int)hq, (int)hkv);                                          \
     if (d % 2 != 0)                                                                           \
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)d);  \
-    ARL_PRODUCT(ctx, (int64_t)(hq) + 2 * (int64_t)(hkv), d);                                  \
+    if (((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d) > INT32_MAX)                                \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: (hq + 2 hkv) x d = %lld columns is too many",   \
+                       __func__, (long long)(((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d)));    \
+    if (2 * (int64_t)(f) > INT32_MAX)                                                         \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: 2 x f = %lld gate|up rows is too many",         \
+                       __func__, (long long)(2 * (int64_t)(f)));                              \
     ARL_PRODUCT(ctx, ((int64_t)(hq) + 2 * (int64_t)(hkv)) * (d), c);                          \
     ARL_PRODUCT(ctx, 2 * (int64_t)(f), c);                                                    \
     ARL_PRODUCT(ctx, (int64_t)(s) * (hkv) * (l), d);                                          \
-    if (!((eps) >= 0.0f))                                                                     \
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0, got %g", __func__,          \
-                       double(eps));                                                          \
-    if (!((theta) > 0.0f))                                                                    \
-      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be > 0, got %g", __func__,         \
-                       double(theta));                                                        \
+    if (!((eps) >= 0.0f) || !std::isfinite(eps))                                              \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g",          \
+                       __func__, double(eps));                                                \
+    if (!((theta) > 0.0f) || !std::isfinite(theta))                                           \
+      return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta must be finite and > 0, got %g",         \
+                       __func__, double(theta));                                              \
     if (!std::isfinite(scale))                                                                \
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: scale must be finite, got %g", __func__,      \
                        double(scale));                                                        \
@@ -65,12 +70,8 @@
   const float *k_cache = layers[0].k_cache, *v_cache = layers[0].v_cache;               \
   ARL_DECODE_LAYER_ARGS(ctx)
 
-// The arguments of arl_decode_layer_norms_bf16: arl_decode_layer_bf16's, theta and eps finite.
-#define ARL_DECODE_LAYER_NORMS_ARGS(ctx)                                                    \
-  ARL_DECODE_LAYER_ARGS(ctx);                                                               \
-  if (!std::isfinite(theta) || !std::isfinite(eps))                                         \
-  return arl::fail(ctx, ARL_ERR_VALUE, "%s: theta and eps must be finite, got %g and %g",   \
-                   __func__, double(theta), double(eps))
+// The arguments of arl_decode_layer_norms_bf16: arl_decode_layer_bf16's.
+#define ARL_DECODE_LAYER_NORMS_ARGS(ctx) ARL_DECODE_LAYER_ARGS(ctx)
 
 namespace arl {
 

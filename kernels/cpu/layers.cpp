@@ -80,7 +80,9 @@ arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const floa
   ARL_POSITIVE(ctx, t);
   ARL_POSITIVE(ctx, c);
   ARL_PRODUCT(ctx, t, c);
-  if (!(eps >= 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0", __func__);
+  if (!(eps >= 0.0f) || !std::isfinite(eps))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g", __func__,
+                     double(eps));
 #pragma omp parallel for num_threads(ctx->num_threads) if (int64_t(t) * c > (1 << 14))
   for (int32_t i = 0; i < t; i++) {
     const float* xi = x + int64_t(i) * c;

@@ -348,7 +348,9 @@ arl_status arl_rmsnorm_forward(arl_ctx* ctx, float* out, float* rstd, const floa
   ARL_POSITIVE(ctx, t);
   ARL_POSITIVE(ctx, c);
   ARL_PRODUCT(ctx, t, c);
-  if (!(eps >= 0.0f)) return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be >= 0", __func__);
+  if (!(eps >= 0.0f) || !std::isfinite(eps))
+    return arl::fail(ctx, ARL_ERR_VALUE, "%s: eps must be finite and >= 0, got %g", __func__,
+                     double(eps));
   rmsnorm_forward_kernel<<<t, kRowBlock, 0, ctx->stream>>>(out, rstd, x, weight, c, eps,
                                                             arl::decode_chain_times(ctx));
   ARL_LAUNCHED(ctx);

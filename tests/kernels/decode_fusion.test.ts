@@ -78,7 +78,7 @@ Deno.test("rmsnormLinearForward: mismatched shapes, a bad eps and null pointers 
   );
   assert.throws(() => rmsnormLinearForward(k, y, x, nw, w, null, -1), (e: unknown) => {
     assert.ok(e instanceof KernelError, String(e));
-    assert.match(e.message, /arl_rmsnorm_linear_forward: eps must be >= 0, got -1/);
+    assert.match(e.message, /arl_rmsnorm_linear_forward: eps must be finite and >= 0, got -1/);
     return true;
   });
   const status = k.sym.arl_rmsnorm_linear_forward(
@@ -176,7 +176,7 @@ Deno.test("rmsnormLinearSwigluForward: odd or mismatched shapes, bad sizes and e
   };
   assert.throws(
     () => rmsnormLinearSwigluForward(k, y, x, nw, w, null, -1),
-    native(/arl_rmsnorm_linear_swiglu_forward: eps must be >= 0, got -1/),
+    native(/arl_rmsnorm_linear_swiglu_forward: eps must be finite and >= 0, got -1/),
   );
   const name = "arl_rmsnorm_linear_swiglu_forward";
   const call = (xp: Deno.PointerValue, m: number, f: number, kk: number) =>

@@ -278,7 +278,21 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
     () => decodeLayer(k, x, w, step, { ...rows, act: act5 }),
     /act rows must have shape \[40\], got \[41\]/,
   );
-  const call = (eps: number, xPtr: Deno.PointerValue, hkv = HKV) =>
+  // Outputs that share memory (with each other or with an input) are refused, nothing written.
+  x.view().fill(5);
+  const shared = (what: () => void, pattern: RegExp) =>
+    assert.throws(what, (e: unknown) => e instanceof RangeError && pattern.test(e.message));
+  shared(
+    () => decodeLayer(k, x, w, { ...step, vCache: kc }, rows),
+    /kCache and vCache share memory/,
+  );
+  shared(() => decodeLayer(k, w.ln1, w, step, rows), /x and ln1 share memory/);
+  shared(
+    () => decodeLayers(k, x, [{ ...w, kCache: kc, vCache: vc, ln2: x }], step, rows),
+    /x and layers\[0\]\.ln2 share memory/,
+  );
+  assert.ok(x.view().every((v) => v === 5), "a refused call changed x");
+  const call = (eps: number, xPtr: Deno.PointerValue, hkv = HKV, theta = 1e4, hq = HQ) =>
     k.sym.arl_decode_layer_bf16(
       k.ctx,
       xPtr,
@@ -299,13 +313,13 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
       tl.ptr,
       C,
       F,
-      HQ,
+      hq,
       hkv,
       D,
       S,
       L,
       eps,
-      1e4,
+      theta,
       0.3,
     );
   const fails = (status: number, pattern: RegExp) =>
@@ -315,8 +329,20 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
       return true;
     });
   fails(call(1e-6, null), /arl_decode_layer_bf16: x must not be null/);
-  fails(call(-1, x.ptr), /arl_decode_layer_bf16: eps must be >= 0, got -1/);
+  fails(call(-1, x.ptr), /arl_decode_layer_bf16: eps must be finite and >= 0, got -1/);
   fails(call(1e-6, x.ptr, 3), /arl_decode_layer_bf16: hq \(4\) must be a multiple of hkv \(3\)/);
+  // Non-finite scalars and a q|k|v width past an int32 are refused before any row is written.
+  rows.qkv.view().fill(-3);
+  fails(call(Infinity, x.ptr), /arl_decode_layer_bf16: eps must be finite and >= 0, got inf/);
+  fails(
+    call(1e-6, x.ptr, HKV, Infinity),
+    /arl_decode_layer_bf16: theta must be finite and > 0, got inf/,
+  );
+  fails(
+    call(1e-6, x.ptr, 1, 1e4, 2 ** 28),
+    /arl_decode_layer_bf16: \(hq \+ 2 hkv\) x d = \d+ columns is too many/,
+  );
+  assert.ok(rows.qkv.view().every((v) => v === -3), "a refused call wrote q|k|v rows");
   for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();
 });
 
@@ -363,6 +389,7 @@ Deno.test("decodeLayers equals decodeLayer once a layer, bit for bit; its table'
     /layers\[1\]\.down weight must have shape \[24, 40\], got \[24, 32\]/,
   );
   const shortCache = f32(k, new Float32Array(S * HKV * (L - 1) * D), [S, HKV, L - 1, D]);
+  const shortValues = f32(k, new Float32Array(S * HKV * (L - 1) * D), [S, HKV, L - 1, D]);
   assert.throws(
     () =>
       decodeLayers(k, x2, [entries[0]!, { ...entries[1]!, kCache: shortCache }], constants, rows2),
@@ -373,13 +400,14 @@ Deno.test("decodeLayers equals decodeLayer once a layer, bit for bit; its table'
       decodeLayers(
         k,
         x2,
-        [entries[0]!, { ...entries[1]!, kCache: shortCache, vCache: shortCache }],
+        [entries[0]!, { ...entries[1]!, kCache: shortCache, vCache: shortValues }],
         constants,
         rows2,
       ),
     /layers\[1\] has F 40 and caches \(2, 2, 11, 8\); layers\[0\] has F 40 and \(2, 2, 12, 8\)/,
   );
   shortCache.free();
+  shortValues.free();
   // a null in layer 1's entry of the table (layer 0's complete)
   const table = new BigUint64Array(9 * 2);
   const ptrs = [

@@ -552,7 +552,7 @@ Deno.test("native: null pointers, non-positive and too large sizes, small leadin
     k,
     s.arl_rmsnorm_forward(ctx, p(c), p(c), p(a), p(b), 2, 2, -1),
     ARL_ERR_VALUE,
-    /eps must be >= 0/,
+    /eps must be finite and >= 0/,
   );
   expectNative(
     k,
@@ -834,7 +834,7 @@ Deno.test("native: out-of-range token ids, targets, slots, positions and lengths
     k,
     normRope(ctx, p(q0), ...args, 1, 2, 2, 1, 4, 2, 1e-6, Infinity),
     ARL_ERR_VALUE,
-    /arl_norm_rope_kv_cache_write: theta must be finite, got inf/,
+    /arl_norm_rope_kv_cache_write: theta must be finite and > 0, got inf/,
   );
   assert.deepEqual(Array.from(q0), [1, 2, 3, 4], "q unchanged");
 
