@@ -114,11 +114,13 @@ export class ChatTemplate {
   readonly #template: Template;
   readonly #tokens: TemplateTokens;
   /**
-   * `date_string` for templates that print today's date (Llama 3.1 / 3.2's "Today Date"): the
-   * date this template was made, so that a conversation renders the same on both sides of
-   * midnight (a later day would rewrite its first turn, and extending it would fail).
+   * `date_string` for templates that would print today's date through `strftime_now` when it is
+   * unset (Llama 3.2's "Today Date"): the day this template was made, so that a conversation
+   * renders the same on both sides of midnight (a later day would rewrite its first turn, and
+   * extending it would fail). Templates without `strftime_now` are not given one, so that their
+   * own default stays (Llama 3.1's "26 Jul 2024"), as transformers renders them.
    */
-  readonly #dateString = formatDay(new Date());
+  readonly #dateString: string | undefined;
 
   /** Parses `source`; a syntax error names `origin`. */
   constructor(source: string, tokens: TemplateTokens = {}, origin = "the chat template") {
@@ -128,6 +130,7 @@ export class ChatTemplate {
     this.source = source;
     this.origin = origin;
     this.#tokens = { ...tokens };
+    this.#dateString = source.includes("strftime_now") ? formatDay(new Date()) : undefined;
     try {
       this.#template = new Template(source);
     } catch (e) {
@@ -206,7 +209,7 @@ export class ChatTemplate {
       return { role: m.role, content: m.content };
     });
     const context: Record<string, unknown> = {
-      date_string: this.#dateString,
+      ...(this.#dateString === undefined ? {} : { date_string: this.#dateString }),
       ...(options.variables ?? {}),
       messages: plain,
       add_generation_prompt: options.addGenerationPrompt ?? false,

@@ -326,7 +326,7 @@ export function loadHfCheckpoint(
   const configPath = join(d, HF_FILES.config);
   if (!exists(d)) throw new CheckpointError(`Model folder ${d} does not exist`, { file: d });
   const rawConfig = readJson(configPath, "Model config");
-  const config = parseQwen2Config(rawConfig, configPath);
+  let config = parseQwen2Config(rawConfig, configPath);
   const genPath = join(d, HF_FILES.generationConfig);
   let generationConfig: Record<string, unknown> | undefined;
   if (exists(genPath)) {
@@ -338,8 +338,19 @@ export function loadHfCheckpoint(
   }
   const weights = openHfWeights(d);
   let notes: string[] = [];
+  // transformers' Qwen2 gives q, k and v biases whatever attention_bias says (only our own
+  // folders without biases write it false): a folder that has them is run with them
+  const biasNote = !config.attention_bias && (config.model_type ?? "qwen2") === "qwen2" &&
+    weights.has("model.layers.0.self_attn.q_proj.bias");
+  if (biasNote) config = { ...config, attention_bias: true };
   try {
     if (options.check ?? true) notes = checkQwen2Weights(config, weights, d);
+    if (biasNote) {
+      notes.unshift(
+        "attention_bias is false in config.json but the weights have q/k/v biases: they are " +
+          "used, as transformers' Qwen2 always uses them",
+      );
+    }
   } catch (e) {
     weights.close();
     throw e;
@@ -437,6 +448,15 @@ export function checkQwen2Weights(
   source: string,
 ): string[] {
   const present = new Set(weights.names());
+  // (a layer holds 9 weights at least: a mistyped layer count is named before its list is built)
+  if (config.num_hidden_layers * 9 > present.size) {
+    throw new CheckpointError(
+      `${source}: num_hidden_layers is ${config.num_hidden_layers}, which needs at least ${
+        config.num_hidden_layers * 9
+      } weights; the checkpoint holds ${present.size}`,
+      { file: source, key: "num_hidden_layers" },
+    );
+  }
   const expected = expectedQwen2Weights(config);
   const expectedNames = new Set(expected.map((w) => w.name));
   const missing: string[] = [];

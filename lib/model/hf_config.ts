@@ -158,15 +158,16 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     const id = defaults[key];
     return id !== undefined && id < vocab ? id : null;
   };
+  // (an explicit null stays null, as transformers keeps it; only an absent key takes the default)
   const tokenId = (key: "bos_token_id"): number | null => {
     const v = get(key);
-    if (v === undefined) return fallback(key);
+    if (v === undefined) return json[key] === null ? null : fallback(key);
     if (isTokenId(v)) return v;
     return fail(key, `${key} is ${show(v)}; expected a token id in [0, ${vocab}) or null`);
   };
   const tokenIds = (key: "eos_token_id"): number | number[] | null => {
     const v = get(key);
-    if (v === undefined) return fallback(key);
+    if (v === undefined) return json[key] === null ? null : fallback(key);
     if (isTokenId(v)) return v;
     if (Array.isArray(v) && v.length > 0 && v.every(isTokenId)) return [...v];
     return fail(
@@ -225,7 +226,9 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       "use_sliding_window is true; sliding-window attention is not implemented (set it to false)",
     );
   }
-  const attentionBias = boolean("attention_bias", defaults.attention_bias);
+  // (transformers' Mistral never biases its projections, whatever attention_bias says)
+  const biasKey = boolean("attention_bias", defaults.attention_bias);
+  const attentionBias = modelType === "mistral" ? false : biasKey;
   if (attentionBias && modelType !== "qwen2") {
     fail(
       "attention_bias",
@@ -252,6 +255,22 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   // (a missing type, as transformers reads it, is default RoPE)
   const scalingOf = (key: string, v: unknown): RopeScaling | null => {
     if (!isPlainObject(v)) return fail(key, `${key} is ${show(v)}; expected an object or null`);
+    if (v.rope_type != null && v.type != null && v.rope_type !== v.type) {
+      return fail(
+        key,
+        `${key} has type ${show(v.type)} and rope_type ${
+          show(v.rope_type)
+        }; expected one type (transformers takes "type" over "rope_type")`,
+      );
+    }
+    if (v.partial_rotary_factor != null && v.partial_rotary_factor !== 1) {
+      return fail(
+        key,
+        `${key}.partial_rotary_factor is ${
+          show(v.partial_rotary_factor)
+        }; rotating part of each head is not implemented (expected 1 or none)`,
+      );
+    }
     const type = v.rope_type ?? v.type ?? "default";
     if (type === "default") return null;
     if (type !== "llama3" && type !== "linear") {
@@ -264,6 +283,15 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     return scaled(key, type, v);
   };
+  const partial = get("partial_rotary_factor");
+  if (partial !== undefined && partial !== 1) {
+    fail(
+      "partial_rotary_factor",
+      `partial_rotary_factor is ${
+        show(partial)
+      }; rotating part of each head is not implemented (expected 1 or none)`,
+    );
+  }
   const ropeScalingRaw = get("rope_scaling");
   let ropeScaling = ropeScalingRaw === undefined ? null : scalingOf("rope_scaling", ropeScalingRaw);
 

@@ -332,7 +332,9 @@ export class Tokenizer {
         if (!eosTokenIds.includes(id)) eosTokenIds.push(id);
       }
     }
-    const configTemplate = pickChatTemplate(config.chat_template);
+    const configTemplate = sources.chatTemplate === undefined
+      ? pickChatTemplate(config.chat_template, `${source}/tokenizer_config.json`)
+      : undefined;
     return new Tokenizer(hf, {
       source,
       vocabSize: maxId + 1,
@@ -588,7 +590,7 @@ function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
   if (typeof v === "string") return `the string ${JSON.stringify(v.slice(0, 40))}`;
-  return `a ${typeof v}`;
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
 /** `tokenizer_config.json` writes a token as a string or as `{ content, ... }` (AddedToken). */
@@ -598,14 +600,29 @@ function tokenName(v: unknown): string | undefined {
   return undefined;
 }
 
-/** A string, or the `default` entry of a list of named templates. */
-function pickChatTemplate(v: unknown): string | undefined {
-  if (typeof v === "string") return v;
-  if (Array.isArray(v)) {
-    const entry = v.find((e) => isObject(e) && e.name === "default");
-    if (isObject(entry) && typeof entry.template === "string") return entry.template;
+/**
+ * `tokenizer_config.json`'s `chat_template`: a string, or the `default` entry of a list of
+ * named templates (as transformers picks it); absent or null: none. Anything else is an error.
+ */
+function pickChatTemplate(v: unknown, path: string): string | undefined {
+  if (v === undefined || v === null || typeof v === "string") return v ?? undefined;
+  const bad = (what: string): never => {
+    throw new TokenizerLoadError(
+      path,
+      `tokenizer_config.json chat_template ${what}: expected a string, or a list of ` +
+        '{ "name", "template" } entries with one named "default"',
+    );
+  };
+  if (!Array.isArray(v)) return bad(`is ${describe(v)}`);
+  const entry = v.find((e) => isObject(e) && e.name === "default");
+  if (entry === undefined) {
+    const names = v.map((e) => isObject(e) && typeof e.name === "string" ? e.name : "?");
+    return bad(`lists templates [${names.join(", ")}] but none named "default"`);
   }
-  return undefined;
+  if (!isObject(entry) || typeof entry.template !== "string") {
+    return bad(`has a "default" entry whose template is not a string`);
+  }
+  return entry.template;
 }
 
 function parseAddedTokens(raw: unknown, path: string): AddedTokenInfo[] {

@@ -306,13 +306,18 @@ Deno.test("ChatEncoder: templates that cannot be extended token by token are cle
   throws(() => chat.nextTurnIds(messages, ids, []), /No message to add/);
 });
 
-Deno.test("a template that prints today's date (Llama 3.1's date_string block) keeps the date it was made with", () => {
-  // the date block as Llama 3.1 / 3.2 write it: date_string when given, else strftime_now's
+Deno.test("a template that prints today's date (Llama 3.2's date_string block) keeps the date it was made with; Llama 3.1's keeps its own default", () => {
+  // Llama 3.1's block has no strftime_now: transformers passes no date_string, so it prints
+  // its default date, and so do we
+  const llama31 = "{%- if not date_string is defined %}" +
+    '{%- set date_string = "26 Jul 2024" %}{%- endif %}Today Date: {{ date_string }}';
+  equal(new ChatTemplate(llama31).render([]), "Today Date: 26 Jul 2024");
+  // the date block as Llama 3.2 writes it: date_string when given, else strftime_now's
   const source = "{%- if not date_string is defined %}{%- if strftime_now is defined %}" +
     '{%- set date_string = strftime_now("%d %b %Y") %}{%- else %}' +
     '{%- set date_string = "26 Jul 2024" %}{%- endif %}{%- endif %}' +
     "Today Date: {{ date_string }}|{% for m in messages %}{{ m.content }}|{% endfor %}";
-  const t = new ChatTemplate(source, {}, "llama31.jinja");
+  const t = new ChatTemplate(source, {}, "llama32.jinja");
   const made = new Date();
   const day = `${String(made.getDate()).padStart(2, "0")} ${
     made.toLocaleString("en-US", { month: "short" })

@@ -244,6 +244,18 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
       { ...TINY, bos_token_id: [1] },
       /bos_token_id is \[1\]; expected a token id in \[0, 40\) or null/,
     ],
+    [
+      { ...TINY, rope_scaling: { type: "linear", rope_type: "default", factor: 4 } },
+      /rope_scaling has type "linear" and rope_type "default"; expected one type \(transformers takes "type" over "rope_type"\)/,
+    ],
+    [
+      { ...TINY, partial_rotary_factor: 0.5 },
+      /partial_rotary_factor is 0\.5; rotating part of each head is not implemented \(expected 1 or none\)/,
+    ],
+    [
+      { ...TINY, rope_parameters: { rope_type: "default", partial_rotary_factor: 0.25 } },
+      /rope_parameters\.partial_rotary_factor is 0\.25; rotating part of each head is not implemented/,
+    ],
     // an id the model cannot emit: generation would never stop on it
     [{ ...TINY, eos_token_id: 40 }, /eos_token_id is 40; expected a token id in \[0, 40\)/],
     [{ ...TINY, eos_token_id: [39, 151643] }, /eos_token_id is \[39,151643\]/],
@@ -323,6 +335,20 @@ Deno.test("Qwen3 and Llama configs: their architectures, transformers' defaults 
     "n",
   );
   assert.deepEqual([llamaNoIds.bos_token_id, llamaNoIds.eos_token_id], [1, 2]);
+  // an explicit null is kept (transformers keeps None), and written back as null
+  const llamaNulls = parseQwen2Config(
+    {
+      ...noIds,
+      model_type: "llama",
+      architectures: undefined,
+      bos_token_id: null,
+      eos_token_id: null,
+    },
+    "n",
+  );
+  assert.deepEqual([llamaNulls.bos_token_id, llamaNulls.eos_token_id], [null, null]);
+  const written = JSON.parse(JSON.stringify(qwen2ConfigToJson(llamaNulls)));
+  assert.deepEqual([written.bos_token_id, written.eos_token_id], [null, null]);
   const qwenNoIds = parseQwen2Config(
     { ...noIds, model_type: "qwen3", architectures: undefined },
     "n",
@@ -551,6 +577,44 @@ Deno.test("missing weights and wrong shapes are listed; extras become notes", as
   });
 });
 
+Deno.test("a Qwen2 folder whose config says attention_bias false but holds q/k/v biases uses them, as transformers does", async () => {
+  await withDir(async (root) => {
+    const config = parseQwen2Config(TINY, "tiny.json");
+    const dir = `${root}/biased`;
+    await saveHfCheckpoint(dir, config, randomWeights(config));
+    const json = JSON.parse(Deno.readTextFileSync(`${dir}/config.json`));
+    Deno.writeTextFileSync(
+      `${dir}/config.json`,
+      JSON.stringify({ ...json, attention_bias: false }),
+    );
+    using ckpt = loadHfCheckpoint(dir);
+    assert.equal(ckpt.config.attention_bias, true);
+    assert.deepEqual(ckpt.notes, [
+      "attention_bias is false in config.json but the weights have q/k/v biases: they are used, as transformers' Qwen2 always uses them",
+    ]);
+    // without biases in the folder, false stands (our own folders write it so)
+    const plain = parseQwen2Config({ ...TINY, attention_bias: false }, "plain.json");
+    const bare = `${root}/bare`;
+    await saveHfCheckpoint(bare, plain, randomWeights(plain));
+    using loaded = loadHfCheckpoint(bare);
+    assert.equal(loaded.config.attention_bias, false);
+    assert.deepEqual(loaded.notes, []);
+    // a layer count far past the weights is named before the list of expected weights is built
+    Deno.writeTextFileSync(
+      `${bare}/config.json`,
+      JSON.stringify({
+        ...JSON.parse(Deno.readTextFileSync(`${bare}/config.json`)),
+        num_hidden_layers: 1e8,
+      }),
+    );
+    const e = checkpointError(
+      () => loadHfCheckpoint(bare),
+      /num_hidden_layers is 100000000, which needs at least 900000000 weights; the checkpoint holds 21/,
+    );
+    assert.equal(e.details.key, "num_hidden_layers");
+  });
+});
+
 Deno.test("integer weights are refused by the check", () => {
   const c = parseQwen2Config({ ...TINY, num_hidden_layers: 1 }, "c");
   const specs = new Map(expectedQwen2Weights(c).map((w) => [w.name, w.shape]));
@@ -731,6 +795,11 @@ Deno.test("Mistral configs: Llama's layer without a sliding window; a window bel
   checkpointError(
     () => parseQwen2Config({ ...MISTRAL_7B_V03, sliding_window: 4096 }, "v01.json"),
     /sliding_window is 4096, below max_position_embeddings \(32768\): sliding-window attention is not implemented \(expected null/,
+  );
+  // transformers' Mistral has no projection biases whatever attention_bias says
+  assert.equal(
+    parseQwen2Config({ ...MISTRAL_7B_V03, attention_bias: true }, "b").attention_bias,
+    false,
   );
   const { sliding_window: _, ...noKey } = MISTRAL_7B_V03;
   checkpointError(

@@ -250,6 +250,37 @@ Deno.test("load: tokenizer_config.json is optional; chat_template.jinja override
     }),
   );
   equal(named.chatTemplate, "d");
+  // a list without a "default" entry, or a template that is not text, is refused (transformers
+  // raises too) rather than replaced by our own template
+  for (
+    const [template, pattern] of [
+      [
+        [{ name: "tool_use", template: "t" }],
+        /lists templates \[tool_use\] but none named "default"/,
+      ],
+      [[{ name: "default", template: 3 }], /a "default" entry whose template is not a string/],
+      [{ default: "d" }, /chat_template is an object: expected a string, or a list/],
+    ] as const
+  ) {
+    const dir = await folder({
+      "tokenizer_config.json": JSON.stringify({ chat_template: template }),
+    });
+    await rejects(() => Tokenizer.load(dir), (e: Error) => {
+      ok(e instanceof TokenizerLoadError && pattern.test(e.message), String(e));
+      ok(e.path.endsWith("tokenizer_config.json"), e.path);
+      return true;
+    });
+  }
+  // chat_template.jinja wins over it, as in transformers
+  equal(
+    (await Tokenizer.load(
+      await folder({
+        "tokenizer_config.json": JSON.stringify({ chat_template: [{ name: "x", template: "t" }] }),
+        "chat_template.jinja": "{{ 'j' }}",
+      }),
+    )).chatTemplate,
+    "{{ 'j' }}",
+  );
   // A URL folder works as well as a path.
   equal((await Tokenizer.load(new URL(`file://${qwenDir}`))).vocabSize, 151669);
 });
