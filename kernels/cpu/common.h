@@ -41,6 +41,10 @@ inline arl_status enter(arl_ctx* ctx) {
 
 int default_threads();
 
+// Bytes of memory the system can give without swapping (Linux's MemAvailable, from
+// /proc/meminfo, or from the file AGENTRL_MEMINFO names, for tests), or -1 where unknown.
+int64_t available_memory_bytes();
+
 // Checks packed-sequence offsets: cu (B + 1) starts at 0, never decreases, ends at T.
 arl_status check_cu_seqlens(arl_ctx* ctx, const char* fn, const int32_t* cu, int32_t b,
                             int32_t t);

@@ -108,6 +108,18 @@ void* arl_alloc(arl_ctx* ctx, int64_t bytes) {
     return nullptr;
   }
   size_t size = (size_t(bytes) + 63) & ~size_t(63);
+  // A block past the memory available would be committed page by page by the zero-fill below,
+  // and the kernel's out-of-memory killer would end the process instead of this error.
+  if (bytes >= (int64_t(1) << 26)) {
+    const int64_t available = arl::available_memory_bytes();
+    if (available >= 0 && int64_t(size) > available) {
+      arl::fail(ctx, ARL_ERR_ALLOC,
+                "arl_alloc: out of memory allocating %lld bytes: the system has %lld bytes "
+                "available (MemAvailable)",
+                (long long)bytes, (long long)available);
+      return nullptr;
+    }
+  }
   void* p = std::aligned_alloc(64, size);
   if (p == nullptr) {
     arl::fail(ctx, ARL_ERR_ALLOC, "arl_alloc: out of memory allocating %lld bytes",
