@@ -1,6 +1,6 @@
 /**
  * Two builds of the CPU library compared op by op in one process: each case runs on both,
- * alternating which goes first, 7 rounds; the table gives the median times, the speed-up of the
+ * alternating which goes first, 8 rounds; the table gives the median times, the speed-up of the
  * second library over the first and whether their outputs are the same bits. For changes that
  * must keep every result (a faster loop with the same sums) and for their speed.
  *
@@ -87,12 +87,16 @@ export function openCpuLibrary(path: string): Opened {
   return { sym, ctx: sym.arl_ctx_create(2) };
 }
 
-/** One case: a call on either library (returning its status) and the output to compare. */
+/**
+ * One case: a call on either library (returning its status) and the arrays it writes, which are
+ * compared (and filled with 0xFF bytes before each library's first call, so that an output one
+ * library leaves unwritten cannot pass for the other's).
+ */
 export interface AbCase {
   name: string;
   reps: number;
   run(lib: Opened): number;
-  output(): ArrayBufferView;
+  outputs: ArrayBufferView[];
 }
 
 /** One row of the table: median milliseconds of `reps` calls on each library. */
@@ -105,12 +109,14 @@ export interface AbResult {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
-/** Runs `c` on both libraries, 7 rounds alternating the order; throws on a failed call. */
+/** Runs `c` on both libraries, 8 rounds alternating the order; throws on a failed call. */
 export function runCase(libs: readonly [Opened, Opened], c: AbCase): AbResult {
   const times: [number[], number[]] = [[], []];
   const outputs: Uint8Array[] = [];
-  for (let round = 0; round < 7; round++) {
+  const bytes = (o: ArrayBufferView) => new Uint8Array(o.buffer, o.byteOffset, o.byteLength);
+  for (let round = 0; round < 8; round++) {
     for (const which of round % 2 ? [1, 0] : [0, 1]) {
+      if (round === 0) { for (const o of c.outputs) bytes(o).fill(0xff); }
       const start = performance.now();
       for (let i = 0; i < c.reps; i++) {
         const status = c.run(libs[which]!);
@@ -118,8 +124,10 @@ export function runCase(libs: readonly [Opened, Opened], c: AbCase): AbResult {
       }
       times[which]!.push(performance.now() - start);
       if (round === 0) {
-        const o = c.output();
-        outputs[which] = new Uint8Array(o.buffer.slice(o.byteOffset, o.byteOffset + o.byteLength));
+        const all = c.outputs.map((o) => bytes(o).slice());
+        const joined = new Uint8Array(all.reduce((n, a) => n + a.length, 0));
+        all.reduce((at, a) => (joined.set(a, at), at + a.length), 0);
+        outputs[which] = joined;
       }
     }
   }
@@ -156,7 +164,7 @@ export function cases(groups: readonly string[]): AbCase[] {
       out.push({
         name: `attention_decode n${n} hq${hq} hkv${hkv} d${d} len ${lo}-${hi}`,
         reps: reps,
-        output: () => o,
+        outputs: [o],
         run: (L) =>
           L.sym.arl_attention_decode(
             L.ctx,
@@ -190,15 +198,10 @@ export function cases(groups: readonly string[]): AbCase[] {
       const k = new Int32Array(n).fill(topK), p = new Float32Array(n).fill(topP);
       const seeds = BigUint64Array.from({ length: n }, (_, i) => BigInt(i + 7));
       const counters = new BigUint64Array(n);
-      const both = new Uint8Array(8 * n);
       out.push({
         name: `sample n${n} v${v} top_k ${topK} top_p ${topP}`,
         reps: reps,
-        output: () => {
-          both.set(new Uint8Array(tokens.buffer), 0);
-          both.set(new Uint8Array(logprobs.buffer), 4 * n);
-          return both;
-        },
+        outputs: [tokens, logprobs],
         run: (L) =>
           L.sym.arl_sample(
             L.ctx,
@@ -228,7 +231,7 @@ export function cases(groups: readonly string[]): AbCase[] {
       out.push({
         name: `rope t${t} h${h} d${d} ${label}`,
         reps,
-        output: () => o,
+        outputs: [o],
         run: (L) => L.sym.arl_rope(L.ctx, o, x, positions, t, h, d, 10000, 0),
       });
     }
@@ -245,7 +248,7 @@ export function cases(groups: readonly string[]): AbCase[] {
       out.push({
         name: `sgemm m${m} n${n} k${k} trans_a ${ta} trans_b ${tb}`,
         reps: reps,
-        output: () => c,
+        outputs: [c],
         run: (L) =>
           L.sym.arl_sgemm(
             L.ctx,

@@ -26,7 +26,8 @@ const KERNELS = new URL("kernels/", ROOT);
 const SHARED_HEADERS = [new URL("include/", KERNELS), new URL("common/", KERNELS)];
 
 const CXX = Deno.env.get("CXX") ?? "g++";
-const CXXFLAGS = [
+/** The C++ flags the CPU library is compiled with (tests compile its sources with them too). */
+export const CXXFLAGS: readonly string[] = [
   "-std=c++17",
   "-O3",
   "-fPIC",
@@ -87,7 +88,7 @@ function cpuSpec(): LibrarySpec {
     objects: new URL("obj/cpu/", BUILD),
     output: CPU_LIBRARY,
     compiler: CXX,
-    compile: CXXFLAGS,
+    compile: [...CXXFLAGS],
     link: LDFLAGS,
   };
 }

@@ -269,6 +269,13 @@ export function decodeLayers(
       table[9 * i + j] = t ? BigInt(Deno.UnsafePointer.value(t.ptrIn(k))) : 0n;
     });
   });
+  // (each layer's own tensors were checked above; the caches must also be apart across layers)
+  expectDisjoint(
+    layers.flatMap((w, i) =>
+      [[`layers[${i}].kCache`, w.kCache], [`layers[${i}].vCache`, w.vCache]] as const
+    ),
+    [],
+  );
   k.check(
     "arl_decode_layers_bf16",
     k.sym.arl_decode_layers_bf16(

@@ -41,8 +41,9 @@ inline arl_status enter(arl_ctx* ctx) {
 
 int default_threads();
 
-// Bytes of memory the system can give without swapping (Linux's MemAvailable, from
-// /proc/meminfo, or from the file AGENTRL_MEMINFO names, for tests), or -1 where unknown.
+// Bytes of memory the system can give: Linux's MemAvailable plus SwapFree from /proc/meminfo
+// (or from the file AGENTRL_MEMINFO names, for tests), at most what the process's memory cgroup
+// leaves (v2 memory.max or v1 memory.limit_in_bytes, less the usage); -1 where unknown.
 int64_t available_memory_bytes();
 
 // Checks packed-sequence offsets: cu (B + 1) starts at 0, never decreases, ends at T.

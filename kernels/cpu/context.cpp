@@ -115,7 +115,7 @@ void* arl_alloc(arl_ctx* ctx, int64_t bytes) {
     if (available >= 0 && int64_t(size) > available) {
       arl::fail(ctx, ARL_ERR_ALLOC,
                 "arl_alloc: out of memory allocating %lld bytes: the system has %lld bytes "
-                "available (MemAvailable)",
+                "available (MemAvailable and SwapFree, within the memory cgroup's limit)",
                 (long long)bytes, (long long)available);
       return nullptr;
     }

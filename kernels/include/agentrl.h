@@ -75,8 +75,9 @@ ARL_API arl_status arl_fma_peak(arl_ctx* ctx, double* gflops /* [host] */, int64
 /* ---- memory ----------------------------------------------------------- */
 
 /* 64-byte aligned, zero-filled. NULL (and last_error) on failure. The CPU library refuses a
- * block of 64 MiB or more that is larger than the system's available memory (MemAvailable in
- * /proc/meminfo, or the file AGENTRL_MEMINFO names) with ARL_ERR_ALLOC. */
+ * block of 64 MiB or more that is larger than the memory the system can give (MemAvailable plus
+ * SwapFree in /proc/meminfo, or in the file AGENTRL_MEMINFO names; at most what the process's
+ * memory cgroup, v2 or v1, leaves) with ARL_ERR_ALLOC. */
 ARL_API void* arl_alloc(arl_ctx* ctx, int64_t bytes);
 /* ctx may be NULL (memory outlives contexts). */
 ARL_API arl_status arl_free(arl_ctx* ctx, void* ptr);

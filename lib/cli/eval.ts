@@ -55,20 +55,23 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   const { model, tokenizer } = policyModel;
   console.error(`model: ${policyModel.source}`);
   const gen = val.generating_args!;
-  const size = evalEngineSize(config, model.config.max_position_embeddings);
-  await using engine = engineOfSize(model, size, tokenizer, config.seed);
-  const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
-  const enginePolicy = new EnginePolicy(
-    engine,
-    samplingOf(gen),
-    endOfTurnIds(tokenizer, encoder.template),
-  );
-  const policy = kind === "random"
-    ? new RandomPolicy(
+  // (the random policy generates nothing: no engine, and no KV cache to fit in memory)
+  await using engine = kind === "model"
+    ? engineOfSize(
+      model,
+      evalEngineSize(config, model.config.max_position_embeddings),
       tokenizer,
-      encoder.turnEndTokenId() ?? tokenizer.tokenToId("<|im_end|>") ?? null,
+      config.seed,
     )
-    : enginePolicy;
+    : null;
+  const encoder = chatEncoderFor(tokenizer, config, (line) => console.error(`note: ${line}`));
+  const enginePolicy = engine === null
+    ? null
+    : new EnginePolicy(engine, samplingOf(gen), endOfTurnIds(tokenizer, encoder.template));
+  const policy = enginePolicy ?? new RandomPolicy(
+    tokenizer,
+    encoder.turnEndTokenId() ?? tokenizer.tokenToId("<|im_end|>") ?? null,
+  );
   console.error(
     `policy: ${kind === "random" ? "random legal actions (the env's sampleAction)" : "the model"}`,
   );
@@ -99,7 +102,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   }
   const metrics = { ...result.metrics };
   metrics["val/time/rollout"] = seconds;
-  if (kind === "model") {
+  if (enginePolicy !== null) {
     metrics["val/system/generated_tokens_per_s"] = enginePolicy.generatedTokens / seconds;
   }
   if (config.render_save_dir) {

@@ -4,6 +4,7 @@ import { KernelError } from "../../ffi/kernels.ts";
 import { KernelLibraryError } from "../../ffi/library.ts";
 import { EnvConfigError } from "../../envs/errors.ts";
 import { CheckpointError } from "../model/safetensors.ts";
+import { TokenizerLoadError } from "../model/tokenizer.ts";
 import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/errors.ts";
 import { describeThrown } from "../util/describe_thrown.ts";
 import { onEscapedError } from "../util/on_escaped_error.ts";
@@ -57,7 +58,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     if (
       e instanceof RolloutConfigError || e instanceof ModelLoadError ||
-      e instanceof CheckpointError
+      e instanceof CheckpointError || e instanceof TokenizerLoadError
     ) {
       console.error(e.message);
       return USAGE_ERROR;

@@ -9,7 +9,7 @@
  * @module
  */
 import { Template } from "npm:@huggingface/jinja@0.5.11";
-import type { Tokenizer } from "./tokenizer.ts";
+import { type Tokenizer, TokenizerLoadError } from "./tokenizer.ts";
 
 /** One chat message. */
 export interface ChatMessage {
@@ -165,6 +165,12 @@ export class ChatTemplate {
       pad_token: tokenizer.padToken,
       unk_token: tokenizer.unkToken,
     };
+    if (choice === "native" && tokenizer.chatTemplateProblem !== undefined) {
+      throw new TokenizerLoadError(
+        `${tokenizer.source}/tokenizer_config.json`,
+        `${tokenizer.chatTemplateProblem} (data_args.template: qwen2_5 uses ours instead)`,
+      );
+    }
     if (tokenizer.chatTemplate !== undefined && choice === "native") {
       return new ChatTemplate(
         tokenizer.chatTemplate,

@@ -140,6 +140,11 @@ export class Tokenizer {
   readonly chatTemplate: string | undefined;
   /** The file the chat template came from (`<source>/chat_template.jinja` or `tokenizer_config.json`). */
   readonly chatTemplateFile: string | undefined;
+  /**
+   * Why `tokenizer_config.json`'s `chat_template` gives no template (a list without a
+   * `default` entry, say), when it does not: asking for the folder's template then fails.
+   */
+  readonly chatTemplateProblem: string | undefined;
   readonly #hf: HfTokenizer;
   /** Recent encodings by text (insertion order: the oldest is dropped first). */
   readonly #encoded = new Map<string, number[]>();
@@ -157,6 +162,7 @@ export class Tokenizer {
     padTokenId: number | undefined;
     chatTemplate: string | undefined;
     chatTemplateFile: string | undefined;
+    chatTemplateProblem?: string | undefined;
     unkId: number | undefined;
   }) {
     this.#hf = hf;
@@ -173,6 +179,7 @@ export class Tokenizer {
     this.padTokenId = fields.padTokenId;
     this.chatTemplate = fields.chatTemplate;
     this.chatTemplateFile = fields.chatTemplateFile;
+    this.chatTemplateProblem = fields.chatTemplateProblem;
     this.#specialIds = new Set(fields.specialTokens.values());
     this.#unkId = fields.unkId;
   }
@@ -332,9 +339,8 @@ export class Tokenizer {
         if (!eosTokenIds.includes(id)) eosTokenIds.push(id);
       }
     }
-    const configTemplate = sources.chatTemplate === undefined
-      ? pickChatTemplate(config.chat_template, `${source}/tokenizer_config.json`)
-      : undefined;
+    const picked = sources.chatTemplate === undefined ? pickChatTemplate(config.chat_template) : {};
+    const configTemplate = picked.template;
     return new Tokenizer(hf, {
       source,
       vocabSize: maxId + 1,
@@ -345,6 +351,7 @@ export class Tokenizer {
       bosTokenId: named.bos === undefined ? undefined : hf.token_to_id(named.bos),
       padTokenId: named.pad === undefined ? undefined : hf.token_to_id(named.pad),
       chatTemplate: sources.chatTemplate ?? configTemplate,
+      chatTemplateProblem: picked.problem,
       chatTemplateFile: sources.chatTemplate !== undefined
         ? `${source}/chat_template.jinja`
         : configTemplate !== undefined
@@ -602,27 +609,26 @@ function tokenName(v: unknown): string | undefined {
 
 /**
  * `tokenizer_config.json`'s `chat_template`: a string, or the `default` entry of a list of
- * named templates (as transformers picks it); absent or null: none. Anything else is an error.
+ * named templates (as transformers picks it); absent or null: none. Anything else is a problem
+ * (its sentence), raised only when the template is asked for, as transformers does.
  */
-function pickChatTemplate(v: unknown, path: string): string | undefined {
-  if (v === undefined || v === null || typeof v === "string") return v ?? undefined;
-  const bad = (what: string): never => {
-    throw new TokenizerLoadError(
-      path,
-      `tokenizer_config.json chat_template ${what}: expected a string, or a list of ` +
-        '{ "name", "template" } entries with one named "default"',
-    );
-  };
-  if (!Array.isArray(v)) return bad(`is ${describe(v)}`);
+function pickChatTemplate(v: unknown): { template?: string; problem?: string } {
+  if (v === undefined || v === null) return {};
+  if (typeof v === "string") return { template: v };
+  const problem = (what: string) => ({
+    problem: `tokenizer_config.json chat_template ${what}: expected a string, or a list of ` +
+      '{ "name", "template" } entries with one named "default"',
+  });
+  if (!Array.isArray(v)) return problem(`is ${describe(v)}`);
   const entry = v.find((e) => isObject(e) && e.name === "default");
   if (entry === undefined) {
     const names = v.map((e) => isObject(e) && typeof e.name === "string" ? e.name : "?");
-    return bad(`lists templates [${names.join(", ")}] but none named "default"`);
+    return problem(`lists templates [${names.join(", ")}] but none named "default"`);
   }
   if (!isObject(entry) || typeof entry.template !== "string") {
-    return bad(`has a "default" entry whose template is not a string`);
+    return problem(`has a "default" entry whose template is not a string`);
   }
-  return entry.template;
+  return { template: entry.template };
 }
 
 function parseAddedTokens(raw: unknown, path: string): AddedTokenInfo[] {

@@ -16,11 +16,11 @@ interface CliResult {
 }
 
 /** Runs `deno <args>` from the repository root (no color, no stdin). */
-async function deno(args: string[]): Promise<CliResult> {
+async function deno(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args,
     cwd: REPO_ROOT,
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -194,6 +194,11 @@ const FROZEN_LAKE_MODULE = new URL("../../envs/frozen_lake/mod.ts", import.meta.
 
 /** Runs the CLI with the permissions `deno task agentrl` grants. */
 function cliFull(...args: string[]): Promise<CliResult> {
+  return cliFullEnv({}, ...args);
+}
+
+/** {@linkcode cliFull} with `env` added to the environment. */
+function cliFullEnv(env: Record<string, string>, ...args: string[]): Promise<CliResult> {
   return deno([
     "run",
     "--allow-read",
@@ -202,7 +207,7 @@ function cliFull(...args: string[]): Promise<CliResult> {
     "--allow-ffi",
     "lib/cli/main.ts",
     ...args,
-  ]);
+  ], env);
 }
 
 Deno.test("eval plays the validation episodes and prints val/ metrics as JSON, with GIFs", async () => {
@@ -414,6 +419,37 @@ Deno.test("eval --policy random does not build a missing built-in base model (it
   match(r.stderr, there ? /model: build\/models\/frozen_lake_step_base/ : /model: tiny default/);
   doesNotMatch(r.stderr, /building the FrozenLake base model/);
   equal(existsSync(`${REPO_ROOT}/${base}`), there);
+});
+
+Deno.test("eval: a KV cache past the memory available is a config error naming its keys; the random policy allocates none", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // 200 MiB; the tiny default's 128 episodes x 1024 positions take 256 MiB
+    await Deno.writeTextFile(`${dir}/meminfo`, "MemAvailable:     204800 kB\n");
+    const env = { AGENTRL_MEMINFO: `${dir}/meminfo` };
+    const many = [
+      "pretrain=null",
+      "val_batch_size=128",
+      "val_env_manager.num_env_groups=128",
+      "val_env_manager.num_groups_partition=[128]",
+    ];
+    const model = await cliFullEnv(env, "eval", ...many);
+    assertCleanError(model);
+    equal(model.code, 2, show(model));
+    match(
+      model.stderr,
+      /KV cache of maxRunningRequests 128 x maxModelLen 1024 \(256\.0 MiB of f32 keys and values\) cannot be allocated on the cpu: .*the system has 209715200 bytes available/,
+    );
+    match(
+      model.stderr,
+      /val_env_manager's num_env_groups x \(group_size \+ group_size_redundancy\)/,
+    );
+    const random = await cliFullEnv(env, "eval", "--policy", "random", ...many);
+    equal(random.code, 0, show(random));
+    match(random.stdout, /128 validation episodes/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("deno task agentrl ... --json prints only JSON on stdout (the build says its status on stderr)", async () => {

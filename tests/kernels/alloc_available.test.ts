@@ -1,7 +1,7 @@
 /**
- * The CPU library's arl_alloc refuses a block larger than the memory the system has available
- * (MemAvailable): its zero-fill would otherwise commit it page by page until the out-of-memory
- * killer ended the process. Run in a child process whose AGENTRL_MEMINFO file says 100 MiB, so
+ * The CPU library's arl_alloc refuses a block larger than the memory the system can give
+ * (MemAvailable and SwapFree): its zero-fill would otherwise commit it page by page until the out-of-memory
+ * killer ended the process. Run in a child process whose AGENTRL_MEMINFO file gives 60 + 40 MiB, so
  * that other tests' allocations are not affected.
  */
 import assert from "node:assert/strict";
@@ -14,7 +14,7 @@ Deno.test("arl_alloc refuses more than the memory available with ARL_ERR_ALLOC; 
     const meminfo = `${dir}/meminfo`;
     await Deno.writeTextFile(
       meminfo,
-      "MemTotal:       24684136 kB\nMemFree:        1000 kB\nMemAvailable:     102400 kB\n",
+      "MemTotal:       24684136 kB\nMemFree:        1000 kB\nMemAvailable:     61440 kB\nSwapFree:        40960 kB\n",
     );
     const script = `
       import { Kernels, Tensor, KernelError } from "${FFI}";
@@ -39,7 +39,7 @@ Deno.test("arl_alloc refuses more than the memory available with ARL_ERR_ALLOC; 
     assert.match(text, /^small 0$/m);
     assert.match(
       text,
-      /^large 4 .*arl_alloc: out of memory allocating 134217728 bytes: the system has 104857600 bytes available \(MemAvailable\)/m,
+      /^large 4 .*arl_alloc: out of memory allocating 134217728 bytes: the system has 104857600 bytes available \(MemAvailable and SwapFree, within the memory cgroup's limit\)/m,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

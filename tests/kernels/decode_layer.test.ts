@@ -291,8 +291,19 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
     () => decodeLayers(k, x, [{ ...w, kCache: kc, vCache: vc, ln2: x }], step, rows),
     /x and layers\[0\]\.ln2 share memory/,
   );
+  shared(
+    () =>
+      decodeLayers(
+        k,
+        x,
+        [{ ...w, kCache: kc, vCache: vc }, { ...w, kCache: vc, vCache: kc }],
+        step,
+        rows,
+      ),
+    /layers\[0\]\.kCache and layers\[1\]\.vCache share memory/,
+  );
   assert.ok(x.view().every((v) => v === 5), "a refused call changed x");
-  const call = (eps: number, xPtr: Deno.PointerValue, hkv = HKV, theta = 1e4, hq = HQ) =>
+  const call = (eps: number, xPtr: Deno.PointerValue, hkv = HKV, theta = 1e4, hq = HQ, f = F) =>
     k.sym.arl_decode_layer_bf16(
       k.ctx,
       xPtr,
@@ -312,7 +323,7 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
       tp.ptr,
       tl.ptr,
       C,
-      F,
+      f,
       hq,
       hkv,
       D,
@@ -341,6 +352,10 @@ Deno.test("decodeLayer: mismatched shapes, bad slots and sizes, null pointers ar
   fails(
     call(1e-6, x.ptr, 1, 1e4, 2 ** 28),
     /arl_decode_layer_bf16: \(hq \+ 2 hkv\) x d = \d+ columns is too many/,
+  );
+  fails(
+    call(1e-6, x.ptr, HKV, 1e4, HQ, 2 ** 30),
+    /arl_decode_layer_bf16: 2 x f = 2147483648 gate\|up rows is too many/,
   );
   assert.ok(rows.qkv.view().every((v) => v === -3), "a refused call wrote q|k|v rows");
   for (const t of [...Object.values(w), ...Object.values(rows)]) t?.free();

@@ -8,6 +8,7 @@
  */
 import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
 import { Tokenizer, TokenizerLoadError } from "../../lib/model/tokenizer.ts";
+import { ChatTemplate, QWEN2_5_CHAT_TEMPLATE } from "../../lib/model/chat_template.ts";
 import { createEnv } from "../../envs/registry.ts";
 import { qwenReference, writeQwenFolder } from "./_qwen_fixture.ts";
 
@@ -250,8 +251,9 @@ Deno.test("load: tokenizer_config.json is optional; chat_template.jinja override
     }),
   );
   equal(named.chatTemplate, "d");
-  // a list without a "default" entry, or a template that is not text, is refused (transformers
-  // raises too) rather than replaced by our own template
+  // a list without a "default" entry, or a template that is not text, loads (encoding works)
+  // but asking for the folder's template is a TokenizerLoadError naming the problem, as in
+  // transformers, rather than silently our ChatML; choosing ours still works
   for (
     const [template, pattern] of [
       [
@@ -265,11 +267,15 @@ Deno.test("load: tokenizer_config.json is optional; chat_template.jinja override
     const dir = await folder({
       "tokenizer_config.json": JSON.stringify({ chat_template: template }),
     });
-    await rejects(() => Tokenizer.load(dir), (e: Error) => {
+    const tok = await Tokenizer.load(dir);
+    deepStrictEqual(tok.encode("Hello world"), [9707, 1879]);
+    equal(tok.chatTemplate, undefined);
+    throws(() => ChatTemplate.forTokenizer(tok), (e: Error) => {
       ok(e instanceof TokenizerLoadError && pattern.test(e.message), String(e));
       ok(e.path.endsWith("tokenizer_config.json"), e.path);
       return true;
     });
+    equal(ChatTemplate.forTokenizer(tok, "qwen2_5").source, QWEN2_5_CHAT_TEMPLATE);
   }
   // chat_template.jinja wins over it, as in transformers
   equal(
