@@ -200,8 +200,18 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   }
 
   const act = get("hidden_act");
-  if (act !== undefined && act !== "silu") {
+  // ("swish" is transformers' other name for SiLU)
+  if (act !== undefined && act !== "silu" && act !== "swish") {
     fail("hidden_act", `hidden_act is ${show(act)}; expected "silu" (SwiGLU is all we implement)`);
+  }
+  const dropout = get("attention_dropout");
+  if (dropout !== undefined && dropout !== 0) {
+    fail(
+      "attention_dropout",
+      `attention_dropout is ${
+        show(dropout)
+      }; attention dropout is not implemented (expected 0, as Qwen, Llama and Mistral ship it)`,
+    );
   }
   // MistralConfig's sliding window (4096 when not given) applies to every layer; it changes
   // nothing only where it covers every position
@@ -431,7 +441,10 @@ export function qwen2ConfigToJson(
     num_key_value_heads: config.num_key_value_heads,
     head_dim: config.head_dim,
     rms_norm_eps: config.rms_norm_eps,
-    rope_scaling: config.rope_scaling ?? null,
+    // (linear scaling also as "type": transformers before 4.43 reads only that key)
+    rope_scaling: config.rope_scaling?.rope_type === "linear"
+      ? { type: "linear", ...config.rope_scaling }
+      : config.rope_scaling ?? null,
     rope_theta: config.rope_theta,
     tie_word_embeddings: config.tie_word_embeddings,
     torch_dtype: options.torch_dtype ?? "float32",

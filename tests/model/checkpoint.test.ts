@@ -168,6 +168,8 @@ Deno.test("config defaults follow transformers' Qwen2Config", () => {
   assert.equal(c.tie_word_embeddings, false);
   assert.equal(c.attention_bias, true);
   assert.equal(c.max_position_embeddings, 32768);
+  // "swish" is SiLU's other name; a zero dropout is no dropout
+  parseQwen2Config({ ...TINY, hidden_act: "swish", attention_dropout: 0.0 }, "swish.json");
   assert.equal(c.bos_token_id, null);
   assert.equal(c.eos_token_id, null);
   // An explicit head_dim need not be hidden / heads.
@@ -231,6 +233,10 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     [{ ...TINY, rms_norm_eps: "1e-6" }, /rms_norm_eps is "1e-6"; expected a positive number/],
     [{ ...TINY, tie_word_embeddings: 1 }, /tie_word_embeddings is 1; expected true or false/],
     [{ ...TINY, hidden_act: "gelu" }, /hidden_act is "gelu"; expected "silu"/],
+    [
+      { ...TINY, attention_dropout: 0.1 },
+      /attention_dropout is 0\.1; attention dropout is not implemented \(expected 0/,
+    ],
     [{ ...TINY, use_sliding_window: true }, /sliding-window attention is not implemented/],
     [
       { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
@@ -921,7 +927,11 @@ Deno.test("linear RoPE scaling is read (rope_scaling's type or rope_type, or rop
     const c = parseQwen2Config(json, "linear.json");
     assert.deepEqual(c.rope_scaling, { rope_type: "linear", factor: 2 });
     const text = configJsonText(qwen2ConfigToJson(c));
-    assert.match(text, /"rope_scaling": \{\n\s+"rope_type": "linear",\n\s+"factor": 2\.0\n\s+\}/);
+    // (with "type" too: transformers before 4.43 reads only that key)
+    assert.match(
+      text,
+      /"rope_scaling": \{\n\s+"type": "linear",\n\s+"rope_type": "linear",\n\s+"factor": 2\.0\n\s+\}/,
+    );
     assert.deepEqual(parseQwen2Config(JSON.parse(text), "back"), c);
   }
   checkpointError(
