@@ -302,6 +302,7 @@ enum DeferredCode : int {
   kDeferredDecodeStall = 1005,    // arl_decode_layer_bf16: its grid was not resident (index: head)
   kDeferredEmbeddingToken = 1006,  // arl_embedding_forward: a token id outside [0, V)
   kDeferredDecodeTokenStall = 1007,  // arl_decode_layers_bf16: the token kernel's grid not resident
+  kDeferredRopeFreq = 1008,  // a RoPE frequency table entry not finite (index: the entry)
 };
 
 // Queues a copy of the flag to the host (before a synchronize that the caller does).

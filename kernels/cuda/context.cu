@@ -262,6 +262,13 @@ arl_status report_flag_copy(arl_ctx* ctx, const char* fn, const char* what, int6
                   "outside [0, V) (its kernel wrote zeros for that row; CUDA kernels report bad "
                   "values at the next call that synchronizes)",
                   fn, int32_t(uint32_t(index & 0xffffffff)), int32_t(index >> 32));
+    case kDeferredRopeFreq:
+      return fail(ctx, ARL_ERR_VALUE,
+                  "%s: an earlier arl_rope_freqs (or arl_norm_rope_kv_cache_write, "
+                  "arl_decode_layer_norms_bf16) call was given a RoPE frequency table whose entry "
+                  "inv_freq[%lld] is not finite (its kernel skipped the rows; CUDA kernels report "
+                  "bad values at the next call that synchronizes)",
+                  fn, index);
     case kDeferredDecodeTokenStall:
       return fail(ctx, ARL_ERR_DEVICE,
                   "%s: an earlier arl_decode_layers_bf16 call failed: its persistent kernel's "

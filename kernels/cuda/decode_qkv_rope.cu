@@ -85,7 +85,8 @@ void launch_rope_kv(arl_ctx* ctx, float* q, float* k, float* k_cache, float* v_c
 // as arl_rmsnorm_forward), scales by the norm weight where given, and ropes its pairs in place
 // (cos/sin from the table's frequencies or theta's, in double); a k head's block also writes its
 // rotated row and its v row into the cache. Bad positions and slots are flagged as in
-// rope_kv_cache_write_kernel (by each token's first block).
+// rope_kv_cache_write_kernel (by each token's first block), and a table entry that is not
+// finite as kDeferredRopeFreq (the head is then left as it was).
 __global__ void __launch_bounds__(32) norm_rope_kv_cache_write_kernel(
     float* q, float* k, float* k_cache, float* v_cache, const float* v, const float* q_norm,
     const float* k_norm, const float* inv_freq, const int32_t* slots, const int32_t* positions,
@@ -105,6 +106,16 @@ __global__ void __launch_bounds__(32) norm_rope_kv_cache_write_kernel(
   if (!cached && hh == 0 && lane == 0)
     arl_set_flag(flag, flag_index, bad_slot ? arl::kDeferredCacheSlot : arl::kDeferredCachePosition,
                  (i << 32) | uint32_t(bad_slot ? slot : pos));
+  if (inv_freq != nullptr) {  // a table entry that is not finite: flagged, the head skipped
+    bool bad = false;
+    for (int32_t j = lane; j < half; j += 32) {
+      if (!isfinite(inv_freq[j])) {
+        bad = true;
+        arl_set_flag(flag, flag_index, arl::kDeferredRopeFreq, j);
+      }
+    }
+    if (__any_sync(0xffffffffu, bad)) return;
+  }
   const bool is_k = hh >= hq;
   const int32_t kh = hh - hq;
   float* row = is_k ? k + (i * hkv + kh) * d : q + (i * hq + hh) * d;

@@ -175,7 +175,8 @@ __global__ void rmsnorm_dweight_kernel(float* dweight, const double* partial, in
 // One block per row: the pairs (j, j + half) of every head. With in_shared, the row's cos/sin
 // are computed once into shared memory (d floats); else each pair computes its own.
 // out may equal x (each pair is read, then written, by one thread). inv_freq (d/2), when given,
-// replaces theta's frequencies (arl_rope_freqs).
+// replaces theta's frequencies (arl_rope_freqs); an entry that is not finite is flagged
+// (kDeferredRopeFreq) and its rows (in shared memory: the whole row) are left unwritten.
 __global__ void rope_kernel(float* out, const float* x, const int32_t* positions,
                             const float* inv_freq, int32_t h, int32_t d, float theta, double sign,
                             int in_shared, int* flag, int64_t* flag_index) {
@@ -188,11 +189,21 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
   }
   const double pos = double(positions[row]);
   if (in_shared) {
+    __shared__ int bad;  // a table entry that is not finite: the row is flagged and skipped
+    if (inv_freq) {
+      if (threadIdx.x == 0) bad = 0;
+      __syncthreads();
+    }
     for (int32_t j = threadIdx.x; j < half; j += blockDim.x) {
+      if (inv_freq && !isfinite(inv_freq[j])) {
+        bad = 1;
+        arl_set_flag(flag, flag_index, arl::kDeferredRopeFreq, j);
+      }
       if (inv_freq) rope_trig_freq(pos, inv_freq[j], sign, &trig[j], &trig[half + j]);
       else rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
     }
     __syncthreads();
+    if (inv_freq && bad) return;
   }
   // Pair p = hh * half + j, advanced by blockDim.x without a division per step.
   const int32_t step_h = blockDim.x / half, step_j = blockDim.x % half;
@@ -209,6 +220,10 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
       cs = trig[j];
       sn = trig[half + j];
     } else if (inv_freq) {
+      if (!isfinite(inv_freq[j])) {
+        arl_set_flag(flag, flag_index, arl::kDeferredRopeFreq, j);
+        continue;
+      }
       rope_trig_freq(pos, inv_freq[j], sign, &cs, &sn);
     } else {
       rope_trig(j, pos, theta, d, sign, &cs, &sn);
@@ -424,7 +439,8 @@ arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x, const int32_
   ARL_CTX(ctx);
   ARL_ROPE_ARGS(ctx, out, x, positions, t, h, d);
   ARL_NOT_NULL(ctx, inv_freq);
-  // (the table is in device memory: its values are the caller's, not checked here)
+  // (the table is in device memory: the kernel flags an entry that is not finite, a deferred
+  // error, and skips the rows)
   return launch_rope(ctx, out, x, positions, inv_freq, t, h, d, 0.0f, inverse);
 }
 

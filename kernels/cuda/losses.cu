@@ -419,7 +419,8 @@ struct TokenScratch {
   int32_t nb;
 };
 
-// Validates cu_seqlens (on the host), takes scratch and runs the per-sequence kernels.
+// Validates cu_seqlens (on the host), takes scratch and runs the per-sequence kernels; a mask
+// entry that is not a finite weight >= 0 fails here, before any output is written.
 arl_status token_setup(arl_ctx* ctx, const char* fn, TokenScratch& ts, const float* mask,
                        const int32_t* cu_seqlens, int32_t b, int32_t t, int32_t slots,
                        int32_t per_token = 0) {
@@ -440,27 +441,27 @@ arl_status token_setup(arl_ctx* ctx, const char* fn, TokenScratch& ts, const flo
   seq_mask_kernel<<<b, 512, 0, ctx->stream>>>(ts.seq_mask, ts.seq_bad, mask, cu_seqlens);
   if (arl_status s = arl::check_launch(ctx, fn)) return s;
   seq_totals_kernel<<<1, 1024, 0, ctx->stream>>>(ts.agg, ts.seq_mask, ts.seq_bad, b);
-  return arl::check_launch(ctx, fn);
-}
-
-// Reduces the partial sums (`sums` sums, then min_max min/max rows) into host[slots]. A mask
-// entry that is not a finite weight >= 0 fails here, once the counts reach the host (the
-// outputs are then unspecified).
-arl_status token_finish(arl_ctx* ctx, const char* fn, const TokenScratch& ts, int32_t sums,
-                        int32_t slots, double* host) {
-  final_reduce_kernel<<<slots, arl::kBlock, 0, ctx->stream>>>(ts.result, ts.partial, ts.nb, sums);
   if (arl_status s = arl::check_launch(ctx, fn)) return s;
   double bad = 0;
-  cudaError_t err = cudaMemcpyAsync(host, ts.result, size_t(slots) * sizeof(double),
-                                    cudaMemcpyDeviceToHost, ctx->stream);
-  if (err == cudaSuccess) {
-    err = cudaMemcpyAsync(&bad, ts.agg + 2, sizeof(double), cudaMemcpyDeviceToHost, ctx->stream);
-  }
+  cudaError_t err =
+      cudaMemcpyAsync(&bad, ts.agg + 2, sizeof(double), cudaMemcpyDeviceToHost, ctx->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
   if (bad > 0)
     return arl::fail(ctx, ARL_ERR_VALUE, "%s: mask has %.0f entries that are negative or not "
                      "finite (expected a finite weight >= 0 per token)", fn, bad);
+  return ARL_OK;
+}
+
+// Reduces the partial sums (`sums` sums, then min_max min/max rows) into host[slots].
+arl_status token_finish(arl_ctx* ctx, const char* fn, const TokenScratch& ts, int32_t sums,
+                        int32_t slots, double* host) {
+  final_reduce_kernel<<<slots, arl::kBlock, 0, ctx->stream>>>(ts.result, ts.partial, ts.nb, sums);
+  if (arl_status s = arl::check_launch(ctx, fn)) return s;
+  cudaError_t err = cudaMemcpyAsync(host, ts.result, size_t(slots) * sizeof(double),
+                                    cudaMemcpyDeviceToHost, ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(ctx->stream);
+  if (err != cudaSuccess) return arl::cuda_fail(ctx, fn, err);
   return ARL_OK;
 }
 

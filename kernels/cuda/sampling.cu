@@ -393,7 +393,9 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     u64 q_kept = 0;  // the mass of the candidates
     for (int w = 0; w < kWarps; w++) q_kept += sh.wsum[w];
-    if (q_kept != 0) {  // else NaN or infinite logits: keep the argmax
+    // NaN or infinite logits (lse or m not finite; NaN masses convert to anything): keep the
+    // argmax, as the CPU library does
+    if (q_kept != 0 && isfinite(lse) && isfinite(row.m)) {
       if (!sorted) {
         // Inverse CDF in id order: the first id where the running mass exceeds u01 * mass.
         const u64 u = __double2ull_rz(u01 * double(q_kept));

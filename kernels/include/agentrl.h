@@ -246,7 +246,10 @@ ARL_API arl_status arl_rope(arl_ctx* ctx, float* out, const float* x, const int3
  * arl_rope with the rotation frequencies given: the pair (i, i + D/2) is rotated by
  * pos * inv_freq[i], inv_freq (D/2) in the library's memory (a scaled RoPE, such as Llama 3.1's
  * "llama3" type, computes its own). Added without a new ABI version: a library built before it
- * lacks the symbol, and the FFI layer loads it as optional.
+ * lacks the symbol, and the FFI layer loads it as optional. An entry that is not finite is an
+ * error: the CPU library refuses the call; the CUDA library's kernel skips the rows and reports
+ * it at the next call that synchronizes (so do arl_norm_rope_kv_cache_write and
+ * arl_decode_layer_norms_bf16).
  */
 ARL_API arl_status arl_rope_freqs(arl_ctx* ctx, float* out, const float* x,
                                   const int32_t* positions, const float* inv_freq, int32_t t,

@@ -272,13 +272,18 @@ Deno.test("sampling: the counter and the seed select different draws, and the sa
   assert.ok(new Set(a).size > 40, "256 counters should cover most of 64 equally likely tokens");
 });
 
-Deno.test("sampling a row with infinite logits keeps its argmax (as the CUDA library does)", () => {
+Deno.test("sampling a row with infinite or NaN logits keeps the argmax of its other logits (as the CUDA library does)", () => {
   using k = openKernels();
   const v = 32;
   const plusInf = new Float32Array(v).fill(0.5);
   plusInf[5] = Infinity;
   const minusInf = new Float32Array(v).fill(-Infinity);
-  for (const [row, want] of [[plusInf, 5], [minusInf, 0]] as const) {
+  const nanFirst = Float32Array.of(NaN, ...new Array(v - 1).fill(0.5));
+  nanFirst[9] = 2;
+  const nanLater = new Float32Array(v).fill(0.5);
+  nanLater[3] = 2;
+  nanLater[20] = NaN;
+  for (const [row, want] of [[plusInf, 5], [minusInf, 0], [nanFirst, 9], [nanLater, 3]] as const) {
     using logits = f32(k, row, [1, v]);
     for (let counter = 0; counter < 8; counter++) {
       const out = sample(k, logits, [{ temperature: 1, topP: 0.9, seed: 7, counter }]);
