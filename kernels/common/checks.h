@@ -183,6 +183,9 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
     ARL_POSITIVE(ctx, d);                                                                    \
     ARL_PRODUCT(ctx, (int64_t)(n) * (hq), d);                                                \
     ARL_PRODUCT(ctx, (int64_t)(s) * (hkv) * (l), d);                                         \
+    if (((int64_t)(hq) + (hkv)) * (d) > INT32_MAX)                                            \
+      return arl::fail(ctx, ARL_ERR_SIZE, "%s: (hq + hkv) x d = %lld values a token is too "  \
+                       "many", __func__, (long long)(((int64_t)(hq) + (hkv)) * (d)));         \
     if ((d) % 2 != 0)                                                                        \
       return arl::fail(ctx, ARL_ERR_SIZE, "%s: head dim %d must be even", __func__, (int)(d)); \
     if (!((theta) > 0.0f) || !std::isfinite(theta))                                          \

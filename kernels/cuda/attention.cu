@@ -903,6 +903,9 @@ arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache, cons
   ARL_POSITIVE(ctx, l);
   ARL_POSITIVE(ctx, d);
   ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
+  if (int64_t(hkv) * d > INT32_MAX)  // (the kernel's row loop is int32)
+    return arl::fail(ctx, ARL_ERR_SIZE, "%s: hkv x d = %lld values a row is too many", __func__,
+                     (long long)(int64_t(hkv) * d));
   // Slots and positions are checked by the kernel (reported at the next synchronizing call).
   kv_cache_write_kernel<<<n, 128, 0, ctx->stream>>>(k_cache, v_cache, k, v, slots, positions, s,
                                                     hkv, l, d, ctx->flag, ctx->flag_index);

@@ -938,6 +938,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   if ((d != 64 && d != 128) || c % 8 != 0 || f % 8 != 0 || !aligned16(x) || !aligned16(w_qkv) ||
       !aligned16(w_o) || !aligned16(w_gu) || !aligned16(w_down) || !aligned16(ln1) ||
       !aligned16(ln2) || (reinterpret_cast<uintptr_t>(act) & 7) != 0 ||  // (kernel 4: float2)
+      // (rows and caches: whole tensors are; a view that is not takes the separate calls)
+      !aligned16(qkv) || !aligned16(attn) || !aligned16(k_cache) || !aligned16(v_cache) ||
       int64_t(hq + 1) * c > kDecodePartFloats || hq + 1 > ctx->num_sms)
     return ARL_ERR_UNSUPPORTED;
   // Kernel 2: a head's splits as one cluster of kAttnClusterSplits where the device has clusters

@@ -552,7 +552,9 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
       kSharedHeader + size_t(std::max({int64_t(c), int64_t(f), int64_t(hq) * d})) * 4;
   const int64_t records = int64_t(arl::decode_records_bytes(ctx) / sizeof(float)) / (d + 2);
   const bool shapes = (d == 64 || d == 128) && c % 8 == 0 && f % 8 == 0 && aligned16(w_qkv) &&
-                      aligned16(w_o) && aligned16(w_gu) && aligned16(w_down) &&
+                      aligned16(w_o) && aligned16(w_gu) && aligned16(w_down) && aligned16(x) &&
+                      aligned16(qkv) && aligned16(attn) && aligned16(act) &&
+                      aligned16(k_cache) && aligned16(v_cache) &&
                       int64_t(hq) <= int64_t(blocks) * kLayerWarps && hq <= ctx->num_sms &&
                       records >= hq && shared <= size_t(ctx->max_smem);
   const bool fits = shapes && layer_path() == kPathCoop && ctx->cooperative &&

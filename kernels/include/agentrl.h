@@ -311,7 +311,9 @@ ARL_API arl_status arl_attention_backward_bf16(arl_ctx* ctx, float* dq, float* d
 
 /*
  * KV cache: k_cache, v_cache (S, HKV, L, D) for S slots of up to L positions.
- * Writes k, v (N, HKV, D) of N new tokens at (slots[i], positions[i]).
+ * Writes k, v (N, HKV, D) of N new tokens at (slots[i], positions[i]). A slot outside [0, S)
+ * or a position outside [0, L) is an error; the CUDA library finds it in its kernel (writing
+ * the other tokens' rows) and reports it at the next call that synchronizes.
  */
 ARL_API arl_status arl_kv_cache_write(arl_ctx* ctx, float* k_cache, float* v_cache,
                                       const float* k, const float* v, const int32_t* slots,
@@ -453,7 +455,9 @@ ARL_API arl_status arl_decode_layers_bf16(arl_ctx* ctx, float* x, float* qkv, fl
 /*
  * Attention of N new query tokens against the cache: query i attends to
  * positions 0 .. lens[i]-1 of slot slots[i] (its own position included, so a
- * decode step uses lens[i] = position + 1). out, q (N, HQ, D).
+ * decode step uses lens[i] = position + 1). out, q (N, HQ, D). A slot outside [0, S) or a
+ * length outside [1, L] is an error; the CUDA library finds it in its kernel (computing the
+ * other queries) and reports it at the next call that synchronizes.
  */
 ARL_API arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q,
                                         const float* k_cache, const float* v_cache,
