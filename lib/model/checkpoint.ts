@@ -118,7 +118,12 @@ function readJson(path: string, what: string): unknown {
     if (e instanceof Deno.errors.NotFound) {
       throw new CheckpointError(`${what} ${path} does not exist`, { file: path });
     }
-    throw e;
+    if (e instanceof Deno.errors.PermissionDenied) throw e; // (Deno's permission, not the file)
+    // a folder in its place, no read access, bad bytes: say which file, and what was expected
+    throw new CheckpointError(
+      `${what} ${path} cannot be read (${(e as Error).message}): expected a JSON file`,
+      { file: path },
+    );
   }
   try {
     return JSON.parse(text);

@@ -660,6 +660,12 @@ Deno.test("folders without weights or config are explained", async () => {
       () => loadHfCheckpoint(`${root}/absent`),
       /Model folder .*\/absent does not exist/,
     );
+    // a folder where config.json should be
+    Deno.mkdirSync(`${root}/dirconfig/config.json`, { recursive: true });
+    checkpointError(
+      () => loadHfCheckpoint(`${root}/dirconfig`),
+      /Model config .*\/dirconfig\/config.json cannot be read \(.*\): expected a JSON file/,
+    );
     // Loading via a file URL works too.
     await saveHfCheckpoint(`${root}/url`, config, randomWeights(config));
     using ckpt = loadHfCheckpoint(new URL(`file://${root}/url/`));
