@@ -26,11 +26,22 @@ export function kvCacheBytes(
     config.head_dim * 4;
 }
 
-/** `bytes` as GiB (or MiB under one GiB), for messages. */
+/**
+ * `bytes` with one decimal in the largest of GiB, MiB and KiB that it reaches once rounded (so
+ * that just under 1 GiB reads "1.0 GiB", not "1024.0 MiB"), or in bytes under 1 KiB.
+ *
+ * @example
+ * ```ts
+ * import { formatBytes } from "./kv_cache_size.ts";
+ * console.log(formatBytes(25165824), formatBytes(2 ** 30 - 1), formatBytes(3000)); // 24.0 MiB 1.0 GiB 2.9 KiB
+ * ```
+ */
 export function formatBytes(bytes: number): string {
-  return bytes >= 2 ** 30
-    ? `${(bytes / 2 ** 30).toFixed(1)} GiB`
-    : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]] as const) {
+    const shown = (bytes / size).toFixed(1);
+    if (Number(shown) >= 1) return `${shown} ${unit}`;
+  }
+  return `${bytes} bytes`;
 }
 
 /**

@@ -378,3 +378,11 @@ Deno.test("engine: a failing step rejects its requests and the engine goes on; a
   await assert.rejects(engine.generate({ prompt_token_ids: [1] }), /engine is closed/);
   await engine.close();
 });
+
+Deno.test("formatBytes: one decimal in the largest unit the rounded value reaches", () => {
+  assert.equal(formatBytes(25165824), "24.0 MiB");
+  assert.equal(formatBytes(12 * 2 ** 30), "12.0 GiB");
+  assert.equal(formatBytes(2 ** 30 - 1), "1.0 GiB"); // not "1024.0 MiB"
+  assert.equal(formatBytes(3000), "2.9 KiB"); // not "0.0 MiB"
+  assert.equal(formatBytes(512), "512 bytes");
+});
