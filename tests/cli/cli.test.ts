@@ -424,21 +424,21 @@ Deno.test("eval --policy random does not build a missing built-in base model (it
 Deno.test("eval: a KV cache past the memory available is a config error naming its keys; the random policy allocates none", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    // 200 MiB; the tiny default's 128 episodes x 1024 positions take 256 MiB
-    await Deno.writeTextFile(`${dir}/meminfo`, "MemAvailable:     204800 kB\n");
+    // 100 MiB; the tiny default's 64 episodes x 1024 positions take 128 MiB
+    await Deno.writeTextFile(`${dir}/meminfo`, "MemAvailable:     102400 kB\n");
     const env = { AGENTRL_MEMINFO: `${dir}/meminfo` };
     const many = [
       "pretrain=null",
-      "val_batch_size=128",
-      "val_env_manager.num_env_groups=128",
-      "val_env_manager.num_groups_partition=[128]",
+      "val_batch_size=64",
+      "val_env_manager.num_env_groups=64",
+      "val_env_manager.num_groups_partition=[64]",
     ];
     const model = await cliFullEnv(env, "eval", ...many);
     assertCleanError(model);
     equal(model.code, 2, show(model));
     match(
       model.stderr,
-      /KV cache of maxRunningRequests 128 x maxModelLen 1024 \(256\.0 MiB of f32 keys and values\) cannot be allocated on the cpu: .*the system has 209715200 bytes available/,
+      /KV cache of maxRunningRequests 64 x maxModelLen 1024 \(128\.0 MiB of f32 keys and values\) cannot be allocated on the cpu: .*the system has 104857600 bytes available/,
     );
     match(
       model.stderr,
@@ -446,7 +446,7 @@ Deno.test("eval: a KV cache past the memory available is a config error naming i
     );
     const random = await cliFullEnv(env, "eval", "--policy", "random", ...many);
     equal(random.code, 0, show(random));
-    match(random.stdout, /128 validation episodes/);
+    match(random.stdout, /64 validation episodes/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

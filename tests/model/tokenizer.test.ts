@@ -251,32 +251,6 @@ Deno.test("load: tokenizer_config.json is optional; chat_template.jinja override
     }),
   );
   equal(named.chatTemplate, "d");
-  // a list without a "default" entry, or a template that is not text, loads (encoding works)
-  // but asking for the folder's template is a TokenizerLoadError naming the problem, as in
-  // transformers, rather than silently our ChatML; choosing ours still works
-  for (
-    const [template, pattern] of [
-      [
-        [{ name: "tool_use", template: "t" }],
-        /lists templates \[tool_use\] but none named "default"/,
-      ],
-      [[{ name: "default", template: 3 }], /a "default" entry whose template is not a string/],
-      [{ default: "d" }, /chat_template is an object: expected a string, or a list/],
-    ] as const
-  ) {
-    const dir = await folder({
-      "tokenizer_config.json": JSON.stringify({ chat_template: template }),
-    });
-    const tok = await Tokenizer.load(dir);
-    deepStrictEqual(tok.encode("Hello world"), [9707, 1879]);
-    equal(tok.chatTemplate, undefined);
-    throws(() => ChatTemplate.forTokenizer(tok), (e: Error) => {
-      ok(e instanceof TokenizerLoadError && pattern.test(e.message), String(e));
-      ok(e.path.endsWith("tokenizer_config.json"), e.path);
-      return true;
-    });
-    equal(ChatTemplate.forTokenizer(tok, "qwen2_5").source, QWEN2_5_CHAT_TEMPLATE);
-  }
   // chat_template.jinja wins over it, as in transformers
   equal(
     (await Tokenizer.load(
@@ -289,6 +263,34 @@ Deno.test("load: tokenizer_config.json is optional; chat_template.jinja override
   );
   // A URL folder works as well as a path.
   equal((await Tokenizer.load(new URL(`file://${qwenDir}`))).vocabSize, 151669);
+});
+
+Deno.test("a chat_template list without a default entry, or not text, loads but is an error when the folder's template is asked for", () => {
+  // (as transformers: the tokenizer works, apply_chat_template raises; choosing ours still works)
+  const tokenizerJson = {
+    model: { type: "WordLevel", vocab: { hi: 0, "[UNK]": 1 }, unk_token: "[UNK]" },
+    pre_tokenizer: { type: "Whitespace" },
+  };
+  for (
+    const [template, pattern] of [
+      [
+        [{ name: "tool_use", template: "t" }],
+        /lists templates \[tool_use\] but none named "default"/,
+      ],
+      [[{ name: "default", template: 3 }], /a "default" entry whose template is not a string/],
+      [{ default: "d" }, /chat_template is an object: expected a string, or a list/],
+    ] as const
+  ) {
+    const tok = Tokenizer.fromJSON({ tokenizerJson, tokenizerConfig: { chat_template: template } });
+    deepStrictEqual(tok.encode("hi"), [0]);
+    equal(tok.chatTemplate, undefined);
+    throws(() => ChatTemplate.forTokenizer(tok), (e: Error) => {
+      ok(e instanceof TokenizerLoadError && pattern.test(e.message), String(e));
+      ok(e.path.endsWith("tokenizer_config.json"), e.path);
+      return true;
+    });
+    equal(ChatTemplate.forTokenizer(tok, "qwen2_5").source, QWEN2_5_CHAT_TEMPLATE);
+  }
 });
 
 Deno.test("WordLevel: unknown words get the unknown token's id", () => {
