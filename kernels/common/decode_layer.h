@@ -70,9 +70,6 @@
   const float *k_cache = layers[0].k_cache, *v_cache = layers[0].v_cache;               \
   ARL_DECODE_LAYER_ARGS(ctx)
 
-// The arguments of arl_decode_layer_norms_bf16: arl_decode_layer_bf16's.
-#define ARL_DECODE_LAYER_NORMS_ARGS(ctx) ARL_DECODE_LAYER_ARGS(ctx)
-
 namespace arl {
 
 // The attention, the o projection and the MLP of decode_layer_steps (after its q|k|v, RoPE and

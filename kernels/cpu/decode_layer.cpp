@@ -32,7 +32,7 @@ arl_status arl_decode_layer_norms_bf16(
     const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
     int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
-  ARL_DECODE_LAYER_NORMS_ARGS(ctx);
+  ARL_DECODE_LAYER_ARGS(ctx);
   if (arl_status st = arl::check_decode_token(ctx, __func__, slot, position, len, s, l)) return st;
   if (inv_freq != nullptr)
     if (arl_status st = arl::check_inv_freq(ctx, __func__, inv_freq, d)) return st;

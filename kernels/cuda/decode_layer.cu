@@ -604,11 +604,8 @@ arl_status arl_decode_layer_norms_bf16(
     const int32_t* position, const int32_t* len, int32_t c, int32_t f, int32_t hq, int32_t hkv,
     int32_t d, int32_t s, int32_t l, float eps, float theta, float scale) {
   ARL_CTX(ctx);
-  ARL_DECODE_LAYER_NORMS_ARGS(ctx);
-  arl::DecodeNorms norms;
-  norms.q_norm = q_norm;
-  norms.k_norm = k_norm;
-  norms.inv_freq = inv_freq;
+  ARL_DECODE_LAYER_ARGS(ctx);  // (a table entry that is not finite: flagged by the kernel)
+  const arl::DecodeNorms norms{q_norm, k_norm, inv_freq};
   // (the chain's path only: the one-kernel layer, `coop`, takes no norms)
   if (layer_path() == kPathChain) {
     const arl_status st = arl::decode_layer_chain(

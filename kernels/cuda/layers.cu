@@ -195,12 +195,15 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
       __syncthreads();
     }
     for (int32_t j = threadIdx.x; j < half; j += blockDim.x) {
-      if (inv_freq && !isfinite(inv_freq[j])) {
+      if (!inv_freq) {
+        rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
+        continue;
+      }
+      if (!isfinite(inv_freq[j])) {
         bad = 1;
         arl_set_flag(flag, flag_index, arl::kDeferredRopeFreq, j);
       }
-      if (inv_freq) rope_trig_freq(pos, inv_freq[j], sign, &trig[j], &trig[half + j]);
-      else rope_trig(j, pos, theta, d, sign, &trig[j], &trig[half + j]);
+      rope_trig_freq(pos, inv_freq[j], sign, &trig[j], &trig[half + j]);
     }
     __syncthreads();
     if (inv_freq && bad) return;

@@ -249,6 +249,15 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   if (boolean("mlp_bias", false)) {
     fail("mlp_bias", "mlp_bias is true; MLP biases are not implemented (expected false)");
   }
+  // partial_rotary_factor (top level, or in the RoPE settings): only the whole head is rotated
+  const fullRotary = (key: string, name: string, v: unknown) => {
+    if (v != null && v !== 1) {
+      fail(
+        key,
+        `${name} is ${show(v)}; rotating part of each head is not implemented (expected 1 or none)`,
+      );
+    }
+  };
   // RoPE scaling: Llama 3.1's "llama3" type or "linear", from rope_scaling (transformers 4.x)
   // or rope_parameters (transformers 5, beside rope_theta)
   const scaled = (key: string, type: "llama3" | "linear", v: Record<string, unknown>) => {
@@ -273,14 +282,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
         }; expected one type (transformers takes "type" over "rope_type")`,
       );
     }
-    if (v.partial_rotary_factor != null && v.partial_rotary_factor !== 1) {
-      return fail(
-        key,
-        `${key}.partial_rotary_factor is ${
-          show(v.partial_rotary_factor)
-        }; rotating part of each head is not implemented (expected 1 or none)`,
-      );
-    }
+    fullRotary(key, `${key}.partial_rotary_factor`, v.partial_rotary_factor);
     const type = v.rope_type ?? v.type ?? "default";
     if (type === "default") return null;
     if (type !== "llama3" && type !== "linear") {
@@ -293,15 +295,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     return scaled(key, type, v);
   };
-  const partial = get("partial_rotary_factor");
-  if (partial !== undefined && partial !== 1) {
-    fail(
-      "partial_rotary_factor",
-      `partial_rotary_factor is ${
-        show(partial)
-      }; rotating part of each head is not implemented (expected 1 or none)`,
-    );
-  }
+  fullRotary("partial_rotary_factor", "partial_rotary_factor", get("partial_rotary_factor"));
   const ropeScalingRaw = get("rope_scaling");
   let ropeScaling = ropeScalingRaw === undefined ? null : scalingOf("rope_scaling", ropeScalingRaw);
 
