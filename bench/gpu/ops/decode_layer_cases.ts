@@ -4,7 +4,7 @@
  * @module
  */
 import { decodeLayer, decodeLayers } from "../../../ffi/mod.ts";
-import { bf16Bits, type Case, decodeStep, Rand, TOL_FP32 } from "./harness.ts";
+import { bf16Bits, type Case, decodeStep, once, Rand, TOL_FP32 } from "./harness.ts";
 
 /** decodeLayer (one layer, one token) and decodeLayers (several layers in one call). */
 export function decodeLayerCases(seed: number): Case[] {
@@ -32,19 +32,23 @@ export function decodeLayerCases(seed: number): Case[] {
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 1];
     const nq = (hq + 2 * hkv) * hd;
-    const q = new Rand(`decode layer ${c} ${hd} ${pos}`, seed);
-    const x0 = q.randn(c, 1);
-    const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
-    const [wqkv, bqkv] = [bf16Bits(q.randn(nq * c, 0.1)), q.randn(nq, 0.1)];
-    const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
-    const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
-    const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+    const inputs = once(() => {
+      const q = new Rand(`decode layer ${c} ${hd} ${pos}`, seed);
+      const x0 = q.randn(c, 1);
+      const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
+      const [wqkv, bqkv] = [bf16Bits(q.randn(nq * c, 0.1)), q.randn(nq, 0.1)];
+      const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
+      const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
+      const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+      return { x0, ln1, ln2, wqkv, bqkv, wo, wgu, wd, kc0, vc0 };
+    });
     cases.push({
       op: `decodeLayer c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}${
         bias ? "" : " no bias"
       }`,
       tol: TOL_FP32,
       run: (s) => {
+        const { x0, ln1, ln2, wqkv, bqkv, wo, wgu, wd, kc0, vc0 } = inputs();
         const x = s.f32(x0);
         const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
         const cache = [S, hkv, L, hd];
@@ -83,18 +87,21 @@ export function decodeLayerCases(seed: number): Case[] {
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 2];
     const nq = (hq + 2 * hkv) * hd;
-    const q = new Rand(`decode layer norms ${c} ${hd} ${pos}`, seed);
-    const x0 = q.randn(c, 1);
-    const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
-    const [qn, kn] = [q.uniforms(hd, 0.5, 1.5), q.uniforms(hd, 0.5, 1.5)];
-    const freqs = Float32Array.from({ length: hd / 2 }, (_, j) => {
-      const fr = Math.pow(5e5, -2 * j / hd);
-      return 2 * Math.PI / fr > 256 ? fr / 8 : fr;
+    const inputs = once(() => {
+      const q = new Rand(`decode layer norms ${c} ${hd} ${pos}`, seed);
+      const x0 = q.randn(c, 1);
+      const [ln1, ln2] = [q.uniforms(c, 0.5, 1.5), q.uniforms(c, 0.5, 1.5)];
+      const [qn, kn] = [q.uniforms(hd, 0.5, 1.5), q.uniforms(hd, 0.5, 1.5)];
+      const freqs = Float32Array.from({ length: hd / 2 }, (_, j) => {
+        const fr = Math.pow(5e5, -2 * j / hd);
+        return 2 * Math.PI / fr > 256 ? fr / 8 : fr;
+      });
+      const wqkv = bf16Bits(q.randn(nq * c, 0.1));
+      const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
+      const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
+      const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
+      return { x0, ln1, ln2, qn, kn, freqs, wqkv, wo, wgu, wd, kc0, vc0 };
     });
-    const wqkv = bf16Bits(q.randn(nq * c, 0.1));
-    const wo = bf16Bits(q.randn(c * hq * hd, 0.1));
-    const [wgu, wd] = [bf16Bits(q.randn(2 * f * c, 0.1)), bf16Bits(q.randn(c * f, 0.1))];
-    const [kc0, vc0] = [q.randn(S * hkv * L * hd), q.randn(S * hkv * L * hd)];
     cases.push({
       op: `decodeLayer c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}, ${
         [norms && "q/k norms", table && "a RoPE table"].filter(Boolean).join(" and ")
@@ -102,6 +109,7 @@ export function decodeLayerCases(seed: number): Case[] {
       tol: TOL_FP32,
       needs: "arl_decode_layer_norms_bf16",
       run: (s) => {
+        const { x0, ln1, ln2, qn, kn, freqs, wqkv, wo, wgu, wd, kc0, vc0 } = inputs();
         const x = s.f32(x0);
         const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
         const cache = [S, hkv, L, hd];
@@ -156,19 +164,22 @@ export function decodeLayerCases(seed: number): Case[] {
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 2];
     const nq = (hq + 2 * hkv) * hd;
-    const q = new Rand(`decode layers ${c} ${hd} ${pos}`, seed);
-    const x0 = q.randn(c, 1);
-    const per = Array.from({ length: layers }, () => ({
-      ln1: q.uniforms(c, 0.5, 1.5),
-      ln2: q.uniforms(c, 0.5, 1.5),
-      wqkv: bf16Bits(q.randn(nq * c, 0.1)),
-      bqkv: q.randn(nq, 0.1),
-      wo: bf16Bits(q.randn(c * hq * hd, 0.1)),
-      wgu: bf16Bits(q.randn(2 * f * c, 0.1)),
-      wd: bf16Bits(q.randn(c * f, 0.1)),
-      kc0: q.randn(S * hkv * L * hd),
-      vc0: q.randn(S * hkv * L * hd),
-    }));
+    const inputs = once(() => {
+      const q = new Rand(`decode layers ${c} ${hd} ${pos}`, seed);
+      const x0 = q.randn(c, 1);
+      const per = Array.from({ length: layers }, () => ({
+        ln1: q.uniforms(c, 0.5, 1.5),
+        ln2: q.uniforms(c, 0.5, 1.5),
+        wqkv: bf16Bits(q.randn(nq * c, 0.1)),
+        bqkv: q.randn(nq, 0.1),
+        wo: bf16Bits(q.randn(c * hq * hd, 0.1)),
+        wgu: bf16Bits(q.randn(2 * f * c, 0.1)),
+        wd: bf16Bits(q.randn(c * f, 0.1)),
+        kc0: q.randn(S * hkv * L * hd),
+        vc0: q.randn(S * hkv * L * hd),
+      }));
+      return { x0, per };
+    });
     // (the wide and the 50-layer cases are slow in the emulator at 132 SMs: emu.test.ts runs them
     // with 8, their names marked "many units")
     const heavy = c > 1000 || layers > 48 ? " (many units)" : "";
@@ -177,6 +188,7 @@ export function decodeLayerCases(seed: number): Case[] {
         `decodeLayers ${layers} layers c=${c} f=${f} ${hq}:${hkv} heads d=${hd} position ${pos}${heavy}`,
       tol: TOL_FP32,
       run: (s) => {
+        const { x0, per } = inputs();
         const x = s.f32(x0);
         const rows = { qkv: s.nan([nq]), attn: s.nan([hq * hd]), act: s.nan([f]) };
         const cache = [S, hkv, L, hd];

@@ -111,6 +111,15 @@ export const bf16Bits = (x: Float32Array) => {
 export const bf16Values = (bits: Uint16Array) =>
   new Float32Array(Uint32Array.from(bits, (b) => b << 16).buffer);
 
+/**
+ * `make()`'s value, made at the first call and kept: a case's inputs built only when it runs (a
+ * filtered run skips them), once for both libraries.
+ */
+export function once<T>(make: () => T): () => T {
+  let made: { value: T } | null = null;
+  return () => (made ??= { value: make() }).value;
+}
+
 /** A decode layer's step constants: one token of `slot` at `pos` (eps 1e-6, theta 10000). */
 export const decodeStep = (s: Scope, slot: number, pos: number, hq: number, hd: number) => ({
   slot: s.i32(Int32Array.of(slot)),
