@@ -8,7 +8,7 @@
 import { Kernels } from "../../ffi/mod.ts";
 import { GenerationEngine } from "../infer/engine.ts";
 import type { ChatEncoder, ChatMessage, ChatTemplateChoice } from "../model/chat_template.ts";
-import { chatEncoderWith } from "../rollout/chat_setup.ts";
+import { chatEncoderWith, type TemplateSetup } from "../rollout/chat_setup.ts";
 import { loadPretrained, type Pretrained } from "../model/pretrained.ts";
 import { endOfTurnIds } from "../rollout/engine_policy.ts";
 
@@ -40,7 +40,7 @@ export class ModelPolicy implements AsyncDisposable {
     sampling: ModelPolicySampling,
     maxModelLen: number,
     seed: number,
-    template: ChatTemplateChoice,
+    template: ChatTemplateChoice | TemplateSetup,
     note?: (line: string) => void,
   ) {
     this.#kernels = kernels;
@@ -65,7 +65,7 @@ export class ModelPolicy implements AsyncDisposable {
     sampling: ModelPolicySampling,
     maxModelLen: number,
     seed: number,
-    template: ChatTemplateChoice = "native",
+    template: ChatTemplateChoice | TemplateSetup = "native",
     note?: (line: string) => void,
   ): Promise<ModelPolicy> {
     const kernels = Kernels.open();

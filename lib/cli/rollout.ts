@@ -24,7 +24,7 @@ import { Rng } from "../../envs/random.ts";
 import { createEnv, isEnvModulePath, listEnvTypes } from "../../envs/registry.ts";
 import type { Env, RgbFrame, StepMetrics } from "../../envs/types.ts";
 import type { ChatMessage } from "../model/chat_template.ts";
-import { templateChoiceOf } from "../rollout/chat_setup.ts";
+import { templateSetupOf } from "../rollout/chat_setup.ts";
 import { withTimeout } from "../rollout/env_host.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { TokenizerLoadError } from "../model/tokenizer.ts";
@@ -536,7 +536,7 @@ async function loadModelPolicy(
   exit: ExitFn,
 ): Promise<ModelPolicy> {
   const g = config.val_env_manager.generating_args ?? config.actor_infer.generating_args;
-  const template = templateChoiceOf(config, (line) => console.error(`note: ${line}`));
+  const template = templateSetupOf(config, (line) => console.error(`note: ${line}`));
   try {
     return await ModelPolicy.load(
       path,

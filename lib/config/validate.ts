@@ -92,10 +92,20 @@ function messageOf(issue: z.core.$ZodIssue): string {
   }
 }
 
+/** zod's type names in the words of YAML and Hydra. */
+const TYPE_WORDS: Record<string, string> = {
+  int: "an integer",
+  record: "a mapping",
+  object: "a mapping",
+  map: "a mapping",
+  array: "a list",
+  tuple: "a list",
+};
+
 function expectedOf(issue: z.core.$ZodIssue): string | undefined {
   switch (issue.code) {
     case "invalid_type":
-      return issue.expected === "int" ? "an integer" : `a ${issue.expected}`;
+      return TYPE_WORDS[issue.expected] ?? `a ${issue.expected}`;
     case "invalid_value":
       return `one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_small":

@@ -18,6 +18,19 @@ export interface ChatMessage {
   content: string;
 }
 
+/**
+ * Template variables the renderer sets itself: the conversation, the generation prompt's switch
+ * and the named special tokens. {@linkcode ChatTemplate.withVariables} refuses them.
+ */
+export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = [
+  "messages",
+  "add_generation_prompt",
+  "bos_token",
+  "eos_token",
+  "pad_token",
+  "unk_token",
+];
+
 /** Options of {@linkcode ChatTemplate.render}. */
 export interface RenderOptions {
   /** End with the assistant's turn header (`<|im_start|>assistant\n`), default false. */
@@ -120,7 +133,9 @@ export class ChatTemplate {
    * extending it would fail). Templates without `strftime_now` are not given one, so that their
    * own default stays (Llama 3.1's "26 Jul 2024"), as transformers renders them.
    */
-  readonly #dateString: string | undefined;
+  #dateString: string | undefined;
+  /** Variables every rendering gets (see {@linkcode ChatTemplate.withVariables}). */
+  #variables: Readonly<Record<string, unknown>> = {};
 
   /** Parses `source`; a syntax error names `origin`. */
   constructor(source: string, tokens: TemplateTokens = {}, origin = "the chat template") {
@@ -182,6 +197,39 @@ export class ChatTemplate {
     return new ChatTemplate(QWEN2_5_CHAT_TEMPLATE, tokens, origin);
   }
 
+  /** The variables every rendering of this template gets (empty unless set). */
+  get variables(): Readonly<Record<string, unknown>> {
+    return this.#variables;
+  }
+
+  /**
+   * This template with `variables` passed to every rendering (as `apply_chat_template`'s extra
+   * keyword arguments: `enable_thinking` for Qwen3); a rendering's own
+   * {@linkcode RenderOptions.variables} win over them. The names the renderer sets itself
+   * ({@linkcode RESERVED_TEMPLATE_VARIABLES}) are a TypeError.
+   *
+   * @example
+   * ```ts
+   * import { ChatTemplate } from "./chat_template.ts";
+   * const t = new ChatTemplate("{% if enable_thinking %}think{% else %}answer{% endif %}")
+   *   .withVariables({ enable_thinking: false });
+   * console.log(t.render([])); // "answer"
+   * ```
+   */
+  withVariables(variables: Readonly<Record<string, unknown>>): ChatTemplate {
+    const reserved = Object.keys(variables).filter((k) => RESERVED_TEMPLATE_VARIABLES.includes(k));
+    if (reserved.length > 0) {
+      throw new TypeError(
+        `Chat template variables ${reserved.join(", ")}: the renderer sets ` +
+          `${reserved.length > 1 ? "them" : "it"} itself (expected other names)`,
+      );
+    }
+    const copy = new ChatTemplate(this.source, this.#tokens, this.origin);
+    copy.#dateString = this.#dateString;
+    copy.#variables = { ...this.#variables, ...variables };
+    return copy;
+  }
+
   /**
    * Renders a conversation. A message that is not `{ role: string, content:
    * string }` is a TypeError; an error the template raises names its origin.
@@ -216,6 +264,7 @@ export class ChatTemplate {
     });
     const context: Record<string, unknown> = {
       ...(this.#dateString === undefined ? {} : { date_string: this.#dateString }),
+      ...this.#variables,
       ...(options.variables ?? {}),
       messages: plain,
       add_generation_prompt: options.addGenerationPrompt ?? false,

@@ -23,7 +23,9 @@ import { RolloutConfigError } from "./errors.ts";
 /**
  * A chat encoder for `tok` with the template `config.actor_train.data_args.template` names
  * (`native`, the default: the tokenizer's; `qwen2_5`: Qwen2.5's ChatML template, which only
- * appends turns; any other name, such as ROLL's `qwen3`: the tokenizer's, with a note). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
+ * appends turns; any other name, such as ROLL's `qwen3`: the tokenizer's, with a note), rendering
+ * with `actor_train.data_args.chat_template_kwargs` (a name the template never mentions is told
+ * to `note`). `qwen2_5` needs a tokenizer with `<|im_start|>` and `<|im_end|>` (else a
  * {@linkcode RolloutConfigError}); where it replaces a template of the folder's own that renders
  * otherwise, `note` is told.
  *
@@ -47,7 +49,37 @@ export function chatEncoderFor(
   config: AgenticConfig,
   note?: (line: string) => void,
 ): ChatEncoder {
-  return chatEncoderWith(tok, templateChoiceOf(config, note), note);
+  return chatEncoderWith(tok, templateSetupOf(config, note), note);
+}
+
+/** A chat template's choice and the variables every rendering gets. */
+export interface TemplateSetup {
+  /** The tokenizer folder's template (`native`) or Qwen2.5's. */
+  choice: ChatTemplateChoice;
+  /** `actor_train.data_args.chat_template_kwargs` (e.g. `{ enable_thinking: false }`). */
+  variables: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * {@linkcode templateChoiceOf} with `actor_train.data_args.chat_template_kwargs`, the variables
+ * every rendering gets (as `apply_chat_template`'s keyword arguments).
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "../config/load_config.ts";
+ * import { templateSetupOf } from "./chat_setup.ts";
+ * const { config } = await loadConfig({
+ *   overrides: ["actor_train.data_args.chat_template_kwargs={enable_thinking: false}"],
+ * });
+ * console.log(templateSetupOf(config).variables); // { enable_thinking: false }
+ * ```
+ */
+export function templateSetupOf(
+  config: AgenticConfig,
+  note?: (line: string) => void,
+): TemplateSetup {
+  const variables = config.actor_train.data_args?.chat_template_kwargs ?? {};
+  return { choice: templateChoiceOf(config, note), variables };
 }
 
 /**
@@ -78,7 +110,7 @@ export function templateChoiceOf(
 }
 
 /**
- * {@linkcode chatEncoderFor} with the choice given directly.
+ * {@linkcode chatEncoderFor} with the choice (and the template's variables) given directly.
  *
  * @example
  * ```ts
@@ -92,9 +124,12 @@ export function templateChoiceOf(
  */
 export function chatEncoderWith(
   tok: Tokenizer,
-  choice: ChatTemplateChoice,
+  setup: ChatTemplateChoice | TemplateSetup,
   note?: (line: string) => void,
 ): ChatEncoder {
+  const { choice, variables } = typeof setup === "string"
+    ? { choice: setup, variables: {} }
+    : setup;
   if (choice === "qwen2_5") {
     const missing = missingChatMlTokens(tok);
     if (missing.length > 0) {
@@ -110,7 +145,19 @@ export function chatEncoderWith(
       );
     }
   }
-  return new ChatEncoder(tok, ChatTemplate.forTokenizer(tok, choice));
+  const template = ChatTemplate.forTokenizer(tok, choice);
+  // a name the template never mentions does nothing (a typo, or a variable of another template)
+  const unread = Object.keys(variables).filter((k) => !template.source.includes(k));
+  if (unread.length > 0) {
+    note?.(
+      `actor_train.data_args.chat_template_kwargs: ${unread.join(", ")} ` +
+        `${unread.length > 1 ? "are" : "is"} not read by the template of ${template.origin}`,
+    );
+  }
+  return new ChatEncoder(
+    tok,
+    Object.keys(variables).length > 0 ? template.withVariables(variables) : template,
+  );
 }
 
 /**

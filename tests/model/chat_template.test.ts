@@ -337,14 +337,38 @@ Deno.test("a template that prints today's date (Llama 3.2's date_string block) k
     equal(t.render(chat), `Today Date: ${day}|a|`);
     // a template made now takes the new day
     notEqual(new ChatTemplate(source).render(chat), `Today Date: ${day}|a|`);
+    // withVariables keeps the day its template was made with
+    equal(t.withVariables({ extra: 1 }).render(chat), `Today Date: ${day}|a|`);
   } finally {
     globalThis.Date = RealDate;
   }
-  // a caller's date_string wins
+  // a caller's date_string wins, given at a rendering or with the template
   equal(
     t.render(chat, { variables: { date_string: "01 Jan 2025" } }),
     "Today Date: 01 Jan 2025|a|",
   );
+  equal(t.withVariables({ date_string: "02 Feb 2025" }).render(chat), "Today Date: 02 Feb 2025|a|");
+});
+
+Deno.test("ChatTemplate.withVariables: every rendering gets them, a rendering's own win, the renderer's names are refused", () => {
+  const t = new ChatTemplate(
+    "{% for m in messages %}{{ m.content }}{% endfor %}|{{ enable_thinking }}|{{ eos_token }}",
+    { eos_token: "</s>" },
+    "switch.jinja",
+  );
+  const chat = [{ role: "user" as const, content: "a" }];
+  const off = t.withVariables({ enable_thinking: false });
+  equal(off.render(chat), "a|false|</s>");
+  equal(off.render(chat, { variables: { enable_thinking: true } }), "a|true|</s>");
+  equal(off.withVariables({ more: 1 }).variables.enable_thinking, false);
+  equal(t.render(chat), "a||</s>"); // the original is unchanged
+  equal(off.origin, "switch.jinja");
+  for (const name of ["messages", "add_generation_prompt", "eos_token"]) {
+    throws(
+      () => t.withVariables({ [name]: 1 }),
+      new RegExp(`^TypeError: Chat template variables ${name}: the renderer sets it itself`),
+    );
+  }
 });
 
 Deno.test("QWEN2_5_CHAT_TEMPLATE renders conversations as Qwen2.5-Instruct's own template does (so data_args.template=qwen2_5 changes nothing for Qwen2.5)", async () => {

@@ -1,6 +1,7 @@
 // Worker (role) configuration: actor_train, actor_infer, critic, reference.
 // Field names and defaults follow ROLL's WorkerConfig and argument classes.
 import { z } from "npm:zod@4.6.7";
+import { RESERVED_TEMPLATE_VARIABLES } from "../../model/chat_template.ts";
 import { count, deviceMapping, F32_MAX, freeDict, int, num, positive, section } from "./common.ts";
 
 export const ModelArguments = section({
@@ -72,6 +73,18 @@ export const DataArguments = section({
   // agentrl honors `qwen2_5`; any other name (ROLL's `qwen3`, ...) renders with the folder's own
   // template, as ROLL's agentic pipeline does (lib/rollout/chat_setup.ts)
   template: z.string().nullable().default("native"),
+  // extra variables for every rendering of the template, as apply_chat_template's keyword
+  // arguments (TRL's and vLLM's chat_template_kwargs): {enable_thinking: false} for Qwen3
+  chat_template_kwargs: freeDict.superRefine((d, ctx) => {
+    for (const key of Object.keys(d).filter((k) => RESERVED_TEMPLATE_VARIABLES.includes(k))) {
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        input: d[key],
+        message: `${key} is set by the renderer itself: expected another variable name`,
+      });
+    }
+  }).nullable().default(null),
   file_name: z.union([z.string(), z.array(z.string())]).nullable().default(null),
   eval_file_name: z.string().nullable().default(null),
   dataset_type: z.union([z.string(), z.array(z.string())]).nullable().default("json"),
