@@ -37,6 +37,40 @@ float attend_row(float* out, float* scores, const float* q, const float* k, cons
   return m + float(std::log(sum));
 }
 
+// The most query heads a kv head takes grouped (attend_group's softmax sums)
+constexpr int32_t kMaxGroup = 64;
+
+// The query heads h0 .. h0+group-1 of one query, which share one kv head's keys and values
+// (grouped-query attention), in chunks of keys that stay in L1 while every head uses them: the
+// keys and values are read once for the group, not once a head. Each head's scores, softmax and
+// sums run exactly as attend_row's (vdot_keys' keys are independent; vaxpy_keys adds key after
+// key into out), so the bits are the same. scores has room for group x n.
+void attend_group(float* out, float* scores, const float* q, const float* k, const float* v,
+                  int32_t group, int32_t n, int32_t d, float scale) {
+  const int32_t chunk = std::max(4, (4096 / std::max(d, 1)) & ~3);  // 16 KB of keys
+  for (int32_t j0 = 0; j0 < n; j0 += chunk) {
+    const int32_t m = std::min(chunk, n - j0);
+    for (int32_t h = 0; h < group; h++) {
+      arl::vdot_keys(scores + size_t(h) * n + j0, q + size_t(h) * d, k + int64_t(j0) * d, d, m, d,
+                     scale);
+    }
+  }
+  float inv_sums[kMaxGroup];
+  for (int32_t h = 0; h < group; h++) {
+    float* sh = scores + size_t(h) * n;
+    const float mx = arl::vmax(sh, n);
+    inv_sums[h] = float(1.0 / arl::vexp_store(sh, sh, n, mx));
+    std::memset(out + size_t(h) * d, 0, sizeof(float) * size_t(d));
+  }
+  for (int32_t j0 = 0; j0 < n; j0 += chunk) {
+    const int32_t m = std::min(chunk, n - j0);
+    for (int32_t h = 0; h < group; h++) {
+      arl::vaxpy_keys(out + size_t(h) * d, scores + size_t(h) * n + j0, inv_sums[h],
+                      v + int64_t(j0) * d, d, m, d);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -263,18 +297,34 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
                        __func__, lens[i], i, l);
   }
   const int32_t group = hq / hkv;
+  // A kv head's query heads together where that leaves a task for every thread (the same bits
+  // either way)
+  const bool grouped = group > 1 && group <= kMaxGroup && int64_t(n) * hkv >= ctx->num_threads;
+  const size_t room = size_t(l) * size_t(grouped ? group : 1);
   return arl::guarded(ctx, __func__, [&] {
-    std::vector<float> scratch(size_t(l) * size_t(ctx->num_threads));
+    std::vector<float> scratch(room * size_t(ctx->num_threads));
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * l * d > (1 << 15))
     {
-      float* scores = scratch.data() + size_t(l) * size_t(omp_get_thread_num());
+      float* scores = scratch.data() + room * size_t(omp_get_thread_num());
+      if (grouped) {
 #pragma omp for schedule(dynamic, 1) collapse(2)
-      for (int32_t i = 0; i < n; i++) {
-        for (int32_t h = 0; h < hq; h++) {
-          const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
-          const int64_t row = int64_t(i) * hq + h;
-          attend_row(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, d,
-                     lens[i], d, scale);
+        for (int32_t i = 0; i < n; i++) {
+          for (int32_t g = 0; g < hkv; g++) {
+            const int64_t base = (int64_t(slots[i]) * hkv + g) * l * d;
+            const int64_t row = int64_t(i) * hq + int64_t(g) * group;
+            attend_group(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, group,
+                         lens[i], d, scale);
+          }
+        }
+      } else {
+#pragma omp for schedule(dynamic, 1) collapse(2)
+        for (int32_t i = 0; i < n; i++) {
+          for (int32_t h = 0; h < hq; h++) {
+            const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
+            const int64_t row = int64_t(i) * hq + h;
+            attend_row(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, d,
+                       lens[i], d, scale);
+          }
         }
       }
     }

@@ -29,7 +29,7 @@ import {
   attentionRef,
   type AttnShape,
 } from "./_reference.ts";
-import type { Kernels } from "../../ffi/mod.ts";
+import { Kernels } from "../../ffi/mod.ts";
 
 interface Case {
   lens: number[];
@@ -359,4 +359,38 @@ Deno.test("bf16 attention calls on the CPU library equal the fp32 calls bit for 
     () => attentionForward(k, out, lse, tq, tk, tv, tcu, undefined, "fp16" as any),
     /precision must be f32 or bf16, got 'fp16'/,
   );
+});
+
+Deno.test("decode attention gives the same bits with a kv head's query heads grouped (chunks of keys) as head by head", () => {
+  // One query and one kv head: with 2 threads each head is a task of its own (a task a thread);
+  // with 1 thread the kv head's query heads run together, in chunks of 16 KB of keys.
+  using one = Kernels.open({ threads: 1 });
+  using two = Kernels.open({ threads: 2 });
+  const rng = new Rng("decode groups");
+  for (const [hq, d, len] of [[4, 64, 150], [7, 20, 500], [2, 128, 77], [3, 40, 1]] as const) {
+    const l = len + 3;
+    const q = rng.randn(hq * d), kc = rng.randn(l * d), vc = rng.randn(l * d);
+    const run = (k: Kernels) => {
+      using tq = f32(k, q, [1, hq, d]);
+      using tk = f32(k, kc, [1, 1, l, d]);
+      using tv = f32(k, vc, [1, 1, l, d]);
+      using ts = i32(k, [0]);
+      using tl = i32(k, [len]);
+      using out = nans(k, [1, hq, d]);
+      attentionDecode(k, out, tq, tk, tv, ts, tl);
+      return out.view().slice();
+    };
+    const [grouped, apart] = [run(one), run(two)];
+    const what = `hq=${hq} d=${d} len=${len}`;
+    assert.ok(grouped.every(Number.isFinite), what);
+    assert.deepEqual(new Uint32Array(grouped.buffer), new Uint32Array(apart.buffer), what);
+    const ref = attentionDecodeRef(q, kc, vc, Int32Array.of(0), Int32Array.of(len), {
+      hq,
+      hkv: 1,
+      l,
+      d,
+      scale: 1 / Math.sqrt(d),
+    });
+    assertClose(grouped, ref, `${what} vs the reference`, { rtol: 1e-5, atol: 1e-5 * maxAbs(vc) });
+  }
 });
