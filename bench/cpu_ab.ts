@@ -152,6 +152,7 @@ export function cases(groups: readonly string[]): AbCase[] {
       [8, 14, 2, 64, 2048, 400, 1500, 20], // Qwen2.5-0.5B's heads
       [32, 14, 2, 64, 4096, 2000, 4000, 3], // the same, a batch at long contexts (WebShop's)
       [1, 14, 2, 64, 4096, 3000, 3001, 200], // the same, batch 1
+      [2, 14, 2, 64, 32768, 30, 34, 200], // short contexts in a long cache
       [8, 16, 8, 128, 1024, 100, 900, 20], // 128-wide heads (Qwen3, Llama 3 8B)
       [5, 4, 2, 20, 64, 1, 60, 2000], // a head dim with a tail
     ];

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "../common/attention_checks.h"
@@ -288,6 +289,7 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
   ARL_PRODUCT(ctx, int64_t(s) * hkv * l, d);
   ARL_PRODUCT(ctx, int64_t(n) * hq, d);
   if (arl_status st = check_heads(ctx, __func__, hq, hkv)) return st;
+  int32_t max_len = 0;
   for (int32_t i = 0; i < n; i++) {
     if (slots[i] < 0 || slots[i] >= s)
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: slot %d of query %d is outside [0, %d)", __func__,
@@ -295,17 +297,20 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
     if (lens[i] < 1 || lens[i] > l)
       return arl::fail(ctx, ARL_ERR_VALUE, "%s: length %d of query %d is outside [1, %d]",
                        __func__, lens[i], i, l);
+    max_len = std::max(max_len, lens[i]);
   }
   const int32_t group = hq / hkv;
   // A kv head's query heads together where that leaves a task for every thread (the same bits
   // either way)
   const bool grouped = group > 1 && group <= kMaxGroup && int64_t(n) * hkv >= ctx->num_threads;
-  const size_t room = size_t(l) * size_t(grouped ? group : 1);
+  // scores for the longest query (not the cache's capacity), left uninitialised: every score is
+  // written before it is read
+  const size_t room = size_t(max_len) * size_t(grouped ? group : 1);
   return arl::guarded(ctx, __func__, [&] {
-    std::vector<float> scratch(room * size_t(ctx->num_threads));
-#pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * l * d > (1 << 15))
+    std::unique_ptr<float[]> scratch(new float[room * size_t(ctx->num_threads)]);
+#pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * max_len * d > (1 << 15))
     {
-      float* scores = scratch.data() + room * size_t(omp_get_thread_num());
+      float* scores = scratch.get() + room * size_t(omp_get_thread_num());
       if (grouped) {
 #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int32_t i = 0; i < n; i++) {

@@ -19,8 +19,10 @@ export interface ChatMessage {
 }
 
 /**
- * Template variables the renderer sets itself: the conversation, the generation prompt's switch
- * and the named special tokens. {@linkcode ChatTemplate.withVariables} refuses them.
+ * Template variables the renderer sets itself (the conversation, the generation prompt's switch,
+ * the named special tokens) and the names the template language defines (`range`, `namespace`,
+ * `raise_exception`, ...: setting one makes every rendering fail).
+ * {@linkcode ChatTemplate.withVariables} refuses them.
  */
 export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = [
   "messages",
@@ -29,6 +31,16 @@ export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = [
   "eos_token",
   "pad_token",
   "unk_token",
+  "namespace",
+  "raise_exception",
+  "range",
+  "strftime_now",
+  "true",
+  "false",
+  "none",
+  "True",
+  "False",
+  "None",
 ];
 
 /** Options of {@linkcode ChatTemplate.render}. */
@@ -220,8 +232,8 @@ export class ChatTemplate {
     const reserved = Object.keys(variables).filter((k) => RESERVED_TEMPLATE_VARIABLES.includes(k));
     if (reserved.length > 0) {
       throw new TypeError(
-        `Chat template variables ${reserved.join(", ")}: the renderer sets ` +
-          `${reserved.length > 1 ? "them" : "it"} itself (expected other names)`,
+        `Chat template variables ${reserved.join(", ")}: the renderer or the template language ` +
+          `defines ${reserved.length > 1 ? "them" : "it"} (expected other names)`,
       );
     }
     const copy = new ChatTemplate(this.source, this.#tokens, this.origin);

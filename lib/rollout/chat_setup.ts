@@ -146,18 +146,42 @@ export function chatEncoderWith(
     }
   }
   const template = ChatTemplate.forTokenizer(tok, choice);
+  if (Object.keys(variables).length === 0) return new ChatEncoder(tok, template);
   // a name the template never mentions does nothing (a typo, or a variable of another template)
-  const unread = Object.keys(variables).filter((k) => !template.source.includes(k));
+  const unread = Object.keys(variables).filter((k) => !mentions(template.source, k));
   if (unread.length > 0) {
     note?.(
       `actor_train.data_args.chat_template_kwargs: ${unread.join(", ")} ` +
         `${unread.length > 1 ? "are" : "is"} not read by the template of ${template.origin}`,
     );
   }
-  return new ChatEncoder(
-    tok,
-    Object.keys(variables).length > 0 ? template.withVariables(variables) : template,
-  );
+  const withThem = template.withVariables(variables);
+  const problem = renderProblem(withThem);
+  if (problem !== undefined && renderProblem(template) === undefined) {
+    throw new RolloutConfigError(
+      `actor_train.data_args.chat_template_kwargs: the template of ${template.origin} fails ` +
+        `with them (${problem}): expected values it can render`,
+    );
+  }
+  return new ChatEncoder(tok, withThem);
+}
+
+/** Whether `source` holds `name` as a whole identifier. */
+function mentions(source: string, name: string): boolean {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(^|[^A-Za-z0-9_])${escaped}($|[^A-Za-z0-9_])`).test(source);
+}
+
+/** Why `template` cannot render a plain prompt and exchange, or undefined when it can. */
+function renderProblem(template: ChatTemplate): string | undefined {
+  const user: ChatMessage = { role: "user", content: "Turn 1" };
+  try {
+    template.render([user], { addGenerationPrompt: true });
+    template.render([user, { role: "assistant", content: "Up" }]);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
 }
 
 /**

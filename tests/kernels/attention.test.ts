@@ -394,3 +394,41 @@ Deno.test("decode attention gives the same bits with a kv head's query heads gro
     assertClose(grouped, ref, `${what} vs the reference`, { rtol: 1e-5, atol: 1e-5 * maxAbs(vc) });
   }
 });
+
+Deno.test("grouped decode attention over several queries, slots and kv heads equals one call a head, bit for bit", () => {
+  using k = openKernels();
+  const rng = new Rng("decode groups many");
+  for (const [group, d] of [[3, 37], [7, 64], [2, 9]] as const) {
+    const [n, s, hkv, l] = [3, 3, 2, 300];
+    const hq = group * hkv;
+    const kc = rng.randn(s * hkv * l * d), vc = rng.randn(s * hkv * l * d);
+    const q = rng.randn(n * hq * d);
+    const slots = [2, 0, 1], lens = [300, 1, 129];
+    using tk = f32(k, kc, [s, hkv, l, d]);
+    using tv = f32(k, vc, [s, hkv, l, d]);
+    using tq = f32(k, q, [n, hq, d]);
+    using ts = i32(k, slots);
+    using tl = i32(k, lens);
+    using out = nans(k, [n, hq, d]);
+    attentionDecode(k, out, tq, tk, tv, ts, tl); // grouped: n x hkv = 6 tasks for 2 threads
+    const grouped = new Uint32Array(out.view().slice().buffer);
+    for (let i = 0; i < n; i++) {
+      for (let h = 0; h < hq; h++) {
+        const at = (slots[i]! * hkv + Math.floor(h / group)) * l * d;
+        using hk = f32(k, kc.subarray(at, at + l * d), [1, 1, l, d]);
+        using hv = f32(k, vc.subarray(at, at + l * d), [1, 1, l, d]);
+        using hqT = f32(k, q.subarray((i * hq + h) * d, (i * hq + h + 1) * d), [1, 1, d]);
+        using zero = i32(k, [0]);
+        using len = i32(k, [lens[i]!]);
+        using one = nans(k, [1, 1, d]);
+        attentionDecode(k, one, hqT, hk, hv, zero, len);
+        const row = (i * hq + h) * d;
+        assert.deepEqual(
+          grouped.subarray(row, row + d),
+          new Uint32Array(one.view().slice().buffer),
+          `group ${group} d ${d}: query ${i} head ${h}`,
+        );
+      }
+    }
+  }
+});

@@ -363,10 +363,12 @@ Deno.test("ChatTemplate.withVariables: every rendering gets them, a rendering's 
   equal(off.withVariables({ more: 1 }).variables.enable_thinking, false);
   equal(t.render(chat), "a||</s>"); // the original is unchanged
   equal(off.origin, "switch.jinja");
-  for (const name of ["messages", "add_generation_prompt", "eos_token"]) {
+  for (const name of ["messages", "add_generation_prompt", "eos_token", "range", "None"]) {
     throws(
       () => t.withVariables({ [name]: 1 }),
-      new RegExp(`^TypeError: Chat template variables ${name}: the renderer sets it itself`),
+      new RegExp(
+        `^TypeError: Chat template variables ${name}: the renderer or the template language defines it`,
+      ),
     );
   }
 });

@@ -52,6 +52,16 @@ Deno.test("chat_template_kwargs: a name the template never reads is a note; Qwen
   assert.deepEqual(notes, [
     `${KW}: enable_thinkng is not read by the template of qwen3/tokenizer_config.json`,
   ]);
+  // a part of a name the template reads is not the name
+  const part = await loadConfig({
+    configName: "agent_val_frozen_lake",
+    overrides: [`${KW}={thinking: false}`],
+  });
+  const partNotes: string[] = [];
+  chatEncoderFor(qwen3, part.config, (n) => partNotes.push(n));
+  assert.deepEqual(partNotes, [
+    `${KW}: thinking is not read by the template of qwen3/tokenizer_config.json`,
+  ]);
   const chatml = await loadConfig({
     configName: "agent_val_frozen_lake",
     overrides: ["actor_train.data_args.template=qwen2_5", `${KW}={enable_thinking: false}`],
@@ -75,10 +85,44 @@ Deno.test("chat_template_kwargs: the renderer's own names and a value that is no
     }
     assert.fail(`${KW}=${value} loaded`);
   };
-  const reserved = await failure("{messages: [], eos_token: x}");
-  assert.match(reserved, /messages is set by the renderer itself: expected another variable name/);
+  const reserved = await failure("{messages: [], eos_token: x, namespace: 1}");
+  assert.match(
+    reserved,
+    /messages is defined by the renderer or the template language: expected another variable name/,
+  );
   assert.match(reserved, new RegExp(`key: +${KW.replaceAll(".", "\\.")}\\.messages`));
-  assert.match(reserved, /eos_token is set by the renderer itself/);
+  assert.match(reserved, /eos_token is defined by the renderer/);
+  assert.match(reserved, /namespace is defined by the renderer or the template language/);
   const scalar = await failure("3");
   assert.match(scalar, /found: +3 \(number\)\n +expected: a mapping/);
+});
+
+Deno.test("chat_template_kwargs: values the template fails on stop the run before it starts", async () => {
+  const strict = Tokenizer.fromJSON({
+    tokenizerJson: QWEN_TOKENIZER_JSON,
+    tokenizerConfig: {
+      ...QWEN_TOKENIZER_CONFIG,
+      chat_template: "{% if strict %}{{ raise_exception('strict mode has no chat') }}{% endif %}" +
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    },
+    source: "strict",
+  });
+  const { config } = await loadConfig({
+    configName: "agent_val_frozen_lake",
+    overrides: [`${KW}={strict: true}`],
+  });
+  assert.throws(() => chatEncoderFor(strict, config), (e: Error) => {
+    assert.equal(e.name, "RolloutConfigError");
+    assert.match(
+      e.message,
+      /^actor_train\.data_args\.chat_template_kwargs: the template of strict\/tokenizer_config\.json fails with them \(.*strict mode has no chat.*\): expected values it can render$/,
+    );
+    return true;
+  });
+  // the same template without the variable renders
+  const plain = await loadConfig({ configName: "agent_val_frozen_lake" });
+  assert.ok(
+    strict.decode(chatEncoderFor(strict, plain.config).encode(chat)).endsWith("assistant\n"),
+  );
 });

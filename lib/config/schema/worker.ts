@@ -81,7 +81,8 @@ export const DataArguments = section({
         code: "custom",
         path: [key],
         input: d[key],
-        message: `${key} is set by the renderer itself: expected another variable name`,
+        message: `${key} is defined by the renderer or the template language: expected another ` +
+          "variable name",
       });
     }
   }).nullable().default(null),
