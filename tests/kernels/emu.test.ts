@@ -196,6 +196,17 @@ Deno.test({
 
 const OPS_COMPARE = path("../../bench/gpu/ops_compare.ts");
 
+/** `fn` over `items`, two at a time, results in the items' order. */
+async function inPairs<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i]!);
+  };
+  await Promise.all([lane(), lane()]);
+  return results;
+}
+
 Deno.test({
   name:
     `the CUDA library, emulated, matches the CPU library on every op in three thread orders${why}`,
@@ -821,43 +832,49 @@ Deno.test({
       }
       const out = [...x.read(), ...rows.attn.read(), ...rows.act.read()];
       console.log(JSON.stringify(out));`;
+    // (order, layer path, q|k|v in kernel 2, kernel 3's pieces, its dot rows, MLP width, pace)
+    const runs: (string | undefined)[][] = [
+      ["forward", "chain", "0"],
+      ["reverse", "chain", "0"],
+      ["shuffle", "chain", "0"],
+      ["shuffle", "coop", "0"],
+      ["forward", "steps", "0"],
+      ["forward", "chain", "1"],
+      ["reverse", "chain", "1"],
+      ["shuffle", "chain", "1"],
+      // every other cluster held back: the split that reads the new key must wait for it
+      ["lag", "chain", "1"],
+      // kernel 3's rows in 2 and 4 pieces (AGENTRL_CUDA_DECODE_MLP_PIECES): the same sums
+      ["shuffle", "chain", "0", "2"],
+      // ... and 4 pieces, with kernel 4's rows by its warps' columns (_DOWN_PIECES=1)
+      ["reverse", "chain", "0", "4"],
+      // Qwen2.5-0.5B's MLP (74 rows a block of kernel 3: two passes of its warps at 4 rows at
+      // once), then its warps at 5 rows (_MLP_DOT_ROWS: one pass), in 1 and 2 pieces
+      ["forward", "chain", "0", undefined, "4", "4864"],
+      ["shuffle", "chain", "0", undefined, "5", "4864"],
+      ["reverse", "chain", "0", "2", "5", "4864"],
+      // 4 pieces, the last two issued as the first two land (_MLP_PACE=2)
+      ["shuffle", "chain", "0", "4", undefined, undefined, "2"],
+    ];
+    // two subprocesses at a time (each runs one emulated thread at a time)
+    const results = await inPairs(
+      runs,
+      ([order, layerPath, qkvInAttn, pieces, dotRows, mlpF, pace]) =>
+        evalOnEmulator(script, {
+          AGENTRL_CUDA_EMU_ORDER: order!,
+          AGENTRL_CUDA_DECODE_LAYER: layerPath!,
+          AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
+          AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
+          AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
+          AGENTRL_CUDA_DECODE_DOWN_PIECES: pieces === "4" ? "1" : "0",
+          AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: dotRows ?? "4",
+          AGENTRL_CUDA_DECODE_MLP_PACE: pace ?? "0",
+          MLP_F: mlpF ?? "1216",
+        }),
+    );
     const outputs: number[][] = [];
-    for (
-      const [order, layerPath, qkvInAttn, pieces, dotRows, mlpF, pace] of [
-        ["forward", "chain", "0"],
-        ["reverse", "chain", "0"],
-        ["shuffle", "chain", "0"],
-        ["shuffle", "coop", "0"],
-        ["forward", "steps", "0"],
-        ["forward", "chain", "1"],
-        ["reverse", "chain", "1"],
-        ["shuffle", "chain", "1"],
-        // every other cluster held back: the split that reads the new key must wait for it
-        ["lag", "chain", "1"],
-        // kernel 3's rows in 2 and 4 pieces (AGENTRL_CUDA_DECODE_MLP_PIECES): the same sums
-        ["shuffle", "chain", "0", "2"],
-        // ... and 4 pieces, with kernel 4's rows by its warps' columns (_DOWN_PIECES=1)
-        ["reverse", "chain", "0", "4"],
-        // Qwen2.5-0.5B's MLP (74 rows a block of kernel 3: two passes of its warps at 4 rows at
-        // once), then its warps at 5 rows (_MLP_DOT_ROWS: one pass), in 1 and 2 pieces
-        ["forward", "chain", "0", undefined, "4", "4864"],
-        ["shuffle", "chain", "0", undefined, "5", "4864"],
-        ["reverse", "chain", "0", "2", "5", "4864"],
-        // 4 pieces, the last two issued as the first two land (_MLP_PACE=2)
-        ["shuffle", "chain", "0", "4", undefined, undefined, "2"],
-      ]
-    ) {
-      const lines = await evalOnEmulator(script, {
-        AGENTRL_CUDA_EMU_ORDER: order!,
-        AGENTRL_CUDA_DECODE_LAYER: layerPath!,
-        AGENTRL_CUDA_DECODE_QKV_IN_ATTN: qkvInAttn!,
-        AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
-        AGENTRL_CUDA_DECODE_MLP_PIECES: pieces ?? "1",
-        AGENTRL_CUDA_DECODE_DOWN_PIECES: pieces === "4" ? "1" : "0",
-        AGENTRL_CUDA_DECODE_MLP_DOT_ROWS: dotRows ?? "4",
-        AGENTRL_CUDA_DECODE_MLP_PACE: pace ?? "0",
-        MLP_F: mlpF ?? "1216",
-      });
+    for (const [i, lines] of results.entries()) {
+      const [order, layerPath, qkvInAttn, pieces, dotRows, , pace] = runs[i]!;
       const fused = lines.some((t) => /found by kernel 2 \(no kernel 1\): 2 layers/.test(t));
       assert.equal(fused, qkvInAttn === "1" && layerPath === "chain", `${order} ${layerPath}`);
       const inPieces = lines.find((t) => /kernel 3's rows in \d+ pieces: 2 layers/.test(t));
