@@ -245,6 +245,13 @@ export function cases(groups: readonly string[]): AbCase[] {
       [8192, 768, 128, 0, 1, 5],
       [8192, 256, 128, 0, 1, 10],
       [128, 128, 8192, 1, 0, 10],
+      // a decode step of Qwen2.5-0.5B's shapes: 17-128 rows against the weights (o, gate|up,
+      // down, the LM head)
+      [64, 896, 896, 0, 1, 20],
+      [64, 9728, 896, 0, 1, 3],
+      [17, 896, 4864, 0, 1, 5],
+      [128, 896, 4864, 0, 1, 3],
+      [32, 151936, 896, 0, 1, 1],
     ];
     for (const [m, n, k, ta, tb, reps] of gemms) {
       const a = randf(m * k), b = randf(k * n), c = new Float32Array(m * n);

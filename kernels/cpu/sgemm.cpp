@@ -20,6 +20,22 @@ constexpr int NC = 3072;   // columns of B packed at once (KC x NC floats = 6 MB
 // At most this many rows of A (and B transposed, as in decoding): dot products
 // straight from B's rows, four rows of A per read of a row of B.
 constexpr int kGemvRows = 16;
+// Up to this many rows of A, with B transposed and at least kFewRowsWeights floats (a decode
+// step of a large model: each weight used by few rows), the product runs as C^T = B A^T. The
+// packed GEMM then packs B's rows a block at a time into cache as its A operand (read once)
+// instead of packing all of B (written out and read back, more memory traffic than the
+// product's own). Every element of C sums the same products in the same order: the same K
+// blocks, each a chain of FMAs from zero, then alpha times it plus beta C (beta 0, or 1 with
+// alpha 1, where every store path rounds alike), so the bits are the direct product's.
+constexpr int kFewRows = 128;
+constexpr int64_t kFewRowsWeights = int64_t(1) << 18;
+
+void sgemm_packed(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                  const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+                  bool direct_a = false);
+void sgemm_few_rows(int num_threads, int m, int n, int k, float alpha, const float* a, int lda,
+                    const float* b, int ldb, float beta, float* c, int ldc);
+void transpose(float* dst, int ldd, const float* src, int lds, int rows, int cols, int threads);
 
 // An aligned scratch buffer, grown on demand (16 floats of slack for alignment).
 float* scratch(std::vector<float>& buf, size_t n) {
@@ -121,7 +137,21 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
     }
     return;
   }
+  if (!trans_a && trans_b && m <= kFewRows && int64_t(n) * k >= kFewRowsWeights &&
+      (beta == 0.0f || (beta == 1.0f && alpha == 1.0f))) {
+    sgemm_few_rows(num_threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  sgemm_packed(num_threads, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+namespace {
+
+void sgemm_packed(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                  const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+                  bool direct_a) {
   const MicroKernel kernel = pick_kernel();
+  direct_a = direct_a && !trans_a && has_avx2_fma();
   std::vector<float> b_shared;
   // Per-thread A panels, allocated before any parallel region (out of memory is
   // then an exception the entry point turns into ARL_ERR_ALLOC).
@@ -162,15 +192,20 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
           const int jp_end = std::min(b_panels, jp_begin + panels_per_split);
           if (jp_begin >= jp_end) continue;
           float* ap = aligned(a_all.data() + a_room * size_t(omp_get_thread_num()));
-          pack_a(ap, a, lda, trans_a, i0, mc, p0, kc);
+          if (!direct_a) pack_a(ap, a, lda, trans_a, i0, mc, p0, kc);
           for (int jp = jp_begin; jp < jp_end; jp++) {
             const int j = jp * NR;
             const int nr = std::min(NR, nc - j);
             const float* bpanel = bp + size_t(jp) * NR * kc;
             for (int ir = 0; ir < mc; ir += MR) {
               const int mr = std::min(MR, mc - ir);
-              kernel(kc, ap + size_t(ir) * kc, bpanel, c + size_t(i0 + ir) * ldc + j0 + j, ldc,
-                     alpha, beta_here, mr, nr);
+              float* cij = c + size_t(i0 + ir) * ldc + j0 + j;
+              if (direct_a) {
+                micro_kernel_avx2_rows(kc, a + size_t(i0 + ir) * lda + p0, lda, bpanel, cij, ldc,
+                                       alpha, beta_here, mr, nr);
+              } else {
+                kernel(kc, ap + size_t(ir) * kc, bpanel, cij, ldc, alpha, beta_here, mr, nr);
+              }
             }
           }
         }
@@ -178,6 +213,39 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
     }
   }
 }
+
+// dst (cols x rows, leading dimension ldd) = src^T (src: rows x cols, leading dimension lds), in
+// 32 x 32 tiles, the tile rows shared among the threads.
+void transpose(float* dst, int ldd, const float* src, int lds, int rows, int cols, int threads) {
+  constexpr int T = 32;
+  const int row_tiles = (rows + T - 1) / T;
+  const bool parallel = threads > 1 && int64_t(rows) * cols > (1 << 16);
+#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
+  for (int it = 0; it < row_tiles; it++) {
+    const int i0 = it * T, i1 = std::min(rows, i0 + T);
+    for (int j0 = 0; j0 < cols; j0 += T) {
+      const int j1 = std::min(cols, j0 + T);
+      for (int i = i0; i < i1; i++)
+        for (int j = j0; j < j1; j++) dst[size_t(j) * ldd + i] = src[size_t(i) * lds + j];
+    }
+  }
+}
+
+// C^T = B A^T a chunk of B's rows at a time, through a transposed copy of C's columns.
+void sgemm_few_rows(int num_threads, int m, int n, int k, float alpha, const float* a, int lda,
+                    const float* b, int ldb, float beta, float* c, int ldc) {
+  constexpr int kChunk = 4096;  // rows of B (columns of C) a pass: 4096 x m floats of scratch
+  std::vector<float> t(size_t(std::min(kChunk, n)) * size_t(m));
+  for (int j0 = 0; j0 < n; j0 += kChunk) {
+    const int nc = std::min(kChunk, n - j0);
+    if (beta != 0.0f) transpose(t.data(), m, c + j0, ldc, m, nc, num_threads);
+    sgemm_packed(num_threads, false, true, nc, m, k, alpha, b + size_t(j0) * ldb, ldb, a, lda, beta,
+                 t.data(), m, true);
+    transpose(c + j0, ldc, t.data(), m, nc, m, num_threads);
+  }
+}
+
+}  // namespace
 
 namespace {
 constexpr int NC_SERIAL = 1024;  // columns of B per packed block in sgemm_serial

@@ -14,5 +14,9 @@ void micro_kernel_portable(int kc, const float* ap, const float* bp, float* c, i
                            float alpha, float beta, int mr, int nr);
 void micro_kernel_avx2(int kc, const float* ap, const float* bp, float* c, int ldc, float alpha,
                        float beta, int mr, int nr);
+// The same with A read in place: mr rows of kc floats, lda apart (no packed panel). Each
+// element of C sums its products in the same order as micro_kernel_avx2, so the bits match.
+void micro_kernel_avx2_rows(int kc, const float* a, int lda, const float* bp, float* c, int ldc,
+                            float alpha, float beta, int mr, int nr);
 
 }  // namespace arl
