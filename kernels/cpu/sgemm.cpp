@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cpu_features.h"
@@ -235,13 +236,14 @@ void transpose(float* dst, int ldd, const float* src, int lds, int rows, int col
 void sgemm_few_rows(int num_threads, int m, int n, int k, float alpha, const float* a, int lda,
                     const float* b, int ldb, float beta, float* c, int ldc) {
   constexpr int kChunk = 4096;  // rows of B (columns of C) a pass: 4096 x m floats of scratch
-  std::vector<float> t(size_t(std::min(kChunk, n)) * size_t(m));
+  // (uninitialised: with beta 0 the product writes every element before anything reads it)
+  std::unique_ptr<float[]> t(new float[size_t(std::min(kChunk, n)) * size_t(m)]);
   for (int j0 = 0; j0 < n; j0 += kChunk) {
     const int nc = std::min(kChunk, n - j0);
-    if (beta != 0.0f) transpose(t.data(), m, c + j0, ldc, m, nc, num_threads);
+    if (beta != 0.0f) transpose(t.get(), m, c + j0, ldc, m, nc, num_threads);
     sgemm_packed(num_threads, false, true, nc, m, k, alpha, b + size_t(j0) * ldb, ldb, a, lda, beta,
-                 t.data(), m, true);
-    transpose(c + j0, ldc, t.data(), m, nc, m, num_threads);
+                 t.get(), m, true);
+    transpose(c + j0, ldc, t.get(), m, nc, m, num_threads);
   }
 }
 
