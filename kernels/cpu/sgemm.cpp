@@ -21,14 +21,17 @@ constexpr int NC = 3072;   // columns of B packed at once (KC x NC floats = 6 MB
 // At most this many rows of A (and B transposed, as in decoding): dot products
 // straight from B's rows, four rows of A per read of a row of B.
 constexpr int kGemvRows = 16;
-// Up to this many rows of A, with B transposed and at least kFewRowsWeights floats (a decode
-// step of a large model: each weight used by few rows), the product runs as C^T = B A^T. The
-// packed GEMM then packs B's rows a block at a time into cache as its A operand (read once)
-// instead of packing all of B (written out and read back, more memory traffic than the
-// product's own). Every element of C sums the same products in the same order: the same K
-// blocks, each a chain of FMAs from zero, then alpha times it plus beta C (beta 0, or 1 with
-// alpha 1, where every store path rounds alike), so the bits are the direct product's.
+// Up to this many rows of A, with B transposed, at least kFewRowsWeights floats of it and rows of
+// at least kFewRowsDepth (a decode step of a large model: each weight used by few rows), the
+// product runs as C^T = B A^T on the AVX2 kernels. The packed GEMM then takes B's rows in place as
+// its A operand (read once) instead of packing all of B (written out and read back, more memory
+// traffic than the product's own). Every element of C sums the same products in the same order:
+// the same K blocks, each a chain of FMAs from zero, then added to beta C. With alpha 1 and beta 0
+// or 1 every store path rounds alike, so the bits are the direct product's; another alpha rounds
+// alpha x (a block's sum) apart in full tiles but not in partial ones, whose places differ in C^T.
+// (Shallower rows lose: the transposes and the narrow C^T cost more than packing saves.)
 constexpr int kFewRows = 128;
+constexpr int kFewRowsDepth = 512;
 constexpr int64_t kFewRowsWeights = int64_t(1) << 18;
 
 void sgemm_packed(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
@@ -138,8 +141,9 @@ void sgemm(int num_threads, bool trans_a, bool trans_b, int m, int n, int k, flo
     }
     return;
   }
-  if (!trans_a && trans_b && m <= kFewRows && int64_t(n) * k >= kFewRowsWeights &&
-      (beta == 0.0f || (beta == 1.0f && alpha == 1.0f))) {
+  if (!trans_a && trans_b && m <= kFewRows && k >= kFewRowsDepth &&
+      int64_t(n) * k >= kFewRowsWeights && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+      has_avx2_fma()) {
     sgemm_few_rows(num_threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }

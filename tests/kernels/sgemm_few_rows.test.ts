@@ -12,13 +12,18 @@ Deno.test("sgemm with 17-128 rows against large transposed weights gives the dir
   using k = openKernels();
   const rng = new Rng("sgemm few rows");
   // (m, n, k, alpha, beta): n past a 4096-row chunk and not a multiple of 16; k past one 512
-  // block; beta 1 accumulates (alpha 1), beta 0 scales (any alpha)
+  // block; beta 1 accumulates, beta 0 overwrites
   const cases: [number, number, number, number, number][] = [
-    [17, 1000, 300, 1, 0],
-    [64, 4100, 96, 0.37, 0],
+    [17, 1000, 600, 1, 0],
+    [64, 4100, 520, 1, 0],
     [128, 700, 600, 1, 1],
     [33, 2050, 777, 1, 1],
+    [100, 4097, 1030, 1, 0],
     [5, 1000, 300, 1, 0], // the dot-product path, for comparison of the shapes' setup
+    // another alpha over several K blocks takes the packed path (C^T's partial tiles would round
+    // alpha x a block's sum otherwise); so do rows shallower than 512 (slower as C^T)
+    [33, 4100, 600, 0.37, 0],
+    [64, 8192, 128, 1, 0],
   ];
   for (const [m, n, kk, alpha, beta] of cases) {
     const a = rng.randn(m * kk), b = rng.randn(n * kk), c0 = rng.randn(m * n);
