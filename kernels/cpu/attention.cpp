@@ -26,26 +26,15 @@ arl_status check_heads(arl_ctx* ctx, const char* fn, int32_t hq, int32_t hkv) {
   return ARL_OK;
 }
 
-// One attention row: out (D) = softmax(scale q.K^T) V over n keys with the given
-// strides; returns the log-sum-exp of the scaled scores. scores has room for n.
-float attend_row(float* out, float* scores, const float* q, const float* k, const float* v,
-                 int64_t kv_stride, int32_t n, int32_t d, float scale) {
-  arl::vdot_keys(scores, q, k, kv_stride, n, d, scale);
-  const float m = arl::vmax(scores, n);
-  const double sum = arl::vexp_store(scores, scores, n, m);
-  std::memset(out, 0, sizeof(float) * size_t(d));
-  arl::vaxpy_keys(out, scores, float(1.0 / sum), v, kv_stride, n, d);
-  return m + float(std::log(sum));
-}
-
 // The most query heads a kv head takes grouped (attend_group's softmax sums)
 constexpr int32_t kMaxGroup = 64;
 
-// The query heads h0 .. h0+group-1 of one query, which share one kv head's keys and values
-// (grouped-query attention), in chunks of keys that stay in L1 while every head uses them: the
-// keys and values are read once for the group, not once a head. Each head's scores, softmax and
-// sums run exactly as attend_row's (vdot_keys' keys are independent; vaxpy_keys adds key after
-// key into out), so the bits are the same. scores has room for group x n.
+// Decode attention for the query heads h0 .. h0+group-1 of one query, which share one kv head's
+// keys and values (grouped-query attention; group 1: one head): out (group x D) =
+// softmax(scale q.K^T) V over n keys. The keys go in chunks that stay in L1 while every head uses
+// them, so they and the values are read once for the group, not once a head. A head's bits do not
+// depend on the group or the chunks: vdot_keys' keys are independent (chunks of a multiple of 4
+// keys) and vaxpy_keys adds key after key into out. scores has room for group x n.
 void attend_group(float* out, float* scores, const float* q, const float* k, const float* v,
                   int32_t group, int32_t n, int32_t d, float scale) {
   const int32_t chunk = std::max(4, (4096 / std::max(d, 1)) & ~3);  // 16 KB of keys
@@ -300,36 +289,25 @@ arl_status arl_attention_decode(arl_ctx* ctx, float* out, const float* q, const 
     max_len = std::max(max_len, lens[i]);
   }
   const int32_t group = hq / hkv;
-  // A kv head's query heads together where that leaves a task for every thread (the same bits
-  // either way)
+  // A kv head's query heads in one task where that leaves a task for every thread, else a head a
+  // task (the same bits either way)
   const bool grouped = group > 1 && group <= kMaxGroup && int64_t(n) * hkv >= ctx->num_threads;
+  const int32_t heads = grouped ? group : 1;
   // scores for the longest query (not the cache's capacity), left uninitialised: every score is
   // written before it is read
-  const size_t room = size_t(max_len) * size_t(grouped ? group : 1);
+  const size_t room = size_t(max_len) * size_t(heads);
   return arl::guarded(ctx, __func__, [&] {
     std::unique_ptr<float[]> scratch(new float[room * size_t(ctx->num_threads)]);
 #pragma omp parallel num_threads(ctx->num_threads) if (int64_t(n) * hq * max_len * d > (1 << 15))
     {
       float* scores = scratch.get() + room * size_t(omp_get_thread_num());
-      if (grouped) {
 #pragma omp for schedule(dynamic, 1) collapse(2)
-        for (int32_t i = 0; i < n; i++) {
-          for (int32_t g = 0; g < hkv; g++) {
-            const int64_t base = (int64_t(slots[i]) * hkv + g) * l * d;
-            const int64_t row = int64_t(i) * hq + int64_t(g) * group;
-            attend_group(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, group,
-                         lens[i], d, scale);
-          }
-        }
-      } else {
-#pragma omp for schedule(dynamic, 1) collapse(2)
-        for (int32_t i = 0; i < n; i++) {
-          for (int32_t h = 0; h < hq; h++) {
-            const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
-            const int64_t row = int64_t(i) * hq + h;
-            attend_row(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, d,
+      for (int32_t i = 0; i < n; i++) {
+        for (int32_t h = 0; h < hq; h += heads) {
+          const int64_t base = (int64_t(slots[i]) * hkv + h / group) * l * d;
+          const int64_t row = int64_t(i) * hq + h;
+          attend_group(out + row * d, scores, q + row * d, k_cache + base, v_cache + base, heads,
                        lens[i], d, scale);
-          }
         }
       }
     }
