@@ -16,7 +16,15 @@ With ARCH qwen3: a Qwen3-0.6B-shaped checkpoint (4 layers; head_dim 128 beside h
 With ARCH llama3: a Llama-3.2-1B-shaped checkpoint (4 layers) with its RoPE scaling (llama3,
 factor 32): the sequences' positions stay below 8192, where the scaled table still differs.
 
-Usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3]
+With ARCH yarn: the Qwen2 checkpoint with YaRN (factor 4 over an original context of 64, so
+that the ramp and the divided frequencies turn visibly within the sequences;
+max_position_embeddings 256, 4 x 64, so that transformers 4.5x's factor, the ratio of the two,
+is 4 too) and its attention factor.
+
+Every ARCH also writes the rotary embedding's table and attention scaling
+(rope.inv_freq, rope.attention_scaling), which reference.ts compares with ours.
+
+Usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3|yarn]
 """
 import os
 import sys
@@ -77,12 +85,18 @@ def make_config(arch: str):
             num_hidden_layers=4,
             num_attention_heads=14,
             num_key_value_heads=2,
-            max_position_embeddings=4096,
+            max_position_embeddings=256 if arch == "yarn" else 4096,
             rope_theta=1000000.0,
             rms_norm_eps=1e-6,
             tie_word_embeddings=True,
             use_sliding_window=False,
         )
+    if arch == "yarn":
+        yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+        if isinstance(getattr(config, "rope_parameters", None), dict):  # transformers 5
+            config.rope_parameters.update(yarn)
+        else:
+            config.rope_scaling = yarn
     # transformers 5 keeps the RoPE base in rope_parameters; make sure it is 1e6 either way
     rp = getattr(config, "rope_parameters", None)
     if isinstance(rp, dict):
@@ -165,6 +179,14 @@ def main(out_dir: str, arch: str) -> None:
         "cu_seqlens": torch.tensor(cu, dtype=torch.int32),
         "lengths": torch.tensor(LENGTHS, dtype=torch.float32),
     }
+    # the rotary embedding's table and cos/sin scale, as this transformers computes them
+    rotary = getattr(getattr(model, "model", None), "rotary_emb", None)
+    if rotary is not None and hasattr(rotary, "inv_freq"):
+        out["rope.inv_freq"] = rotary.inv_freq.detach().float().cpu().contiguous()
+        scaling = float(getattr(rotary, "attention_scaling", 1.0))
+        out["rope.attention_scaling"] = torch.tensor([scaling], dtype=torch.float32)
+    else:
+        print("hf_reference: no model.model.rotary_emb.inv_freq to write", flush=True)
     n_grads = 0
     for name, p in model.named_parameters():
         if p.grad is None:
@@ -173,9 +195,12 @@ def main(out_dir: str, arch: str) -> None:
         out["grad." + name] = p.grad.detach().float().cpu().contiguous()
         n_grads += 1
     save_file(out, os.path.join(out_dir, "reference.safetensors"))
-    rp = getattr(config, "rope_parameters", None)
+    import transformers
+
+    rp = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None)
     print(
-        f"hf_reference: {arch}, torch {torch.__version__}, {device}, attn {attn}, rope {rp}, "
+        f"hf_reference: {arch}, torch {torch.__version__}, transformers "
+        f"{transformers.__version__}, {device}, attn {attn}, rope {rp}, "
         f"{n_grads} gradients, {total} tokens, mean logp {float(out['logp'].mean()):.4f} -> {out_dir} "
         f"({time.time() - t_start:.1f} s)",
         flush=True,
@@ -184,8 +209,8 @@ def main(out_dir: str, arch: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3) or (
-            len(sys.argv) == 3 and sys.argv[2] not in ("qwen2", "qwen3", "llama3")):
-        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3]",
+            len(sys.argv) == 3 and sys.argv[2] not in ("qwen2", "qwen3", "llama3", "yarn")):
+        print("usage: python3 bench/gpu/hf_reference.py OUT_DIR [qwen2|qwen3|llama3|yarn]",
               file=sys.stderr)
         sys.exit(2)
     main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "qwen2")

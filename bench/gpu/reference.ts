@@ -13,10 +13,14 @@
  * (the CUDA default; `AGENTRL_PRECISION=f32` turns it off) 1e-2 and 5e-2, the
  * rounding of bf16's 8-bit mantissa on weights and GEMM inputs.
  *
+ * Where the reference holds transformers' rotary table and cos/sin scale (`rope.inv_freq`,
+ * `rope.attention_scaling`), they are compared with ours (the scaled RoPE's table, YaRN's
+ * attention factor) to 1e-6.
+ *
  * Usage:
  *   deno run -A bench/gpu/reference.ts --dir DIR [--device cuda|cpu] [--json FILE]
- *   deno run -A bench/gpu/reference.ts --make-fixture DIR   (a tiny reference made by our
- *     CPU model, to smoke-test the loading and comparison without torch)
+ *   deno run -A bench/gpu/reference.ts --make-fixture DIR [--yarn]   (a tiny reference made by
+ *     our CPU model, to smoke-test the loading and comparison without torch; YaRN-scaled)
  *
  * @module
  */
@@ -26,8 +30,10 @@ import {
   loadHfCheckpoint,
   saveHfCheckpoint,
 } from "../../lib/model/checkpoint.ts";
+import type { Qwen2Config } from "../../lib/model/config.ts";
 import { parseQwen2Config } from "../../lib/model/hf_config.ts";
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
+import { ropeAttentionFactor, ropeInvFreq } from "../../lib/model/rope_scaling.ts";
 import { SafetensorsFile, writeSafetensors } from "../../lib/model/safetensors.ts";
 
 /** One comparison: relative L2 error and max abs error against the reference. */
@@ -48,6 +54,33 @@ export interface RefResult {
   /** One row per parameter. */
   params: RefRow[];
   error?: string;
+}
+
+/** Tolerance (relative L2 error) of the rotary table and attention scaling. */
+export const ROPE_TOL = 1e-6;
+
+/** Our rotary table (head_dim / 2): the scaled RoPE's, or theta^(-2j/d). */
+function ourInvFreq(c: Qwen2Config): Float32Array {
+  if (c.rope_scaling) return ropeInvFreq(c.rope_theta, c.head_dim, c.rope_scaling);
+  return Float32Array.from(
+    { length: c.head_dim / 2 },
+    (_, j) => 1 / Math.pow(c.rope_theta, (2 * j) / c.head_dim),
+  );
+}
+
+/** The rotary table and attention scaling against the reference's, where it has them. */
+function ropeRows(ref: SafetensorsFile, c: Qwen2Config): RefRow[] {
+  const rows: RefRow[] = [];
+  if (ref.has("rope.inv_freq")) {
+    rows.push(compare("rope inv_freq", ourInvFreq(c), ref.readF32("rope.inv_freq"), ROPE_TOL));
+  }
+  if (ref.has("rope.attention_scaling")) {
+    const ours = Float32Array.of(ropeAttentionFactor(c.rope_scaling));
+    rows.push(
+      compare("rope attention scaling", ours, ref.readF32("rope.attention_scaling"), ROPE_TOL),
+    );
+  }
+  return rows;
 }
 
 /** Tolerances (relative L2 error) for TF32 GEMMs. */
@@ -144,7 +177,8 @@ export function compareWithReference(
   log(
     `${device} (${k.backend}): ${c.num_hidden_layers} layers, hidden ${c.hidden_size}, ` +
       `heads ${c.num_attention_heads}/${c.num_key_value_heads}, vocab ${c.vocab_size}, ` +
-      `rope_theta ${c.rope_theta}, eps ${c.rms_norm_eps}, tied ${c.tie_word_embeddings}`,
+      `rope_theta ${c.rope_theta}, eps ${c.rms_norm_eps}, tied ${c.tie_word_embeddings}` +
+      (c.rope_scaling ? `, rope_scaling ${JSON.stringify(c.rope_scaling)}` : ""),
   );
   using model = new Qwen2Model(k, c, { init: "none" });
   model.loadNamed((name) => ckpt.weights.readF32(name));
@@ -156,6 +190,7 @@ export function compareWithReference(
   const batch = readBatch(ref);
   const t = batch.tokens.length;
   log(`batch: ${t} tokens in ${batch.cuSeqlens.length - 1} sequences`);
+  rows.push(...ropeRows(ref, c));
 
   // forward
   try {
@@ -224,9 +259,11 @@ export function compareWithReference(
 /**
  * A tiny reference folder made by our own CPU model (random weights and
  * biases): the loading, batch and name plumbing of {@linkcode compareWithReference}
- * can be smoke-tested without torch (the errors are then ~0).
+ * can be smoke-tested without torch (the errors are then ~0). With `yarn`, the
+ * model has YaRN's scaling over an original context of 1000 (a ramp over dimensions 0-3 of
+ * 8) and the reference its table and attention factor.
  */
-export async function makeFixture(dir: string): Promise<void> {
+export async function makeFixture(dir: string, options: { yarn?: boolean } = {}): Promise<void> {
   const config = parseQwen2Config({
     model_type: "qwen2",
     architectures: ["Qwen2ForCausalLM"],
@@ -240,6 +277,9 @@ export async function makeFixture(dir: string): Promise<void> {
     rope_theta: 1000000,
     rms_norm_eps: 1e-6,
     tie_word_embeddings: true,
+    ...(options.yarn
+      ? { rope_scaling: { type: "yarn", factor: 4.0, original_max_position_embeddings: 1000 } }
+      : {}),
   }, "fixture");
   using k = Kernels.open({ device: "cpu" });
   using model = new Qwen2Model(k, config, { seed: 1 });
@@ -291,6 +331,16 @@ export async function makeFixture(dir: string): Promise<void> {
     { name: "targets", shape: [t], data: f32(targets) },
     { name: "cu_seqlens", shape: [cu.length], data: f32(cu) },
     { name: "lengths", shape: [lengths.length], data: f32(lengths) },
+    ...(options.yarn
+      ? [
+        { name: "rope.inv_freq", shape: [config.head_dim / 2], data: ourInvFreq(config) },
+        {
+          name: "rope.attention_scaling",
+          shape: [1],
+          data: Float32Array.of(ropeAttentionFactor(config.rope_scaling)),
+        },
+      ]
+      : []),
     ...model.names.map((name) => ({
       name: `grad.${name}`,
       shape: model.grad(name).shape,
@@ -325,9 +375,11 @@ if (import.meta.main) {
     args.splice(i, 2);
     return v;
   };
+  const yarn = args.includes("--yarn");
+  if (yarn) args.splice(args.indexOf("--yarn"), 1);
   const fixture = flag("--make-fixture");
   if (fixture) {
-    await makeFixture(fixture);
+    await makeFixture(fixture, { yarn });
     console.log(`fixture written to ${fixture}`);
     Deno.exit(0);
   }

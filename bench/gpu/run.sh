@@ -15,7 +15,7 @@
 # Environment: DENO (default deno), OUT, AGENTRL_CUBLAS (libcublas path; found
 # here when the loader cannot), AGENTRL_CUDA_ARCH (default: the GPU's own, e.g.
 # sm_90), BUDGET (seconds, default 400), SKIP (parts to skip, space-separated: build ops
-# hf_reference ref ref_f32 ref_cpu hf_reference_qwen3 ref_qwen3 hf_reference_llama3 ref_llama3 torch_bench bench bench_f32 bench_attn_fp32 decode_fused
+# hf_reference ref ref_f32 ref_cpu hf_reference_qwen3 ref_qwen3 hf_reference_llama3 ref_llama3 hf_reference_yarn ref_yarn torch_bench bench bench_f32 bench_attn_fp32 decode_fused
 # decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_l2_head
 # decode_layer_coop decode_layer_phase
 # decode_layer_noprefetch ops_stream
@@ -55,7 +55,7 @@ DENO=${DENO:-deno}
 OUT=${OUT:-/tmp/agentrl_gpu}
 SKIP=${SKIP:-}
 mkdir -p "$OUT"
-for f in build ops hf_reference ref ref_f32 ref_cpu hf_reference_qwen3 ref_qwen3 hf_reference_llama3 ref_llama3 torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_l2_head decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
+for f in build ops hf_reference ref ref_f32 ref_cpu hf_reference_qwen3 ref_qwen3 hf_reference_llama3 ref_llama3 hf_reference_yarn ref_yarn torch_bench bench bench_f32 bench_attn_fp32 decode_fused decode_unfused decode_nopdl decode_layer decode_chain_times decode_qkv_in_attn decode_l2_head decode_layer_coop decode_layer_phase decode_layer_noprefetch ops_stream decode_stream decode_stream_wide primitives decode_structure profile_decode profile_decode_stream profile_decode_layer; do rm -f "$OUT/$f.log" "$OUT/$f.status"; done
 rm -f "$OUT"/reference_*.json "$OUT/torch.json" "$OUT"/bench*.json "$OUT/primitives.json" "$OUT/decode_structure.json"
 export PYTHONUNBUFFERED=1 DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1 NO_COLOR=1
 T0=$SECONDS
@@ -183,6 +183,15 @@ if part hf_reference_llama3 90 python3 bench/gpu/hf_reference.py "$REFL" llama3;
   part ref_llama3 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REFL" --device cuda \
     --json "$OUT/reference_cuda_llama3.json"
   [ -f "$OUT/ref_llama3.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_llama3.log"
+fi
+# and Qwen2 with YaRN (the ramp's table and the attention factor)
+REFY="$OUT/hf_ref_yarn"
+rm -rf "$REFY"
+if part hf_reference_yarn 90 python3 bench/gpu/hf_reference.py "$REFY" yarn; then
+  tail -1 "$OUT/hf_reference_yarn.log"
+  part ref_yarn 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REFY" --device cuda \
+    --json "$OUT/reference_cuda_yarn.json"
+  [ -f "$OUT/ref_yarn.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_yarn.log"
 fi
 
 # 4. benchmark against PyTorch eager (ours runs even when PyTorch's side failed)

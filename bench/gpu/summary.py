@@ -105,7 +105,8 @@ def main(out: str) -> int:
             ("ref cuda f32", "ref_f32", "reference_cuda_f32.json", "hf_reference"),
             ("ref cpu", "ref_cpu", "reference_cpu.json", "hf_reference"),
             ("ref cuda qwen3", "ref_qwen3", "reference_cuda_qwen3.json", "hf_reference_qwen3"),
-            ("ref cuda llama3", "ref_llama3", "reference_cuda_llama3.json", "hf_reference_llama3")):
+            ("ref cuda llama3", "ref_llama3", "reference_cuda_llama3.json", "hf_reference_llama3"),
+            ("ref cuda yarn", "ref_yarn", "reference_cuda_yarn.json", "hf_reference_yarn")):
         st_hf, _ = status(hf)
         if st_hf != "ok":
             row(part, "hf_reference.py (transformers fp32)", st_hf, "ok", False)

@@ -16,6 +16,7 @@ import { RandomPolicy } from "../rollout/random_policy.ts";
 import { engineOfSize, evalEngineSize } from "../pipeline/engine_size.ts";
 import { loadPolicyModel } from "../rollout/policy_model.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
+import { contextLength, contextLengthName } from "../model/config.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
 import { runValidation } from "../rollout/validation.ts";
 import { openPipelineKernels, pipelineDevice } from "../pipeline/device.ts";
@@ -59,7 +60,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   await using engine = kind === "model"
     ? engineOfSize(
       model,
-      evalEngineSize(config, model.config.max_position_embeddings),
+      evalEngineSize(config, contextLength(model.config)),
       tokenizer,
       config.seed,
     )
@@ -77,9 +78,12 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   );
   const t0 = performance.now();
   // validation's budget: val_sequence_length (sequence_length when unset, by finalize)
-  const capped = capSequenceLengths(config, model.config.max_position_embeddings, [
-    "val_sequence_length",
-  ]);
+  const capped = capSequenceLengths(
+    config,
+    contextLength(model.config),
+    ["val_sequence_length"],
+    contextLengthName(model.config),
+  );
   capped.notices.forEach((n) => console.error(`note: ${n}`));
   probeTurnIncrements(encoder, config, config.val_env_manager.tags);
   const result = await runValidation({

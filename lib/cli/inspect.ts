@@ -9,8 +9,9 @@
  */
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { expectedQwen2Weights, loadHfCheckpoint } from "../model/checkpoint.ts";
-import type { Qwen2Config } from "../model/config.ts";
+import { contextLength, type Qwen2Config } from "../model/config.ts";
 import { ARCHITECTURES } from "../model/hf_config.ts";
+import { ropeAttentionFactor } from "../model/rope_scaling.ts";
 import { expectModelFolder, probeChatTemplate } from "../model/pretrained.ts";
 import { Tokenizer } from "../model/tokenizer.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
@@ -95,7 +96,7 @@ export async function inspectModel(dir: string, config: AgenticConfig): Promise<
     ? `config.json's vocab_size ${cfg.vocab_size} is below the tokenizer's ${tok.vocabSize} ` +
       "tokens: a run refuses the folder"
     : null;
-  const engine = trainEngineSize(config, cfg.max_position_embeddings);
+  const engine = trainEngineSize(config, contextLength(cfg));
   return {
     dir: ckpt.dir,
     architecture: ARCHITECTURES[cfg.model_type ?? "qwen2"],
@@ -133,6 +134,11 @@ export function formatModelReport(r: ModelReport): string {
     : s.rope_type === "llama3"
     ? `theta ${c.rope_theta}, Llama 3.1 scaling (factor ${s.factor}, original ` +
       `${s.original_max_position_embeddings} positions)`
+    : s.rope_type === "yarn"
+    ? `theta ${c.rope_theta}, YaRN scaling (factor ${s.factor}, original ` +
+      `${s.original_max_position_embeddings} positions, attention factor ${
+        ropeAttentionFactor(s).toFixed(4)
+      })`
     : `theta ${c.rope_theta}, linear scaling (factor ${s.factor})`;
   const attention = [
     c.attention_bias ? "q/k/v biases" : "no biases",
@@ -145,7 +151,7 @@ export function formatModelReport(r: ModelReport): string {
     `hidden ${c.hidden_size}, ${c.num_attention_heads} query / ${c.num_key_value_heads} ` +
     `key-value heads of ${c.head_dim}, MLP ${c.intermediate_size}, vocabulary ${c.vocab_size}` +
     `${c.tie_word_embeddings ? ", tied embeddings" : ""}`,
-    `  attention: ${attention}; RoPE ${rope}; up to ${c.max_position_embeddings} positions`,
+    `  attention: ${attention}; RoPE ${rope}; up to ${contextLength(c)} positions`,
     `  weights: ${p.toLocaleString("en-US")} parameters in ${r.files} file(s), stored as ` +
     `${r.dtypes.join(", ")}`,
     ...r.notes.map((n) => `  note: ${n}`),

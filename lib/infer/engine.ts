@@ -61,6 +61,7 @@ import {
   Tensor,
 } from "../../ffi/mod.ts";
 import { Qwen2Model } from "../model/qwen2.ts";
+import { contextLength, contextLengthName } from "../model/config.ts";
 import type { Qwen2KvCache } from "../model/qwen2_kv_cache.ts";
 import { type NormalizedRequest, normalizeRequest } from "./_request.ts";
 import { loadWeights } from "./_weights.ts";
@@ -247,11 +248,12 @@ export class GenerationEngine implements AsyncDisposable {
     this.model = model;
     this.maxRunningRequests = positiveInt(options.maxRunningRequests, "maxRunningRequests");
     this.maxModelLen = positiveInt(options.maxModelLen, "maxModelLen");
-    const maxPos = model.config.max_position_embeddings;
+    const maxPos = contextLength(model.config);
     if (this.maxModelLen > maxPos) {
       throw new RangeError(
-        `maxModelLen ${this.maxModelLen} exceeds the model's max_position_embeddings ${maxPos}: ` +
-          `expected at most ${maxPos}`,
+        `maxModelLen ${this.maxModelLen} exceeds the model's ${
+          contextLengthName(model.config)
+        } ${maxPos}: expected at most ${maxPos}`,
       );
     }
     if (this.maxModelLen < 2) {

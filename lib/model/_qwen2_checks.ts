@@ -48,11 +48,13 @@ export function validateConfig(cfg: Qwen2Config): void {
   }
   const scaling = cfg.rope_scaling;
   if (scaling) {
-    const problem = scaling.rope_type === "llama3" || scaling.rope_type === "linear"
-      ? ropeScalingProblem(scaling as unknown as Record<string, unknown>)
-      : `rope_type is ${
-        JSON.stringify((scaling as { rope_type: unknown }).rope_type)
-      }; expected "llama3" or "linear"`;
+    const type = (scaling as { rope_type: unknown }).rope_type;
+    const problem = type === "llama3" || type === "linear" || type === "yarn"
+      ? ropeScalingProblem(scaling as unknown as Record<string, unknown>) ??
+        (type === "yarn" && !(cfg.rope_theta > 1)
+          ? `YaRN needs rope_theta above 1, got ${cfg.rope_theta}`
+          : null)
+      : `rope_type is ${JSON.stringify(type)}; expected "llama3", "linear" or "yarn"`;
     if (problem !== null) {
       throw new RangeError(
         `Qwen2 config rope_scaling: ${problem} (got ${JSON.stringify(scaling)})`,

@@ -44,12 +44,18 @@ export interface Qwen2Config {
    * without q/k/v biases. Saved checkpoints name it in `config.json`.
    */
   model_type?: ModelType;
-  /** RoPE scaling: Llama 3.1's `llama3` type, the `linear` type, or none (absent or null). */
+  /**
+   * RoPE scaling: Llama 3.1's `llama3` type, the `linear` type, YaRN (`yarn`), or none (absent or
+   * null).
+   */
   rope_scaling?: RopeScaling | null;
 }
 
-/** The RoPE scalings the model implements (each a table of rotation frequencies). */
-export type RopeScaling = Llama3RopeScaling | LinearRopeScaling;
+/**
+ * The RoPE scalings the model implements: each a table of rotation frequencies, and YaRN's also
+ * an attention factor.
+ */
+export type RopeScaling = Llama3RopeScaling | LinearRopeScaling | YarnRopeScaling;
 
 /**
  * The `linear` RoPE scaling (position interpolation): every frequency divided by `factor`, as if
@@ -69,6 +75,65 @@ export interface Llama3RopeScaling {
   high_freq_factor: number;
   /** The context length the frequencies were trained for (8192). */
   original_max_position_embeddings: number;
+}
+
+/**
+ * YaRN (`rope_type: "yarn"`, as Qwen2.5 / Qwen3 model cards add it for long contexts): the
+ * frequencies that turn fewer than `beta_slow` times over the original context divided by
+ * `factor`, those that turn more than `beta_fast` times kept, a linear ramp between; the
+ * rotated queries and keys scaled by an attention factor (0.1 ln(factor) + 1 unless given).
+ */
+export interface YarnRopeScaling {
+  rope_type: "yarn";
+  /** The context extension (Qwen's model cards: 4). */
+  factor: number;
+  /** The context the frequencies were trained for (default: `max_position_embeddings`). */
+  original_max_position_embeddings: number;
+  /** The fast bound in turns over the original context (default 32). */
+  beta_fast?: number;
+  /** The slow bound in turns over the original context (default 1). */
+  beta_slow?: number;
+  /** The rotation's scale, overriding the one derived from `factor`. */
+  attention_factor?: number;
+  /** DeepSeek's mscale: with `mscale_all_dim`, the factor is mscale(f, mscale) / mscale(f, all). */
+  mscale?: number;
+  mscale_all_dim?: number;
+  /** Whether the ramp's bounds are rounded out to whole dimensions (default true). */
+  truncate?: boolean;
+}
+
+/**
+ * The positions a model reads: `max_position_embeddings`, or with YaRN `factor` x
+ * `original_max_position_embeddings` where that is more (vLLM's reading: Qwen's model cards add
+ * YaRN with factor 4 over 32,768 and leave max_position_embeddings at 32,768).
+ *
+ * @example
+ * ```ts
+ * import { contextLength } from "./config.ts";
+ * const yarn = { rope_type: "yarn", factor: 4, original_max_position_embeddings: 32768 } as const;
+ * console.log(contextLength({ max_position_embeddings: 32768, rope_scaling: yarn })); // 131072
+ * ```
+ */
+export function contextLength(
+  config: Pick<Qwen2Config, "max_position_embeddings" | "rope_scaling">,
+): number {
+  const s = config.rope_scaling;
+  const yarn = s?.rope_type === "yarn"
+    ? Math.floor(s.factor * s.original_max_position_embeddings)
+    : 0;
+  return Math.max(config.max_position_embeddings, yarn);
+}
+
+/**
+ * What sets {@linkcode contextLength}, for messages: `max_position_embeddings`, or YaRN's
+ * `factor x original_max_position_embeddings`.
+ */
+export function contextLengthName(
+  config: Pick<Qwen2Config, "max_position_embeddings" | "rope_scaling">,
+): string {
+  return contextLength(config) > config.max_position_embeddings
+    ? "context (YaRN's factor x original_max_position_embeddings)"
+    : "max_position_embeddings";
 }
 
 /** Whether `config`'s attention normalizes each head's query and key (Qwen3). */

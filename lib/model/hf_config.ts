@@ -5,7 +5,13 @@
  *
  * @module
  */
-import { isModelType, type ModelType, type Qwen2Config, type RopeScaling } from "./config.ts";
+import {
+  isModelType,
+  type ModelType,
+  type Qwen2Config,
+  type RopeScaling,
+  type YarnRopeScaling,
+} from "./config.ts";
 import { ropeScalingProblem } from "./rope_scaling.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
@@ -52,6 +58,33 @@ const TYPE_DEFAULTS: Readonly<
     eos_token_id: 2,
   },
 };
+
+type ScalingType = "llama3" | "linear" | "yarn";
+
+/**
+ * YaRN's fields with transformers 5's defaults filled in: `original_max_position_embeddings`
+ * is `max_position_embeddings` where absent, and a missing `factor` is their ratio.
+ */
+function yarnDefaults(v: Record<string, unknown>, maxPositions: number): Record<string, unknown> {
+  const original = v.original_max_position_embeddings ?? maxPositions;
+  const factor = v.factor ?? (typeof original === "number" ? maxPositions / original : undefined);
+  return { ...v, original_max_position_embeddings: original, factor };
+}
+
+/** The YaRN scaling of checked fields: the required ones, and the optional ones given. */
+function yarnScaling(v: Record<string, unknown>): YarnRopeScaling {
+  const out: YarnRopeScaling = {
+    rope_type: "yarn",
+    factor: v.factor as number,
+    original_max_position_embeddings: v.original_max_position_embeddings as number,
+  };
+  const optional = ["beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"];
+  for (const name of optional) {
+    if (v[name] != null) Object.assign(out, { [name]: v[name] });
+  }
+  if (v.truncate != null) out.truncate = v.truncate as boolean;
+  return out;
+}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -258,12 +291,16 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       );
     }
   };
-  // RoPE scaling: Llama 3.1's "llama3" type or "linear", from rope_scaling (transformers 4.x)
-  // or rope_parameters (transformers 5, beside rope_theta)
-  const scaled = (key: string, type: "llama3" | "linear", v: Record<string, unknown>) => {
-    const problem = ropeScalingProblem({ ...v, rope_type: type });
+  // RoPE scaling: Llama 3.1's "llama3" type, "linear" or YaRN's "yarn", from rope_scaling
+  // (transformers 4.x) or rope_parameters (transformers 5, beside rope_theta)
+  const maxPositions = positiveInt("max_position_embeddings", defaults.max_position_embeddings);
+  const scaled = (key: string, type: ScalingType, v: Record<string, unknown>): RopeScaling => {
+    const given = type === "yarn" ? yarnDefaults(v, maxPositions) : v;
+    const problem = ropeScalingProblem({ ...given, rope_type: type });
     if (problem !== null) fail(key, `${key}.${problem}`);
-    return type === "linear" ? { rope_type: type, factor: v.factor as number } : {
+    if (type === "linear") return { rope_type: type, factor: v.factor as number };
+    if (type === "yarn") return yarnScaling(given);
+    return {
       rope_type: type,
       factor: v.factor as number,
       low_freq_factor: v.low_freq_factor as number,
@@ -285,12 +322,12 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     fullRotary(key, `${key}.partial_rotary_factor`, v.partial_rotary_factor);
     const type = v.rope_type ?? v.type ?? "default";
     if (type === "default") return null;
-    if (type !== "llama3" && type !== "linear") {
+    if (type !== "llama3" && type !== "linear" && type !== "yarn") {
       return fail(
         key,
         `${key} is ${show(v)}; RoPE scaling of type ${
           show(type)
-        } is not implemented (expected "default", "llama3" or "linear")`,
+        } is not implemented (expected "default", "llama3", "linear" or "yarn")`,
       );
     }
     return scaled(key, type, v);
@@ -340,10 +377,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     num_attention_heads: heads,
     num_key_value_heads: kvHeads,
     head_dim: headDim,
-    max_position_embeddings: positiveInt(
-      "max_position_embeddings",
-      defaults.max_position_embeddings,
-    ),
+    max_position_embeddings: maxPositions,
     rope_theta: ropeTheta,
     rms_norm_eps: positiveNumber("rms_norm_eps", QWEN2_DEFAULTS.rms_norm_eps),
     tie_word_embeddings: boolean("tie_word_embeddings", QWEN2_DEFAULTS.tie_word_embeddings),
@@ -435,9 +469,11 @@ export function qwen2ConfigToJson(
     num_key_value_heads: config.num_key_value_heads,
     head_dim: config.head_dim,
     rms_norm_eps: config.rms_norm_eps,
-    // (linear scaling also as "type": transformers before 4.43 reads only that key)
-    rope_scaling: config.rope_scaling?.rope_type === "linear"
-      ? { type: "linear", ...config.rope_scaling }
+    // (linear and YaRN also as "type": transformers before 4.43 reads only that key, and Qwen's
+    // model cards write YaRN's so)
+    rope_scaling: config.rope_scaling?.rope_type === "linear" ||
+        config.rope_scaling?.rope_type === "yarn"
+      ? { type: config.rope_scaling.rope_type, ...config.rope_scaling }
       : config.rope_scaling ?? null,
     rope_theta: config.rope_theta,
     tie_word_embeddings: config.tie_word_embeddings,

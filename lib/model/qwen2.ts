@@ -84,7 +84,7 @@ import { DecodeGraphs } from "./_decode_graphs.ts";
 import { envSwitchOff, envSwitchOn } from "./_env_switch.ts";
 import { l2OfferFromEnv, l2OfferRegions } from "./_l2_offer.ts";
 import { InitRng } from "./_random.ts";
-import { ropeInvFreq } from "./rope_scaling.ts";
+import { ropeAttentionFactor, ropeInvFreq } from "./rope_scaling.ts";
 import { Bf16Weights, type Precision, resolvePrecision } from "./_mixed_precision.ts";
 import {
   Arena,
@@ -576,7 +576,8 @@ export class Qwen2Model implements Disposable {
   }
 
   get #scale(): number {
-    return 1 / Math.sqrt(this.config.head_dim);
+    // (YaRN scales the rotated queries and keys by its attention factor: the scores by its square)
+    return ropeAttentionFactor(this.config.rope_scaling) ** 2 / Math.sqrt(this.config.head_dim);
   }
 
   /**

@@ -28,7 +28,7 @@ const envCount = (m: Manager) => m.num_env_groups * (m.group_size + m.group_size
 /**
  * A training run's engine: every environment's episode at once (the larger of the train and
  * validation env counts, at most 128) at the longer of `sequence_length` (4096 when unset) and
- * `val_sequence_length`, at most the model's `max_position_embeddings`.
+ * `val_sequence_length`, at most the model's context (`max_position_embeddings`, or YaRN's longer one).
  *
  * @example
  * ```ts ignore
@@ -47,14 +47,14 @@ export function trainEngineSize(config: AgenticConfig, maxPositions: number): En
     ),
     keys: "It holds every environment's episode at once (the larger of train_env_manager's and " +
       "val_env_manager's num_env_groups x (group_size + group_size_redundancy), at most 128) at " +
-      "the longer of sequence_length and val_sequence_length (at most the model's " +
-      "max_position_embeddings): lower either",
+      "the longer of sequence_length and val_sequence_length (at most the model's context, " +
+      "max_position_embeddings or YaRN's longer one): lower either",
   };
 }
 
 /**
  * `agentrl eval`'s engine: the validation environments' episodes at once (at most 128) at
- * `val_sequence_length` (else `sequence_length`, else 4096), at most `max_position_embeddings`.
+ * `val_sequence_length` (else `sequence_length`, else 4096), at most the model's context.
  */
 export function evalEngineSize(config: AgenticConfig, maxPositions: number): EngineSize {
   return {
@@ -65,7 +65,8 @@ export function evalEngineSize(config: AgenticConfig, maxPositions: number): Eng
     ),
     keys: "It holds every environment's episode at once (val_env_manager's num_env_groups x " +
       "(group_size + group_size_redundancy), at most 128) at val_sequence_length (else " +
-      "sequence_length; at most the model's max_position_embeddings): lower either",
+      "sequence_length; at most the model's context, max_position_embeddings or YaRN's longer " +
+      "one): lower either",
   };
 }
 

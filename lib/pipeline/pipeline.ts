@@ -39,6 +39,7 @@ import { RolloutScheduler } from "../rollout/scheduler.ts";
 import { checkEnvEntries } from "../rollout/check_env_entries.ts";
 import type { LostTrajectory, TrajectorySample } from "../rollout/types.ts";
 import { capSequenceLengths } from "../rollout/context_limit.ts";
+import { contextLength, contextLengthName } from "../model/config.ts";
 import { weightLag } from "../rollout/metrics.ts";
 import { engineOfSize, trainEngineSize } from "./engine_size.ts";
 import { probeTurnIncrements } from "../rollout/turn_probe.ts";
@@ -357,7 +358,7 @@ export async function runPipeline(
     }
   }
 
-  const size = trainEngineSize(config, model.config.max_position_embeddings);
+  const size = trainEngineSize(config, contextLength(model.config));
   await using engine = engineOfSize(model, size, tok, config.seed);
   const stops = endOfTurnIds(tok, encoder.template);
   const trainPolicy = new EnginePolicy(
@@ -373,8 +374,9 @@ export async function runPipeline(
   // the episodes' token budgets stop at the model's context, where the engine stops
   const capped = capSequenceLengths(
     config,
-    model.config.max_position_embeddings,
+    contextLength(model.config),
     config.eval_steps > 0 ? ["sequence_length", "val_sequence_length"] : ["sequence_length"],
+    contextLengthName(model.config),
   );
   capped.notices.forEach((n) => log(`note: ${n}`));
   await using scheduler = new RolloutScheduler({

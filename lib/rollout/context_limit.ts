@@ -1,6 +1,7 @@
 /**
- * A rollout's token budgets cut to the model's context: past `max_position_embeddings` the
- * engine refuses the request, and the episode would be lost instead of ending.
+ * A rollout's token budgets cut to the model's context: past it (`max_position_embeddings`, or
+ * YaRN's longer one) the engine refuses the request, and the episode would be lost instead of
+ * ending.
  *
  * @module
  */
@@ -8,7 +9,8 @@ import type { AgenticConfig } from "../config/agentic_config.ts";
 
 /**
  * `config` with `sequence_length` and `val_sequence_length` at most `maxPositions`, and a
- * notice for each of `governing` (the budgets the caller's rollouts use) that was cut.
+ * notice for each of `governing` (the budgets the caller's rollouts use) that was cut, naming
+ * the limit `limitName` (what sets the model's context).
  *
  * @example
  * ```ts
@@ -23,6 +25,7 @@ export function capSequenceLengths(
   config: AgenticConfig,
   maxPositions: number,
   governing: readonly SequenceLengthKey[] = ["sequence_length", "val_sequence_length"],
+  limitName = "max_position_embeddings",
 ): { config: AgenticConfig; notices: string[] } {
   const notices: string[] = [];
   const cap = (key: SequenceLengthKey) => {
@@ -30,7 +33,7 @@ export function capSequenceLengths(
     if (v === null || v <= maxPositions) return v;
     if (governing.includes(key)) {
       notices.push(
-        `${key} ${v} is above the model's max_position_embeddings (${maxPositions}): ` +
+        `${key} ${v} is above the model's ${limitName} (${maxPositions}): ` +
           `episodes end at ${maxPositions} tokens`,
       );
     }

@@ -1,5 +1,5 @@
 // `agentrl inspect PATH`: what a run reads from a model folder, without loading the weights: a
-// random Qwen3 with Qwen3's real tokenizer and template (which cannot play trajectory-wise
+// random Qwen3 (with the YaRN scaling of its model card) with Qwen3's real tokenizer and template (which cannot play trajectory-wise
 // episodes unless actor_train.data_args.template=qwen2_5), as text and JSON, and the clean
 // errors for a folder that is not a model.
 import assert from "node:assert/strict";
@@ -29,7 +29,7 @@ async function inspectIn(cwd: string, ...args: string[]) {
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-Deno.test("inspect: a Qwen3 folder's architecture, weights, turn ends and template verdicts", async () => {
+Deno.test("inspect: a Qwen3 folder's architecture (YaRN-scaled), weights, turn ends and template verdicts", async () => {
   const tokenizerDir = await writeQwenFolder();
   const root = await Deno.makeTempDir({ prefix: "agentrl_inspect_" });
   const dir = `${root}/qwen3`;
@@ -48,6 +48,8 @@ Deno.test("inspect: a Qwen3 folder's architecture, weights, turn ends and templa
         max_position_embeddings: 40960,
         rope_theta: 1000000,
         tie_word_embeddings: true,
+        // Qwen3's model card for contexts past 32,768
+        rope_scaling: { rope_type: "yarn", factor: 4.0, original_max_position_embeddings: 32768 },
       }, "test");
       using model = new Qwen2Model(k, config, { seed: 3 });
       await savePretrained(model, dir, { tokenizerDir });
@@ -62,7 +64,7 @@ Deno.test("inspect: a Qwen3 folder's architecture, weights, turn ends and templa
     );
     assert.match(
       r.stdout,
-      /^ {2}attention: no biases, q\/k norms; RoPE theta 1000000; up to 40960 positions$/m,
+      /^ {2}attention: no biases, q\/k norms; RoPE theta 1000000, YaRN scaling \(factor 4, original 32768 positions, attention factor 1\.1386\); up to 131072 positions$/m,
     );
     assert.match(
       r.stdout,

@@ -160,6 +160,16 @@ Deno.test("engine: bad requests and options are rejected with errors naming the 
     () => new GenerationEngine(model, { ...opts, maxModelLen: 1000 }),
     /maxModelLen 1000 exceeds the model's max_position_embeddings 256/,
   );
+  // YaRN's context is factor x original_max_position_embeddings where that is longer
+  {
+    const yarn = { rope_type: "yarn", factor: 4, original_max_position_embeddings: 128 } as const;
+    using scaled = new Qwen2Model(k, smallConfig({ rope_scaling: yarn }));
+    assert.equal(new GenerationEngine(scaled, { ...opts, maxModelLen: 512 }).maxModelLen, 512);
+    assert.throws(
+      () => new GenerationEngine(scaled, { ...opts, maxModelLen: 513 }),
+      /maxModelLen 513 exceeds the model's context \(YaRN's factor x original_max_position_embeddings\) 512: expected at most 512/,
+    );
+  }
   assert.throws(
     () => new GenerationEngine(model, { ...opts, eosTokenIds: [64] }),
     /eosTokenIds\[0\] must be a token id in 0\.\.63, got 64/,

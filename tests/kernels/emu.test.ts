@@ -333,6 +333,61 @@ Deno.test({
 
 Deno.test({
   name:
+    `the CUDA library, emulated: a YaRN model's prefill and bf16 decode chain give the CPU's logits, its attention factor included${why}`,
+  ignore,
+  async fn() {
+    // (weights of order one, so that the attention factor moves the logits well past bf16's error)
+    const script = `import { Kernels } from ${JSON.stringify(path("../../ffi/mod.ts"))};
+      import { Qwen2Model } from ${JSON.stringify(path("../../lib/model/qwen2.ts"))};
+      const yarn = { rope_type: "yarn", factor: 4, original_max_position_embeddings: 16 };
+      const base = { vocab_size: 64, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+        num_attention_heads: 4, num_key_value_heads: 2, head_dim: 64, max_position_embeddings: 64,
+        rope_theta: 10000, rms_norm_eps: 1e-6, tie_word_embeddings: true, attention_bias: true,
+        bos_token_id: null, eos_token_id: null };
+      const run = (device, scaling, precision) => {
+        const k = Kernels.open({ device });
+        const layerCalls = { n: 0 };
+        const fn = k.sym.arl_decode_layer_norms_bf16;
+        if (fn) k.sym.arl_decode_layer_norms_bf16 = (...a) => { layerCalls.n++; return fn(...a); };
+        const m = new Qwen2Model(k, { ...base, rope_scaling: scaling }, { precision });
+        m.loadNamed((name, shape) => {
+          let s = name.length * 7 + 1;
+          const norm = name.includes("norm");
+          return Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => {
+            s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+            return ((s >>> 8) / (1 << 24) - 0.5) * (norm ? 0.2 : 1) + (norm ? 1 : 0);
+          });
+        });
+        const cache = m.createKvCache(1, 32);
+        const z = Int32Array.of(0);
+        const prefill = Array.from(m.forwardCached(cache, Int32Array.from({ length: 12 }, (_, i) => i + 1),
+          Int32Array.from({ length: 12 }, (_, i) => i), new Int32Array(12), Int32Array.of(11)).read());
+        layerCalls.n = 0;
+        const token = Array.from(m.forwardCached(cache, Int32Array.of(5), Int32Array.of(12), z, z).read());
+        return { prefill, token, layerCalls: layerCalls.n };
+      };
+      const diff = (a, b) => Math.max(...a.map((x, i) => Math.abs(x - b[i])));
+      const cpu = run("cpu", yarn, "f32");
+      const unscaled = run("cpu", { ...yarn, attention_factor: 1 }, "f32");
+      const f32 = run("cuda", yarn, "f32");
+      const bf16 = run("cuda", yarn, "bf16");
+      console.log(JSON.stringify({
+        factorMoves: diff(cpu.token, unscaled.token),
+        f32: [diff(cpu.prefill, f32.prefill), diff(cpu.token, f32.token)],
+        bf16: [diff(cpu.prefill, bf16.prefill), diff(cpu.token, bf16.token)],
+        chainCalls: bf16.layerCalls,
+      }));`;
+    const lines = await evalOnEmulator(script);
+    const r = JSON.parse(lines.at(-1)!);
+    assert.ok(r.factorMoves > 0.2, `the attention factor moves the logits by ${r.factorMoves}`);
+    assert.ok(Math.max(...r.f32) < 1e-4, `f32 logits differ by ${r.f32}`);
+    assert.ok(Math.max(...r.bf16) < r.factorMoves / 4, `bf16 logits differ by ${r.bf16}`);
+    assert.equal(r.chainCalls, 2, "a decode-chain call a layer for the token");
+  },
+});
+
+Deno.test({
+  name:
     `the CUDA library, emulated: decode values only the kernel sees are reported at the next synchronizing call${why}`,
   ignore,
   async fn() {

@@ -68,6 +68,21 @@ function invFreqs(cfg: Qwen2Config): Float64Array {
   if (!s) return base;
   // (transformers' _compute_linear_scaling_rope_parameters: inv_freq / factor)
   if (s.rope_type === "linear") return base.map((f) => f / s.factor);
+  if (s.rope_type === "yarn") {
+    // (transformers 5's _compute_yarn_parameters: the correction range of dimensions between
+    // beta_fast's and beta_slow's rotations over the original context, a linear ramp blending
+    // the extrapolated (kept) and interpolated (/ factor) frequencies)
+    const theta = fr(cfg.rope_theta), L = s.original_max_position_embeddings;
+    const corr = (rot: number) => (d * Math.log(L / (rot * 2 * Math.PI))) / (2 * Math.log(theta));
+    const trunc = s.truncate ?? true;
+    const lo = Math.max(trunc ? Math.floor(corr(s.beta_fast ?? 32)) : corr(s.beta_fast ?? 32), 0);
+    let hi = Math.min(trunc ? Math.ceil(corr(s.beta_slow ?? 1)) : corr(s.beta_slow ?? 1), d - 1);
+    if (lo === hi) hi += 0.001;
+    return base.map((f, j) => {
+      const extrapolationFactor = 1 - Math.min(1, Math.max(0, (j - lo) / (hi - lo)));
+      return (f / s.factor) * (1 - extrapolationFactor) + f * extrapolationFactor;
+    });
+  }
   const old = s.original_max_position_embeddings;
   return base.map((f) => {
     const wavelen = 2 * Math.PI / f;
@@ -78,8 +93,34 @@ function invFreqs(cfg: Qwen2Config): Float64Array {
   });
 }
 
-/** HF apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, emb = cat(freqs, freqs). */
-function applyRope(x: Float64Array, pos: Arr, n: number, h: number, d: number, inv: Float64Array) {
+/**
+ * transformers' attention_scaling, which multiplies cos and sin: YaRN's attention_factor, or
+ * 0.1 ln(factor) + 1 (DeepSeek's mscale ratio where mscale and mscale_all_dim are set).
+ */
+function attentionScaling(cfg: Qwen2Config): number {
+  const s = cfg.rope_scaling;
+  if (s?.rope_type !== "yarn") return 1;
+  if (s.attention_factor != null) return s.attention_factor;
+  const get = (scale: number, m: number) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
+  if (s.mscale && s.mscale_all_dim) {
+    return get(s.factor, s.mscale) / get(s.factor, s.mscale_all_dim);
+  }
+  return get(s.factor, 1);
+}
+
+/**
+ * HF apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, emb = cat(freqs, freqs), cos and sin
+ * times `m` (the rotary embedding's attention_scaling).
+ */
+function applyRope(
+  x: Float64Array,
+  pos: Arr,
+  n: number,
+  h: number,
+  d: number,
+  inv: Float64Array,
+  m: number,
+) {
   const half = d / 2;
   const out = new Float64Array(x.length);
   for (let i = 0; i < n; i++) {
@@ -88,7 +129,7 @@ function applyRope(x: Float64Array, pos: Arr, n: number, h: number, d: number, i
       for (let j = 0; j < d; j++) {
         const ang = pos[i]! * inv[j % half]!;
         const rotated = j < half ? -x[base + j + half]! : x[base + j - half]!;
-        out[base + j] = x[base + j]! * Math.cos(ang) + rotated * Math.sin(ang);
+        out[base + j] = x[base + j]! * (Math.cos(ang) * m) + rotated * (Math.sin(ang) * m);
       }
     }
   }
@@ -126,6 +167,7 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
       hq,
       d,
       invFreqs(cfg),
+      attentionScaling(cfg),
     );
     const k = applyRope(
       headNorm(
@@ -138,6 +180,7 @@ export function refHidden(cfg: Qwen2Config, p: RefParams, tokens: Arr, positions
       hkv,
       d,
       invFreqs(cfg),
+      attentionScaling(cfg),
     );
     const v = linear(h, need(p, `${pre}.self_attn.v_proj.weight`), bias("v"), n, hkv * d, c);
     // causal softmax attention, query head hh reads kv head hh / (hq / hkv) (repeat_kv)
@@ -256,6 +299,16 @@ export const LLAMA3_SMALL = {
   factor: 8,
   low_freq_factor: 1,
   high_freq_factor: 4,
+  original_max_position_embeddings: 64,
+} as const;
+
+/**
+ * YaRN on an original context of 64: at head_dim 8 and theta 1e4 the ramp runs over dimensions
+ * 0..2 (one frequency kept, one blended half way, two divided by 4); attention factor 1.139.
+ */
+export const YARN_SMALL = {
+  rope_type: "yarn",
+  factor: 4,
   original_max_position_embeddings: 64,
 } as const;
 

@@ -239,8 +239,8 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     ],
     [{ ...TINY, use_sliding_window: true }, /sliding-window attention is not implemented/],
     [
-      { ...TINY, rope_scaling: { type: "yarn", factor: 4 } },
-      /rope_scaling is \{"type":"yarn","factor":4\}; RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
+      { ...TINY, rope_scaling: { type: "longrope", factor: 4 } },
+      /rope_scaling is \{"type":"longrope","factor":4\}; RoPE scaling of type "longrope" is not implemented \(expected "default", "llama3", "linear" or "yarn"\)/,
     ],
     [
       { ...TINY, eos_token_id: "x" },
@@ -945,9 +945,82 @@ Deno.test("linear RoPE scaling is read (rope_scaling's type or rope_type, or rop
     /rope_scaling\.factor is -1; expected a positive number/,
   );
   checkpointError(
-    () => parseQwen2Config({ ...withLinear, rope_scaling: { type: "yarn", factor: 4 } }, "l"),
-    /RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
+    () => parseQwen2Config({ ...withLinear, rope_scaling: { type: "dynamic", factor: 4 } }, "l"),
+    /RoPE scaling of type "dynamic" is not implemented \(expected "default", "llama3", "linear" or "yarn"\)/,
   );
+});
+
+Deno.test("YaRN is read (Qwen's model-card form, rope_type, rope_parameters), defaulted, checked, and written back", () => {
+  // Qwen2.5's model cards: add this rope_scaling to config.json for contexts past 32,768
+  const qwen = { ...TINY, max_position_embeddings: 32768 };
+  const card = { factor: 4.0, original_max_position_embeddings: 32768, type: "yarn" };
+  const expected = { rope_type: "yarn", factor: 4, original_max_position_embeddings: 32768 };
+  const { rope_theta: _, ...noTheta } = qwen;
+  for (
+    const json of [
+      { ...qwen, rope_scaling: card },
+      { ...qwen, rope_scaling: { ...card, type: undefined, rope_type: "yarn" } },
+      { ...noTheta, rope_parameters: { ...card, rope_theta: TINY.rope_theta } },
+    ]
+  ) {
+    const c = parseQwen2Config(json, "yarn.json");
+    assert.deepEqual(c.rope_scaling, expected);
+    const text = configJsonText(qwen2ConfigToJson(c));
+    assert.match(text, /"rope_scaling": \{\n\s+"type": "yarn",\n\s+"rope_type": "yarn",\n/);
+    assert.match(text, /"factor": 4\.0,/);
+    assert.deepEqual(parseQwen2Config(JSON.parse(text), "back"), c);
+  }
+  // transformers 5's defaults: the original context is max_position_embeddings where absent, and
+  // a missing factor is the ratio of the two
+  assert.deepEqual(
+    parseQwen2Config({ ...qwen, rope_scaling: { type: "yarn", factor: 2 } }, "y").rope_scaling,
+    { rope_type: "yarn", factor: 2, original_max_position_embeddings: 32768 },
+  );
+  assert.deepEqual(
+    parseQwen2Config({
+      ...qwen,
+      max_position_embeddings: 131072,
+      rope_scaling: { type: "yarn", original_max_position_embeddings: 32768 },
+    }, "y").rope_scaling,
+    { rope_type: "yarn", factor: 4, original_max_position_embeddings: 32768 },
+  );
+  // the optional fields are kept (null is absent), and survive a save
+  const full = {
+    rope_type: "yarn",
+    factor: 40,
+    original_max_position_embeddings: 4096,
+    beta_fast: 32,
+    beta_slow: 1,
+    mscale: 1.0,
+    mscale_all_dim: 0.707,
+    truncate: false,
+  };
+  const deepseek = parseQwen2Config(
+    { ...qwen, rope_scaling: { ...full, attention_factor: null } },
+    "d",
+  );
+  assert.deepEqual(deepseek.rope_scaling, full);
+  const saved = configJsonText(qwen2ConfigToJson(deepseek));
+  assert.deepEqual(parseQwen2Config(JSON.parse(saved), "back").rope_scaling, full);
+  const bad: [Record<string, unknown>, RegExp][] = [
+    [{ ...card, factor: 0 }, /rope_scaling\.factor is 0; expected a positive number/],
+    [
+      { ...card, original_max_position_embeddings: "32k" },
+      /rope_scaling\.original_max_position_embeddings is "32k"; expected a positive integer/,
+    ],
+    [
+      { ...card, beta_fast: 1, beta_slow: 2 },
+      /rope_scaling\.beta_fast \(1\) must exceed beta_slow \(2\)/,
+    ],
+    [
+      { ...card, attention_factor: -1 },
+      /rope_scaling\.attention_factor is -1; expected a positive number or none/,
+    ],
+    [{ ...card, truncate: "yes" }, /rope_scaling\.truncate is "yes"; expected true, false or none/],
+  ];
+  for (const [scaling, re] of bad) {
+    checkpointError(() => parseQwen2Config({ ...qwen, rope_scaling: scaling }, "y.json"), re);
+  }
 });
 
 Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types are refused", () => {
@@ -963,8 +1036,8 @@ Deno.test("transformers 5's rope_parameters gives RoPE's theta; other RoPE types
   assert.equal(both.rope_theta, 5e5);
   const bad: [unknown, RegExp][] = [
     [
-      { ...TINY, rope_parameters: { rope_type: "yarn", factor: 4 } },
-      /RoPE scaling of type "yarn" is not implemented \(expected "default", "llama3" or "linear"\)/,
+      { ...TINY, rope_parameters: { rope_type: "longrope", factor: 4 } },
+      /RoPE scaling of type "longrope" is not implemented \(expected "default", "llama3", "linear" or "yarn"\)/,
     ],
     [
       { ...TINY, rope_parameters: { rope_theta: -1 } },

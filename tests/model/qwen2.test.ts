@@ -22,6 +22,7 @@ import {
   refParams,
   refValues,
   tinyConfig,
+  YARN_SMALL,
 } from "./_qwen2_reference.ts";
 
 function open(): Kernels {
@@ -257,6 +258,25 @@ Deno.test("qwen2 forward: log-probs, entropies and logits match the float64 refe
       lens: [12, 3],
       starts: [0, 20],
       temp: 1,
+    },
+    {
+      what: "Qwen2 with YaRN (original context 64: every band is hit; attention factor 1.139)",
+      cfg: tinyConfig({ rope_scaling: YARN_SMALL }),
+      lens: [30, 3],
+      starts: [0, 20],
+      temp: 1,
+    },
+    {
+      what: "Qwen3 with YaRN (q/k norms, then the scaled rotation)",
+      cfg: tinyConfig({
+        model_type: "qwen3",
+        attention_bias: false,
+        head_dim: 16,
+        rope_scaling: { ...YARN_SMALL, attention_factor: 1.3, beta_fast: 16, truncate: false },
+      }),
+      lens: [9, 4],
+      starts: [0, 40],
+      temp: 0.8,
     },
     {
       what: "Llama (no q/k/v bias), tied",
@@ -536,6 +556,14 @@ Deno.test("qwen2 rejects bad batches and configs with clear errors; dispose free
   assert.throws(
     () => new Qwen2Model(k, tinyConfig({ hidden_size: 0 })),
     /hidden_size must be a positive integer/,
+  );
+  assert.throws(
+    () => new Qwen2Model(k, tinyConfig({ rope_theta: 0.5, rope_scaling: YARN_SMALL })),
+    /rope_scaling: YaRN needs rope_theta above 1, got 0\.5/,
+  );
+  assert.throws(
+    () => new Qwen2Model(k, tinyConfig({ rope_scaling: { ...YARN_SMALL, beta_slow: 40 } })),
+    /rope_scaling: beta_fast \(32\) must exceed beta_slow \(40\)/,
   );
 
   model.forward(ok);

@@ -8,7 +8,7 @@ import { Kernels, type PendingSample, sample, sampleStart, Tensor } from "../../
 import { Qwen2Model } from "../../lib/model/qwen2.ts";
 import { Qwen2KvCache } from "../../lib/model/qwen2_kv_cache.ts";
 import { assertClose, Rng } from "../kernels/_helpers.ts";
-import { LLAMA3_SMALL, randomizeParams, tinyConfig } from "./_qwen2_reference.ts";
+import { LLAMA3_SMALL, randomizeParams, tinyConfig, YARN_SMALL } from "./_qwen2_reference.ts";
 
 /**
  * Greedy choice over x[from..to): the argmax, skipping `banned` (the previous
@@ -42,9 +42,9 @@ interface Entry {
   logits: boolean;
 }
 
-Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps; Qwen3 and scaled RoPE too)", () => {
+Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 sequences, chunked prefill, mixed steps; Qwen3, scaled RoPE and YaRN too)", () => {
   using k = Kernels.open({ threads: 2 });
-  for (const tie of [false, true, "qwen3", "llama3 rope"] as const) {
+  for (const tie of [false, true, "qwen3", "llama3 rope", "yarn"] as const) {
     const cfg = tinyConfig({ tie_word_embeddings: tie !== false, vocab_size: 64 });
     if (tie === "qwen3") Object.assign(cfg, { model_type: "qwen3", attention_bias: false });
     if (tie === "llama3 rope") {
@@ -54,6 +54,7 @@ Deno.test("qwen2 forwardCached: greedy generation equals full recomputation (3 s
         rope_scaling: LLAMA3_SMALL,
       });
     }
+    if (tie === "yarn") Object.assign(cfg, { rope_scaling: YARN_SMALL });
     using model = new Qwen2Model(k, cfg);
     randomizeParams(model, `cache ${tie}`);
     const rng = new Rng(`cache ${tie}`);

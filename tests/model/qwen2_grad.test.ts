@@ -27,6 +27,7 @@ import {
   refParams,
   refValues,
   tinyConfig,
+  YARN_SMALL,
 } from "./_qwen2_reference.ts";
 
 interface Probe {
@@ -246,6 +247,16 @@ Deno.test("qwen2 gradients: Llama with Llama 3.1's RoPE scaling (the backward ro
     }),
     lens: [12, 5],
     starts: [0, 18],
+    entropy: true,
+  });
+});
+
+Deno.test("qwen2 gradients: YaRN (the table and the attention factor in the backward pass)", () => {
+  runCase({
+    what: "yarn",
+    config: tinyConfig({ rope_scaling: YARN_SMALL }),
+    lens: [12, 5],
+    starts: [0, 70],
     entropy: true,
   });
 });
