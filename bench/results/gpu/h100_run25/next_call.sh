@@ -3,10 +3,12 @@
 # the decode chain for Qwen3's q/k norms and a scaled RoPE's table, built after session 25's
 # device time ran out. Library .dev/s25d.so.xz (sm_90, commit 3b0d371 or later) against
 # .dev/s25c.so.xz (call 5's: the norms kernel, the separate calls otherwise); carry [".dev"].
-# About 2-3 minutes on an H100; run with timeout_s 300. Logs go to $OUT.
+# About 2-3 minutes on an H100 before the YaRN part; run with timeout_s 360. Logs go to $OUT.
 #   - the decode layer's, the norms kernel's and the Qwen3/Llama model cases against the CPU;
 #   - batch-1 decode of Qwen3-0.6B's and Llama-3.2-1B's shapes, s25c against s25d, alternating;
-#   - bench.ts --decode-only for both shapes and Qwen2.5-0.5B's (the fractions).
+#   - bench.ts --decode-only for both shapes and Qwen2.5-0.5B's (the fractions);
+#   - (session 28) a YaRN-scaled Qwen2 against transformers (hf_reference.py yarn, reference.ts).
+# About 3-4 minutes with the last part.
 set -u
 T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
@@ -33,4 +35,11 @@ for m in qwen3_0_6b llama3_2_1b qwen2_5_0_5b; do
   echo "== $m"
   grep -E "batch 1:|fraction" "$OUT/decode_$m.log"
 done
+# YaRN (session 28, TS only: the library's arl_rope_freqs takes its table) against transformers:
+# the rotary table, attention scaling, log-probs and gradients (the checkpoint stays in /tmp)
+timeout 90 python3 bench/gpu/hf_reference.py /tmp/hf_yarn yarn > "$OUT/hf_yarn.log" 2>&1
+echo "hf_reference yarn rc $? ($((SECONDS - T0)) s): $(tail -1 "$OUT/hf_yarn.log" | cut -c1-300)"
+timeout 60 $D run -A bench/gpu/reference.ts --dir /tmp/hf_yarn --device cuda > "$OUT/ref_yarn.log" 2>&1
+echo "reference yarn rc $? ($((SECONDS - T0)) s)"
+sed -n '/^what/,/^grads within/p' "$OUT/ref_yarn.log"
 echo "== done ($((SECONDS - T0)) s)"
