@@ -39,7 +39,7 @@ export interface CachedLayersSetup {
   kernels: Kernels;
   config: Qwen2Config;
   layers: readonly LayerWeights[];
-  /** The attention's 1 / sqrt(head_dim). */
+  /** The attention's score scale: 1 / sqrt(head_dim), times YaRN's attention factor squared. */
   scale: number;
   /** The fused few-row kernels on the GPU (AGENTRL_DECODE_FUSION=0 turns them off). */
   fusion: boolean;

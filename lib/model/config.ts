@@ -104,8 +104,9 @@ export interface YarnRopeScaling {
 
 /**
  * The positions a model reads: `max_position_embeddings`, or with YaRN `factor` x
- * `original_max_position_embeddings` where that is more (vLLM's reading: Qwen's model cards add
- * YaRN with factor 4 over 32,768 and leave max_position_embeddings at 32,768).
+ * `original_max_position_embeddings` where that is more (vLLM takes the product: Qwen's model
+ * cards add YaRN with factor 4 over 32,768 and leave max_position_embeddings at 32,768; we never
+ * go below max_position_embeddings).
  *
  * @example
  * ```ts

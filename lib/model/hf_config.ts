@@ -6,13 +6,14 @@
  * @module
  */
 import {
+  contextLength,
   isModelType,
   type ModelType,
   type Qwen2Config,
   type RopeScaling,
   type YarnRopeScaling,
 } from "./config.ts";
-import { ropeScalingProblem } from "./rope_scaling.ts";
+import { ropeAttentionFactor, ropeScalingProblem } from "./rope_scaling.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
@@ -61,12 +62,30 @@ const TYPE_DEFAULTS: Readonly<
 
 type ScalingType = "llama3" | "linear" | "yarn";
 
+/** A scaling as text with YaRN's defaults filled in: equal for scalings that rotate alike. */
+function scalingKey(s: RopeScaling): string {
+  if (s.rope_type !== "yarn") return JSON.stringify(s);
+  return JSON.stringify([
+    s.factor,
+    s.original_max_position_embeddings,
+    s.beta_fast ?? 32,
+    s.beta_slow ?? 1,
+    s.truncate ?? true,
+    ropeAttentionFactor(s),
+  ]);
+}
+
 /**
  * YaRN's fields with transformers 5's defaults filled in: `original_max_position_embeddings`
- * is `max_position_embeddings` where absent, and a missing `factor` is their ratio.
+ * is config.json's top-level one, else `max_position_embeddings`, where absent; a missing
+ * `factor` is their ratio.
  */
-function yarnDefaults(v: Record<string, unknown>, maxPositions: number): Record<string, unknown> {
-  const original = v.original_max_position_embeddings ?? maxPositions;
+function yarnDefaults(
+  v: Record<string, unknown>,
+  maxPositions: number,
+  topLevelOriginal: unknown,
+): Record<string, unknown> {
+  const original = v.original_max_position_embeddings ?? topLevelOriginal ?? maxPositions;
   const factor = v.factor ?? (typeof original === "number" ? maxPositions / original : undefined);
   return { ...v, original_max_position_embeddings: original, factor };
 }
@@ -82,7 +101,8 @@ function yarnScaling(v: Record<string, unknown>): YarnRopeScaling {
   for (const name of optional) {
     if (v[name] != null) Object.assign(out, { [name]: v[name] });
   }
-  if (v.truncate != null) out.truncate = v.truncate as boolean;
+  // (transformers reads truncate with get("truncate", True): a null is None, so no rounding)
+  if (v.truncate !== undefined) out.truncate = v.truncate === null ? false : v.truncate as boolean;
   return out;
 }
 
@@ -294,8 +314,21 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   // RoPE scaling: Llama 3.1's "llama3" type, "linear" or YaRN's "yarn", from rope_scaling
   // (transformers 4.x) or rope_parameters (transformers 5, beside rope_theta)
   const maxPositions = positiveInt("max_position_embeddings", defaults.max_position_embeddings);
+  const topOriginal = get("original_max_position_embeddings");
   const scaled = (key: string, type: ScalingType, v: Record<string, unknown>): RopeScaling => {
-    const given = type === "yarn" ? yarnDefaults(v, maxPositions) : v;
+    if (
+      type === "yarn" && topOriginal != null && v.original_max_position_embeddings != null &&
+      topOriginal !== v.original_max_position_embeddings
+    ) {
+      fail(
+        key,
+        `original_max_position_embeddings (${show(topOriginal)}) and ${key}.` +
+          `original_max_position_embeddings (${
+            show(v.original_max_position_embeddings)
+          }) disagree; expected one value`,
+      );
+    }
+    const given = type === "yarn" ? yarnDefaults(v, maxPositions, topOriginal) : v;
     const problem = ropeScalingProblem({ ...given, rope_type: type });
     if (problem !== null) fail(key, `${key}.${problem}`);
     if (type === "linear") return { rope_type: type, factor: v.factor as number };
@@ -316,7 +349,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
         key,
         `${key} has type ${show(v.type)} and rope_type ${
           show(v.rope_type)
-        }; expected one type (transformers takes "type" over "rope_type")`,
+        }; expected one type (transformers 4.x takes "rope_type" over "type")`,
       );
     }
     fullRotary(key, `${key}.partial_rotary_factor`, v.partial_rotary_factor);
@@ -345,7 +378,7 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
     }
     const rp = ropeParams as Record<string, unknown>;
     const fromParams = scalingOf("rope_parameters", rp);
-    if (fromParams && ropeScaling && JSON.stringify(fromParams) !== JSON.stringify(ropeScaling)) {
+    if (fromParams && ropeScaling && scalingKey(fromParams) !== scalingKey(ropeScaling)) {
       fail("rope_parameters", "rope_parameters and rope_scaling describe different RoPE scalings");
     }
     ropeScaling = fromParams ?? ropeScaling;
@@ -367,6 +400,23 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       }
       ropeTheta = theta as number;
     }
+  }
+
+  if (ropeScaling?.rope_type === "yarn" && !(ropeTheta > 1)) {
+    fail("rope_theta", `rope_theta is ${show(ropeTheta)}; YaRN needs it above 1`);
+  }
+  // a Mistral window that covers max_position_embeddings but not YaRN's longer context
+  const context = contextLength({
+    max_position_embeddings: maxPositions,
+    rope_scaling: ropeScaling,
+  });
+  const window = json.sliding_window === undefined ? 4096 : json.sliding_window;
+  if (modelType === "mistral" && typeof window === "number" && window < context) {
+    fail(
+      "sliding_window",
+      `sliding_window is ${window}, below the context YaRN gives (${context} positions): ` +
+        "sliding-window attention is not implemented (expected null, or a window that covers it)",
+    );
   }
 
   return {
@@ -402,6 +452,12 @@ const FLOAT_KEYS = new Set([
   "high_freq_factor",
   "rope_theta",
   "attention_dropout",
+  // YaRN's (transformers 5 warns on an int attention_factor)
+  "attention_factor",
+  "beta_fast",
+  "beta_slow",
+  "mscale",
+  "mscale_all_dim",
 ]);
 
 /**

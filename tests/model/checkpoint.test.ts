@@ -252,7 +252,7 @@ Deno.test("bad configs are refused naming the file, the key and what was expecte
     ],
     [
       { ...TINY, rope_scaling: { type: "linear", rope_type: "default", factor: 4 } },
-      /rope_scaling has type "linear" and rope_type "default"; expected one type \(transformers takes "type" over "rope_type"\)/,
+      /rope_scaling has type "linear" and rope_type "default"; expected one type \(transformers 4\.x takes "rope_type" over "type"\)/,
     ],
     [
       { ...TINY, partial_rotary_factor: 0.5 },
@@ -1002,6 +1002,66 @@ Deno.test("YaRN is read (Qwen's model-card form, rope_type, rope_parameters), de
   assert.deepEqual(deepseek.rope_scaling, full);
   const saved = configJsonText(qwen2ConfigToJson(deepseek));
   assert.deepEqual(parseQwen2Config(JSON.parse(saved), "back").rope_scaling, full);
+  // a null truncate is transformers' None: no rounding of the ramp's bounds
+  assert.deepEqual(
+    parseQwen2Config({ ...qwen, rope_scaling: { ...card, truncate: null } }, "t").rope_scaling,
+    { ...expected, truncate: false },
+  );
+  // rope_parameters beside rope_scaling: the defaults written out are the same scaling
+  const explicit = { ...card, beta_fast: 32, beta_slow: 1, truncate: true, attention_factor: null };
+  assert.deepEqual(
+    parseQwen2Config({ ...qwen, rope_scaling: card, rope_parameters: explicit }, "both")
+      .rope_scaling,
+    { ...expected, beta_fast: 32, beta_slow: 1, truncate: true },
+  );
+  checkpointError(
+    () =>
+      parseQwen2Config({
+        ...qwen,
+        rope_scaling: card,
+        rope_parameters: { ...card, beta_fast: 16 },
+      }, "both"),
+    /rope_parameters and rope_scaling describe different RoPE scalings/,
+  );
+  // a top-level original_max_position_embeddings (transformers 5 reads it first)
+  assert.deepEqual(
+    parseQwen2Config({
+      ...qwen,
+      original_max_position_embeddings: 8192,
+      rope_scaling: { type: "yarn", factor: 4 },
+    }, "top").rope_scaling,
+    { rope_type: "yarn", factor: 4, original_max_position_embeddings: 8192 },
+  );
+  checkpointError(
+    () =>
+      parseQwen2Config(
+        { ...qwen, original_max_position_embeddings: 8192, rope_scaling: card },
+        "t",
+      ),
+    /original_max_position_embeddings \(8192\) and rope_scaling\.original_max_position_embeddings \(32768\) disagree/,
+  );
+  // YaRN's longer context must not outrun the rest of the config
+  checkpointError(
+    () => parseQwen2Config({ ...qwen, rope_theta: 1, rope_scaling: card }, "t"),
+    /rope_theta is 1; YaRN needs it above 1/,
+  );
+  checkpointError(
+    () =>
+      parseQwen2Config({
+        ...qwen,
+        model_type: "mistral",
+        architectures: undefined,
+        sliding_window: 32768,
+        rope_scaling: card,
+      }, "m"),
+    /sliding_window is 32768, below the context YaRN gives \(131072 positions\)/,
+  );
+  // YaRN's float fields are written as floats (transformers 5 warns on an int attention_factor)
+  const withFactor = parseQwen2Config(
+    { ...qwen, rope_scaling: { ...card, attention_factor: 1 } },
+    "f",
+  );
+  assert.match(configJsonText(qwen2ConfigToJson(withFactor)), /"attention_factor": 1\.0\n/);
   const bad: [Record<string, unknown>, RegExp][] = [
     [{ ...card, factor: 0 }, /rope_scaling\.factor is 0; expected a positive number/],
     [

@@ -189,3 +189,32 @@ Deno.test("contextLength: max_position_embeddings, or YaRN's factor x original c
     7,
   );
 });
+
+Deno.test("yarnInvFreq's edges: the high bound clamped to head_dim - 1, and both bounds at 0 (a step, not 0 / 0)", () => {
+  // theta 10, head_dim 8, original 838: the bounds are 2.48 (floored to 2) and 8.50 (ceiled to 9,
+  // clamped to 7): kept up to j = 2, then a ramp of slope 1/5
+  const f = (j: number) => Math.pow(10, -2 * j / 8);
+  const clamped = yarnInvFreq(10, 8, {
+    rope_type: "yarn",
+    factor: 4,
+    original_max_position_embeddings: 838,
+  });
+  assert.deepEqual(
+    Array.from(clamped),
+    [0, 1, 2, 3].map((j) => {
+      const ramp = Math.min(Math.max((j - 2) / 5, 0), 1);
+      return Math.fround(ramp * f(j) / 4 + (1 - ramp) * f(j));
+    }),
+  );
+  // an original context of 6 turns every frequency less than once: both bounds are 0, the ramp
+  // a step at 0.001
+  const step = yarnInvFreq(10, 8, {
+    rope_type: "yarn",
+    factor: 4,
+    original_max_position_embeddings: 6,
+  });
+  assert.deepEqual(
+    Array.from(step),
+    [0, 1, 2, 3].map((j) => Math.fround(j === 0 ? f(0) : f(j) / 4)),
+  );
+});
