@@ -31,6 +31,7 @@ import {
   klControllerFromJSON,
 } from "../algo/mod.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
+import { joinPieces, pieceAdvantages, trainingPieces } from "./pieces.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
@@ -103,32 +104,6 @@ interface TrainerState {
 const STATE_FILE = "trainer_state.json";
 /** The resolved config of the run that saved a checkpoint (compared on resume). */
 const CONFIG_FILE = "agentic_config.json";
-
-/** A training sequence: tokens [begin, end) of episode `episode`. */
-interface Piece {
-  episode: number;
-  begin: number;
-  end: number;
-}
-
-/** One piece per trajectory-wise episode; one per turn of a step-wise one. */
-function trainingPieces(samples: readonly TrajectorySample[]): Piece[] {
-  return samples.flatMap((s, episode) => {
-    const starts = s.stepStarts ?? [0];
-    return starts.map((begin, t) => ({ episode, begin, end: starts[t + 1] ?? s.tokens.length }));
-  });
-}
-
-/** Per-piece arrays laid back end to end, one per episode. */
-function joinPieces(
-  samples: readonly TrajectorySample[],
-  pieces: readonly Piece[],
-  values: readonly Float32Array[],
-): Float32Array[] {
-  const out = samples.map((s) => new Float32Array(s.tokens.length));
-  pieces.forEach((p, j) => out[p.episode]!.set(values[j]!, p.begin));
-  return out;
-}
 
 /**
  * How far the sampler's log-probs are from the trainer's recomputed ones on the
@@ -274,6 +249,9 @@ export async function runPipeline(
       },
     )
     : null;
+  // seq-mean-token-sum-norm divides by ROLL's padded width: every sample padded to
+  // sequence_length, the mask shifted by one
+  const sumNorm = config.sequence_length ? { sumNormLength: config.sequence_length - 1 } : {};
   const criticArgs = config.critic.training_args;
   const criticOptimizer = critic ? new AdamW(critic.model, adamwOptionsOf(criticArgs)) : null;
   const criticBatching = critic ? trainBatching(config.critic) : null;
@@ -284,7 +262,9 @@ export async function runPipeline(
       miniBatchSize: criticBatching.miniBatchSize,
       plan: criticBatching.plan,
       maxGradNorm: config.max_grad_norm,
-      ppoEpochs: config.ppo_epochs,
+      // (ROLL's CriticWorker.train_step makes one pass, whatever ppo_epochs says)
+      ppoEpochs: 1,
+      ...sumNorm,
     })
     : null;
   const criticSchedule = {
@@ -308,6 +288,7 @@ export async function runPipeline(
     miniBatchSize: batching.miniBatchSize,
     plan: batching.plan,
     maxGradNorm: config.max_grad_norm,
+    ...sumNorm,
   });
   const schedule = {
     learningRate: ta.learning_rate,
@@ -524,8 +505,24 @@ export async function runPipeline(
       const values = valuePieces ? joinPieces(batch.samples, pieces, valuePieces) : null;
       Object.assign(metrics, rolloutProbsDiff(batch.samples, old));
       const algoSamples = batch.samples.map((s, i) => toAlgo(s, old[i]!, ref?.[i], values?.[i]));
-      const adv = config.adv_estimator === "gigpo" || config.adv_estimator === "step_reinforce"
+      const turnLevel = config.adv_estimator === "gigpo" ||
+        config.adv_estimator === "step_reinforce";
+      const stepSamples = config.step_sample_reward === "step" &&
+        batch.samples.some((s) => s.stepStarts !== undefined);
+      const adv = turnLevel
         ? turnCredit(config, advSettings, algoSamples, batch.samples, klController)
+        : stepSamples
+        ? pieceAdvantages(
+          batch.samples,
+          pieces,
+          {
+            old: oldPieces,
+            ref: refPieces,
+            values: valuePieces,
+          },
+          advSettings,
+          klController,
+        )
         : computeBatchAdvantages(algoSamples, advSettings, klController);
       const advantages = config.policy_gradient_tokens === "answer"
         ? answerOnlyAdvantages(batch.samples, adv.advantages)

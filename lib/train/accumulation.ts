@@ -78,15 +78,20 @@ function counts(mb: MicroBatch<{ mask: Float32Array }>): { tokens: number; seqs:
   return { tokens, seqs };
 }
 
-/** Each micro-batch's weight in its mini-batch, and the `normLen` for every call. */
+/**
+ * Each micro-batch's weight in its mini-batch, and the `normLen` for every call:
+ * `sumNormLength` where given (ROLL's padded width, `sequence_length - 1`: a constant, as
+ * Dr. GRPO means it), else the mini-batch's longest row.
+ */
 export function microBatchWeights(
   microBatches: readonly MicroBatch<{ mask: Float32Array }>[],
   aggMode: LossAggMode,
+  sumNormLength?: number,
 ): { weights: number[]; normLen: number } {
   const per = microBatches.map(counts);
   const tokens = per.reduce((a, c) => a + c.tokens, 0);
   const seqs = per.reduce((a, c) => a + c.seqs, 0);
-  const normLen = Math.max(1, ...microBatches.map((mb) => mb.maxLen));
+  const normLen = sumNormLength ?? Math.max(1, ...microBatches.map((mb) => mb.maxLen));
   const weights = per.map((c) => {
     if (aggMode === "token-mean") return tokens > 0 ? c.tokens / tokens : 0;
     if (aggMode === "seq-mean-token-sum-norm") return 1;
@@ -102,6 +107,11 @@ export interface UpdateSettings {
   plan: MicroBatchPlan;
   aggMode: LossAggMode;
   maxGradNorm: number;
+  /**
+   * seq-mean-token-sum-norm's divisor: ROLL pads every sample to `sequence_length` and divides
+   * by the width of its shifted mask, `sequence_length - 1`. Absent: the longest row.
+   */
+  sumNormLength?: number;
 }
 
 /** One mini-batch's update, as a trainer does it. */
@@ -145,7 +155,11 @@ export function runUpdates<F extends PerTokenFields & { mask: Float32Array }>(
       microBatches += mini.stats.numMicroBatches;
       const update = start(mini);
       // the kernel aggregates within a micro-batch; each enters by its share of the mini-batch
-      const { weights, normLen } = microBatchWeights(mini.microBatches, settings.aggMode);
+      const { weights, normLen } = microBatchWeights(
+        mini.microBatches,
+        settings.aggMode,
+        settings.sumNormLength,
+      );
       mini.microBatches.forEach((mb, j) => update.micro(mb, weights[j]!, normLen));
       const norm = optimizer.clipGradNorm(settings.maxGradNorm);
       if (Number.isFinite(norm)) optimizer.step(lr);

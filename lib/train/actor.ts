@@ -68,6 +68,8 @@ export interface PpoSettings {
   miniBatchSize: number;
   plan: MicroBatchPlan;
   maxGradNorm: number;
+  /** seq-mean-token-sum-norm's divisor, `sequence_length - 1` (ROLL's); absent: the longest row. */
+  sumNormLength?: number;
 }
 
 type Fields = {

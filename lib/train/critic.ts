@@ -2,8 +2,8 @@
  * The critic role: token-aligned values of trajectory samples (ROLL's
  * `compute_values`, feeding GAE) and value-function updates from the clipped
  * value-loss kernel over mini-batches (one optimizer step each) cut into
- * packed micro-batches (gradient accumulation), `ppoEpochs` times (ROLL's
- * `CriticWorker.train_step` / `loss_func`).
+ * packed micro-batches (gradient accumulation), `ppoEpochs` times (the pipeline passes 1, as
+ * ROLL's `CriticWorker.train_step` makes one pass; `loss_func`).
  *
  * **Alignment.** Per-token arrays here are token-aligned, as in a
  * `TrajectorySample` and in `lib/algo`: entry t belongs to token t. The value
@@ -58,8 +58,10 @@ export interface CriticSettings {
   plan: MicroBatchPlan;
   /** max_grad_norm. */
   maxGradNorm: number;
-  /** ppo_epochs. */
+  /** Passes over the samples (ROLL's critic makes one, whatever ppo_epochs says). */
   ppoEpochs: number;
+  /** seq-mean-token-sum-norm's divisor, `sequence_length - 1` (ROLL's); absent: the longest row. */
+  sumNormLength?: number;
 }
 
 type Fields = { mask: Float32Array; ret: Float32Array; old: Float32Array };

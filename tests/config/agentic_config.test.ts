@@ -165,6 +165,9 @@ Deno.test("values that would fail only at run time are config errors", async () 
       "actor_infer.generating_args.temperature",
       /38/,
     ],
+    // (the loss kernel clips the ratio below at 1 - pg_clip_low)
+    ["pg_clip=1", "pg_clip", /a value < 1/],
+    ["pg_clip_low=1.5", "pg_clip_low", /a value < 1/],
   ];
   for (const [override, key, message] of cases) {
     const e = await configError(() => loadConfig({ overrides: [override] }));

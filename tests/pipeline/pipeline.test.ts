@@ -170,20 +170,55 @@ Deno.test("pipeline: gigpo trains on trajectory-wise conversations and on step-w
       assert.equal(r["system/batch_add_count"], 0);
       assert.ok(r["system/batch_remove_count"]! >= 0 && r["system/batch_remove_count"]! < mini);
     }
-    // gae with step-wise turns: the critic values each turn from its own prompt
+    // gae with step-wise turns: the critic values each turn from its own prompt; with two PPO
+    // epochs the critic still makes one pass (ROLL's CriticWorker.train_step)
     const gae = await tinyConfig(`${root}/gae`, [
       "adv_estimator=gae",
       "envs=step",
       "max_steps=2",
       "eval_steps=100",
+      "ppo_epochs=2",
     ]);
     assert.equal((await runPipeline(gae, { log: quiet })).steps, 2);
     const gaeRows = await readJsonlMetrics(`${root}/gae/metrics.jsonl`);
+    const criticMini = gae.critic.training_args.per_device_train_batch_size *
+      gae.critic.training_args.gradient_accumulation_steps;
     for (const r of gaeRows.slice(0, 2)) {
       for (const key of ["critic/vf_loss", "critic/values/mean", "actor/total_loss"]) {
         assert.ok(Number.isFinite(r[key]), `gae step-wise: ${key} at step ${r.step}: ${r[key]}`);
       }
+      const turns = Math.round(r["rollout/num_turns/mean"]! * gae.rollout_batch_size);
+      assert.equal(r["critic/num_updates"], Math.ceil(turns / criticMini), `step ${r.step}`);
     }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("pipeline: step_sample_reward decides what a step-wise GRPO turn trains on (its step's reward, or its episode's advantage)", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const quiet = () => {};
+    const rows: Awaited<ReturnType<typeof readJsonlMetrics>> = [];
+    for (const mode of ["step", "episode"]) {
+      const config = await tinyConfig(`${root}/${mode}`, [
+        "envs=step",
+        "adv_estimator=grpo",
+        `step_sample_reward=${mode}`,
+        "reward_normalization.method=identity",
+        "max_steps=1",
+        "eval_steps=0",
+      ]);
+      assert.equal((await runPipeline(config, { log: quiet })).steps, 1);
+      rows.push((await readJsonlMetrics(`${root}/${mode}/metrics.jsonl`))[0]!);
+    }
+    const [step, episode] = [rows[0]!, rows[1]!];
+    // the same episodes (the same seeds and weights before the first update), other credit: a
+    // random model's turns carry their own format penalties in one, their episode's sum in the
+    // other (identity normalization: the rewards as they are)
+    assert.equal(step["critic/score/mean"], episode["critic/score/mean"]);
+    assert.ok(Number.isFinite(step["actor/total_loss"]!));
+    assert.notEqual(step["critic/advantages/mean"], episode["critic/advantages/mean"]);
   } finally {
     await Deno.remove(root, { recursive: true });
   }

@@ -175,3 +175,33 @@ Deno.test("actor: a mini-batch whose gradient norm is not finite skips its step 
   );
   assert.equal(clean["actor/skipped_updates"], 0);
 });
+
+Deno.test("actor: seq-mean-token-sum-norm divides by sumNormLength (ROLL's sequence_length - 1) where given, else the longest row", () => {
+  using k = Kernels.open({ threads: 2 });
+  using model = actorModel(k, "actor sum norm");
+  using opt = new AdamW(model);
+  const data = samples(model, new Rng("actor sum norm"));
+  const run = (over: Partial<PpoSettings>) => {
+    const trainer = new ActorTrainer(
+      model,
+      opt,
+      settings({ aggMode: "seq-mean-token-sum-norm", plan: { maxTokens: 10 }, ...over }),
+    );
+    const m = trainer.train(data, 0, identity);
+    return { loss: m["actor/pg_loss"]!, grads: model.grads.toArray() };
+  };
+  const longest = Math.max(...LENS); // the default divisor: the mini-batch's longest row
+  const plain = run({});
+  const padded = run({ sumNormLength: 1023 });
+  const factor = longest / 1023;
+  assert.ok(Math.abs(padded.loss - plain.loss * factor) <= 1e-6 * Math.abs(plain.loss));
+  let diff = 0;
+  for (let i = 0; i < plain.grads.length; i++) {
+    diff = Math.max(diff, Math.abs(padded.grads[i]! - plain.grads[i]! * factor));
+  }
+  assert.ok(maxAbs(padded.grads) > 0 && diff <= 1e-5 * maxAbs(padded.grads), `${diff}`);
+  // the other modes do not read it
+  const mean = run({ aggMode: "token-mean" }).grads;
+  const meanPadded = run({ aggMode: "token-mean", sumNormLength: 1023 }).grads;
+  assert.deepEqual(meanPadded, mean);
+});

@@ -93,9 +93,10 @@ export const agenticShape = {
   l2: num.nonnegative().default(0),
   lambd: num.min(0).max(1).default(0.95),
   gamma: num.min(0).max(1).default(1),
-  pg_clip: num.positive().nullable().default(0.2),
+  // (a ratio clipped below at 1 - pg_clip: at least 1 would clip it to nothing or less)
+  pg_clip: num.positive().lt(1).nullable().default(0.2),
   use_pg_clip_range: z.boolean().default(false),
-  pg_clip_low: num.positive().nullable().default(0.2),
+  pg_clip_low: num.positive().lt(1).nullable().default(0.2),
   pg_clip_high: num.positive().nullable().default(0.2),
   dual_clip_loss: z.boolean().default(false),
   // agentrl's field: the dual clip's bound c (verl's clip_ratio_c); null is ROLL's 1 + 2 pg_clip
@@ -153,6 +154,11 @@ export const agenticShape = {
   episode_reward_weight: num.default(1),
   step_reward_weight: num.default(1),
   step_reward_gamma: num.min(0).max(1).default(0.95),
+  // agentrl's field: what a step-wise turn (envs=step) trains on under grpo, reinforce,
+  // reinforce_plus_plus, agentic_reinforce and gae. "step": ROLL's StepEnvManager samples, each
+  // turn a sample scored by its own reward; "episode": the episode's advantage over its turns
+  // laid end to end. (gigpo and step_reinforce give turn-level credit either way.)
+  step_sample_reward: z.enum(["step", "episode"]).default("step"),
   ratio_type: z.enum(["token", "segment"]).default("token"),
   exp_mode: z.string().default("train"),
   dirty_data_mask: z.boolean().default(false),
