@@ -10,11 +10,11 @@
  */
 import type { ChatMessage } from "../model/chat_template.ts";
 
-/** ROLL's defaults when a custom_envs entry has no templates. */
+/** agentrl's system template when a custom_envs entry has none (ROLL requires one). */
 export const DEFAULT_AGENT_SYSTEM_TEMPLATE =
   "You are a capable game player. Win the game with as few actions as you can.";
 
-/** ROLL's defaults when a custom_envs entry has no templates. */
+/** agentrl's turn template when a custom_envs entry has none (ROLL requires one). */
 export const DEFAULT_AGENT_TEMPLATE = "Turn {turn_idx}:\nState:\n{observation}\n" +
   "Reply with exactly one action in the form <answer>ACTION</answer> and nothing else.\n" +
   "Actions left: {actions_left}. At most {max_response_length} tokens.\n";
