@@ -38,7 +38,10 @@ export interface BatchAdvantageSettings {
 
 /** Per-sample outputs (token arrays are 0 off the generated tokens) and the step's metrics. */
 export interface BatchAdvantages {
-  /** The normalized, clipped episode score of each sample. */
+  /**
+   * The normalized, clipped score of each sample (an episode's, or with the pipeline's step
+   * samples each turn's: then one per piece, while the token arrays are joined per episode).
+   */
   responseRewards: Float32Array;
   tokenRewards: Float32Array[];
   advantages: Float32Array[];

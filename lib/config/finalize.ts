@@ -299,6 +299,17 @@ export function finalizeConfig(config: AgenticConfig, origins: OriginMap): strin
     rn.norm_std_type ??= scope;
   }
 
+  // The ratio's lower clip bound 1 - low must stay above 0: the clip in use is pg_clip_low with
+  // use_pg_clip_range, else pg_clip (the other only sets the dual clip's bound, or nothing)
+  const clipKey = config.use_pg_clip_range ? "pg_clip_low" : "pg_clip";
+  const clipLow = config[clipKey];
+  if (clipLow !== null && clipLow >= 1) {
+    fail([clipKey], `${clipKey} must be below 1: the ratio is clipped below at 1 - ${clipKey}`, {
+      found: clipLow,
+      expected: `a value in (0, 1)${config.use_pg_clip_range ? " with use_pg_clip_range" : ""}`,
+    });
+  }
+
   // The pipeline computes KL from the sampled tokens' log-probs; "full" needs the KL over the
   // whole vocabulary, which only the library's klPenalty takes (from its caller).
   if (config.kl_penalty === "full" && config.add_token_level_kl) {

@@ -22,7 +22,6 @@ import {
   answerOnlyAdvantages,
   type BatchAdvantages,
   type BatchAdvantageSettings,
-  clipSettingsFromConfig,
   computeBatchAdvantages,
   computeTurnGigpoAdvantages,
   computeTurnStepReinforceAdvantages,
@@ -32,6 +31,7 @@ import {
 } from "../algo/mod.ts";
 import type { AgenticConfig } from "../config/agentic_config.ts";
 import { joinPieces, pieceAdvantages, trainingPieces } from "./pieces.ts";
+import { actorSettingsOf, criticSettingsOf } from "./trainer_settings.ts";
 import { chatEncoderFor } from "../rollout/chat_setup.ts";
 import { prepareModelPath } from "../model/builtin_models.ts";
 import { endOfTurnIds, EnginePolicy, samplingOf } from "../rollout/engine_policy.ts";
@@ -69,7 +69,7 @@ import { configChanges } from "./config_changes.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
-import { inferBatching, trainBatching } from "../train/micro_batches.ts";
+import { inferBatching } from "../train/micro_batches.ts";
 import { AdamW, adamwOptionsOf } from "../train/optimizer.ts";
 
 /** Options of {@linkcode runPipeline}. */
@@ -249,23 +249,10 @@ export async function runPipeline(
       },
     )
     : null;
-  // seq-mean-token-sum-norm divides by ROLL's padded width: every sample padded to
-  // sequence_length, the mask shifted by one
-  const sumNorm = config.sequence_length ? { sumNormLength: config.sequence_length - 1 } : {};
   const criticArgs = config.critic.training_args;
   const criticOptimizer = critic ? new AdamW(critic.model, adamwOptionsOf(criticArgs)) : null;
-  const criticBatching = critic ? trainBatching(config.critic) : null;
-  const criticTrainer = critic && criticOptimizer && criticBatching
-    ? new CriticTrainer(critic.model, criticOptimizer, {
-      valueClip: config.value_clip,
-      aggMode: config.loss_agg_mode,
-      miniBatchSize: criticBatching.miniBatchSize,
-      plan: criticBatching.plan,
-      maxGradNorm: config.max_grad_norm,
-      // (ROLL's CriticWorker.train_step makes one pass, whatever ppo_epochs says)
-      ppoEpochs: 1,
-      ...sumNorm,
-    })
+  const criticTrainer = critic && criticOptimizer
+    ? new CriticTrainer(critic.model, criticOptimizer, criticSettingsOf(config))
     : null;
   const criticSchedule = {
     learningRate: criticArgs.learning_rate,
@@ -277,19 +264,8 @@ export async function runPipeline(
   const train = config.actor_train;
   const ta = train.training_args;
   const optimizer = new AdamW(model, adamwOptionsOf(ta));
-  const batching = trainBatching(train);
-  const trainer = new ActorTrainer(model, optimizer, {
-    ...clipSettingsFromConfig(config),
-    klLossCoef: config.use_kl_loss ? config.kl_loss_coef : 0,
-    entropyCoef: config.entropy_loss_coef,
-    aggMode: config.loss_agg_mode,
-    ratioType: config.ratio_type,
-    ppoEpochs: config.ppo_epochs,
-    miniBatchSize: batching.miniBatchSize,
-    plan: batching.plan,
-    maxGradNorm: config.max_grad_norm,
-    ...sumNorm,
-  });
+  const actorSettings = actorSettingsOf(config);
+  const trainer = new ActorTrainer(model, optimizer, actorSettings);
   const schedule = {
     learningRate: ta.learning_rate,
     warmupSteps: warmupOf(ta, config.max_steps),
@@ -481,8 +457,9 @@ export async function runPipeline(
       const generated = trainPolicy.generatedTokens - tokensBefore;
 
       // old and reference log-probs, advantages; the training sequences are the episodes'
-      // conversations, or the turns of step-wise episodes (advantages are computed per
-      // episode, over its pieces laid end to end, then cut back into the pieces)
+      // conversations, or the turns of step-wise episodes (whose advantages are computed per
+      // turn with step_sample_reward step, else per episode over its pieces laid end to end;
+      // either way laid end to end per episode, then cut back into the pieces)
       const tt = performance.now();
       const pieces = trainingPieces(batch.samples);
       const seqs = pieces.map((p) => batch.samples[p.episode]!.tokens.subarray(p.begin, p.end));
@@ -497,8 +474,8 @@ export async function runPipeline(
         : null;
       const old = joinPieces(batch.samples, pieces, oldPieces);
       const ref = refPieces ? joinPieces(batch.samples, pieces, refPieces) : null;
-      // critic values per training sequence; GAE then runs over each episode's pieces laid end
-      // to end (a step-wise turn's value comes from its own prompt)
+      // critic values per training sequence (a step-wise turn's from its own prompt); GAE runs
+      // within each turn (step_sample_reward step) or over the episode's pieces laid end to end
       const valuePieces = critic
         ? perPiece(sequenceValues(critic.model, distinct, inferBatching(config.critic)))
         : null;
@@ -574,7 +551,7 @@ export async function runPipeline(
         // copies train together instead of spread at random, the same update in expectation)
         const adjusted = adjustBatch(
           actorSamples.map((sample, j) => ({ sample, id: index[j]! })),
-          batching.miniBatchSize,
+          actorSettings.miniBatchSize,
           config.batch_adjust_mode,
           (n) => rng.int(n),
         );

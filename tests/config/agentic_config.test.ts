@@ -165,9 +165,8 @@ Deno.test("values that would fail only at run time are config errors", async () 
       "actor_infer.generating_args.temperature",
       /38/,
     ],
-    // (the loss kernel clips the ratio below at 1 - pg_clip_low)
-    ["pg_clip=1", "pg_clip", /a value < 1/],
-    ["pg_clip_low=1.5", "pg_clip_low", /a value < 1/],
+    // (the loss kernel clips the ratio below at 1 - the clip in use)
+    ["pg_clip=1", "pg_clip", /pg_clip must be below 1/],
   ];
   for (const [override, key, message] of cases) {
     const e = await configError(() => loadConfig({ overrides: [override] }));
@@ -178,6 +177,14 @@ Deno.test("values that would fail only at run time are config errors", async () 
     loadConfig({ overrides: ["reward_normalization.grouping=trajgroup"] })
   );
   match(grouping.details.expected ?? "", /traj_group_id, tags, batch/);
+  // with use_pg_clip_range the clip in use is pg_clip_low; the unused one may be anything
+  const low = await configError(() =>
+    loadConfig({ overrides: ["use_pg_clip_range=true", "pg_clip_low=1.5"] })
+  );
+  equal(low.details.key, "pg_clip_low");
+  match(low.format(), /expected: a value in \(0, 1\) with use_pg_clip_range/);
+  await loadConfig({ overrides: ["use_pg_clip_range=true", "pg_clip=1.5"] });
+  await loadConfig({ overrides: ["pg_clip_low=1.5"] });
   const kl = await configError(() =>
     loadConfig({ overrides: ["kl_penalty=full", "add_token_level_kl=true", "init_kl_coef=0.1"] })
   );

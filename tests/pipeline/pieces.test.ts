@@ -133,3 +133,29 @@ Deno.test("pieces: joinPieces lays per-piece arrays back end to end; a trajector
   assert.deepEqual(Array.from(joined[0]!), [1, 1, 1, 1, 1]);
   assert.deepEqual(Array.from(joined[1]!), [2, 2, 2, 3, 3, 3]);
 });
+
+Deno.test("pieces: the token-level KL reads each turn's own old and reference log-probs, and comes back per episode", () => {
+  const a = stepEpisode("g0", [0, 1], [2, 2]);
+  const pieces = trainingPieces([a]);
+  // old log-probs 0 everywhere; the reference 0.5 below them on the second turn only
+  const old = pieces.map((p) => zeros(p.end - p.begin));
+  const ref = pieces.map((p, j) => new Float32Array(p.end - p.begin).fill(j === 1 ? -0.5 : 0));
+  const klSettings = {
+    ...settings("identity"),
+    addTokenLevelKl: true,
+    klPenalty: "kl" as const,
+  };
+  const r = pieceAdvantages(
+    [a],
+    pieces,
+    { old, ref, values: null },
+    klSettings,
+    new FixedKlController(1),
+  );
+  // kl (old - ref) on the second turn's response tokens only
+  assert.deepEqual(Array.from(r.kl![0]!), [0, 0, 0, 0, 0, 0, 0.5, 0.5]);
+  // the token rewards: - kl_coef x kl on each response token, the step's reward on its last
+  assert.deepEqual(Array.from(r.tokenRewards[0]!), [0, 0, 0, 0, 0, 0, -0.5, 0.5]);
+  // critic/kl: the mean over the pieces of each one's mean KL
+  assert.equal(r.metrics["critic/kl"], 0.25);
+});

@@ -93,10 +93,10 @@ export const agenticShape = {
   l2: num.nonnegative().default(0),
   lambd: num.min(0).max(1).default(0.95),
   gamma: num.min(0).max(1).default(1),
-  // (a ratio clipped below at 1 - pg_clip: at least 1 would clip it to nothing or less)
-  pg_clip: num.positive().lt(1).nullable().default(0.2),
+  // (the one in use, pg_clip_low with use_pg_clip_range else pg_clip, is below 1: finalize.ts)
+  pg_clip: num.positive().nullable().default(0.2),
   use_pg_clip_range: z.boolean().default(false),
-  pg_clip_low: num.positive().lt(1).nullable().default(0.2),
+  pg_clip_low: num.positive().nullable().default(0.2),
   pg_clip_high: num.positive().nullable().default(0.2),
   dual_clip_loss: z.boolean().default(false),
   // agentrl's field: the dual clip's bound c (verl's clip_ratio_c); null is ROLL's 1 + 2 pg_clip
