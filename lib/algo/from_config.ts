@@ -7,7 +7,13 @@
  */
 import type { BatchAdvantageSettings } from "./batch_advantages.ts";
 import { createKlController, type KlController } from "./kl_controller.ts";
-import type { AdvEstimator, KlPenaltyKind, NormMethod, NormStatType } from "./types.ts";
+import type {
+  AdvEstimator,
+  KlPenaltyKind,
+  NormMethod,
+  NormStatType,
+  RecursionPositions,
+} from "./types.ts";
 
 /** The config fields the advantage step reads (names and types as in AgenticConfig). */
 export interface AlgoConfigFields {
@@ -26,6 +32,8 @@ export interface AlgoConfigFields {
   advantage_clip: number | null;
   add_token_level_kl: boolean;
   kl_penalty: KlPenaltyKind;
+  /** agentrl's: the positions returns and GAE step through (default "response"). */
+  recursion_positions?: RecursionPositions;
 }
 
 /** The config fields of the KL controller. */
@@ -70,6 +78,7 @@ export function advantageSettingsFromConfig(cfg: AlgoConfigFields): BatchAdvanta
     advantageClip: cfg.advantage_clip,
     addTokenLevelKl: cfg.add_token_level_kl,
     klPenalty: cfg.kl_penalty,
+    positions: cfg.recursion_positions ?? "response",
   };
 }
 

@@ -159,3 +159,31 @@ Deno.test("what the step refuses", () => {
     /grouping "state_hash": expected one of traj_group_id, tags, batch/,
   );
 });
+
+Deno.test("gae over a two-turn conversation: the generated tokens only (default), or every position as ROLL", () => {
+  // turn 1 on tokens 2-4, the observation on 5-8, turn 2 on 9-11; reward 1 at the end, V 0.5
+  const mask = [0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1];
+  const sample: AlgoSample = {
+    responseMask: mask,
+    score: 1,
+    trajGroupId: "g",
+    tag: "t",
+    values: mask.map(() => 0.5),
+  };
+  const run = (positions?: "response" | "all") =>
+    computeBatchAdvantages([sample], {
+      advEstimator: "gae",
+      gamma: 1,
+      lambd: 0.95,
+      rewardNormalization: { grouping: "traj_group_id", method: "identity" },
+      ...(positions && { positions }),
+    }, new FixedKlController(0)).advantages[0]!;
+  // turn 1's deltas are 0 and the 0.5 of turn 2's end reaches it through 3 (response) or 7 (all)
+  // steps of lambda: 0.5 x 0.95^k
+  const turn1 = (steps: number) => [2, 1, 0].map((j) => 0.5 * 0.95 ** (steps + j));
+  assertAllClose(Array.from(run().subarray(2, 5)), turn1(3), 1e-6);
+  assertAllClose(Array.from(run("response").subarray(2, 5)), turn1(3), 1e-6);
+  assertAllClose(Array.from(run("all").subarray(2, 5)), turn1(7), 1e-6);
+  // turn 2 is the same either way
+  assertAllClose(Array.from(run("all").subarray(9)), Array.from(run().subarray(9)), 1e-6);
+});

@@ -55,7 +55,11 @@ Deno.test("a validated config is read as it is", () => {
     advantageClip: 0.2,
     addTokenLevelKl: false,
     klPenalty: "kl",
+    positions: "response",
   });
+  // recursion_positions: all is ROLL's reading
+  const all = AgenticConfigSchema.parse({ recursion_positions: "all" });
+  assert.equal(advantageSettingsFromConfig(all).positions, "all");
   assert.deepEqual(klControllerFromConfig(cfg).toJSON(), {
     kind: "adaptive",
     value: 0.1,

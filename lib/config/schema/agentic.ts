@@ -159,6 +159,10 @@ export const agenticShape = {
   // turn a sample scored by its own reward; "episode": the episode's advantage over its turns
   // laid end to end. (gigpo and step_reinforce give turn-level credit either way.)
   step_sample_reward: z.enum(["step", "episode"]).default("step"),
+  // agentrl's field: the positions returns and GAE step through in a multi-turn sequence.
+  // "response": the generated tokens only (verl's multi-turn GAE: an observation between turns
+  // does not decay the credit); "all": every position, as ROLL's tensors do.
+  recursion_positions: z.enum(["response", "all"]).default("response"),
   ratio_type: z.enum(["token", "segment"]).default("token"),
   exp_mode: z.string().default("train"),
   dirty_data_mask: z.boolean().default(false),
