@@ -5,9 +5,10 @@
  * `totalSteps`. `constant` has no warmup (as in transformers, which ignores
  * `warmup_steps` for it); `constant_with_warmup` has one.
  *
- * Steps count optimizer updates already made, as transformers' `LambdaLR` does
- * (the scheduler steps after the optimizer): the first update uses
- * `lrAt(0, ...)`, which is 0 when there is a warmup.
+ * Steps count the steps already made, as transformers' `LambdaLR` does (the scheduler steps
+ * after the optimizer): the first uses `lrAt(0, ...)`, which is 0 when there is a warmup. The
+ * pipeline counts its own steps (every update of a step at that step's rate), where ROLL's
+ * scheduler counts optimizer updates (README "Where training differs from ROLL").
  *
  * @example
  * ```ts
