@@ -166,33 +166,21 @@ if part hf_reference 90 python3 bench/gpu/hf_reference.py "$REF"; then
     --json "$OUT/reference_cpu.json"
   [ -f "$OUT/ref_cpu.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_cpu.log"
 fi
-# the same for Qwen3 (q/k norms, head_dim 128 beside hidden 1024), bf16 weights on the GPU
-REF3="$OUT/hf_ref_qwen3"
-rm -rf "$REF3"
-if part hf_reference_qwen3 90 python3 bench/gpu/hf_reference.py "$REF3" qwen3; then
-  tail -1 "$OUT/hf_reference_qwen3.log"
-  part ref_qwen3 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REF3" --device cuda \
-    --json "$OUT/reference_cuda_qwen3.json"
-  [ -f "$OUT/ref_qwen3.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_qwen3.log"
-fi
-# and Llama 3.2's shape with its RoPE scaling (arl_rope_freqs)
-REFL="$OUT/hf_ref_llama3"
-rm -rf "$REFL"
-if part hf_reference_llama3 90 python3 bench/gpu/hf_reference.py "$REFL" llama3; then
-  tail -1 "$OUT/hf_reference_llama3.log"
-  part ref_llama3 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REFL" --device cuda \
-    --json "$OUT/reference_cuda_llama3.json"
-  [ -f "$OUT/ref_llama3.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_llama3.log"
-fi
-# and Qwen2 with YaRN (the ramp's table and the attention factor)
-REFY="$OUT/hf_ref_yarn"
-rm -rf "$REFY"
-if part hf_reference_yarn 90 python3 bench/gpu/hf_reference.py "$REFY" yarn; then
-  tail -1 "$OUT/hf_reference_yarn.log"
-  part ref_yarn 60 "$DENO" run -A bench/gpu/reference.ts --dir "$REFY" --device cuda \
-    --json "$OUT/reference_cuda_yarn.json"
-  [ -f "$OUT/ref_yarn.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_yarn.log"
-fi
+# the same on the GPU, bf16 weights, for another architecture ARCH (hf_reference.py's argument):
+# parts hf_reference_ARCH and ref_ARCH, the reference in $OUT/hf_ref_ARCH
+arch_reference() {
+  local arch=$1 dir="$OUT/hf_ref_$1"
+  rm -rf "$dir"
+  if part "hf_reference_$arch" 90 python3 bench/gpu/hf_reference.py "$dir" "$arch"; then
+    tail -1 "$OUT/hf_reference_$arch.log"
+    part "ref_$arch" 60 "$DENO" run -A bench/gpu/reference.ts --dir "$dir" --device cuda \
+      --json "$OUT/reference_cuda_$arch.json"
+    [ -f "$OUT/ref_$arch.log" ] && sed -n '1,/^every parameter/p' "$OUT/ref_$arch.log"
+  fi
+}
+arch_reference qwen3  # q/k norms, head_dim 128 beside hidden 1024
+arch_reference llama3 # Llama 3.2's shape with its RoPE scaling (arl_rope_freqs)
+arch_reference yarn   # Qwen2 with YaRN (the ramp's table and the attention factor)
 
 # 4. benchmark against PyTorch eager (ours runs even when PyTorch's side failed)
 part torch_bench 150 python3 bench/gpu/torch_bench.py "$OUT/torch.json"

@@ -13,7 +13,7 @@ import {
   type RopeScaling,
   type YarnRopeScaling,
 } from "./config.ts";
-import { ropeAttentionFactor, ropeScalingProblem } from "./rope_scaling.ts";
+import { ropeAttentionFactor, ropeScalingProblem, YARN_DEFAULTS } from "./rope_scaling.ts";
 import { CheckpointError } from "./safetensors.ts";
 import { isNormalF32 } from "../../ffi/mod.ts";
 
@@ -68,9 +68,9 @@ function scalingKey(s: RopeScaling): string {
   return JSON.stringify([
     s.factor,
     s.original_max_position_embeddings,
-    s.beta_fast ?? 32,
-    s.beta_slow ?? 1,
-    s.truncate ?? true,
+    s.beta_fast ?? YARN_DEFAULTS.beta_fast,
+    s.beta_slow ?? YARN_DEFAULTS.beta_slow,
+    s.truncate ?? YARN_DEFAULTS.truncate,
     ropeAttentionFactor(s),
   ]);
 }
@@ -266,23 +266,6 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
       }; attention dropout is not implemented (expected 0, as Qwen, Llama and Mistral ship it)`,
     );
   }
-  // MistralConfig's sliding window (4096 when not given) applies to every layer; it changes
-  // nothing only where it covers every position
-  if (modelType === "mistral") {
-    // (null, unlike the other keys, is not "absent" here: it turns the window off)
-    const raw = json.sliding_window;
-    const window = raw === undefined ? 4096 : raw;
-    const positions = get("max_position_embeddings") ?? defaults.max_position_embeddings;
-    if (window !== null && !(typeof window === "number" && window >= (positions as number))) {
-      fail(
-        "sliding_window",
-        `sliding_window is ${show(window)}${
-          raw === undefined ? " (MistralConfig's default)" : ""
-        }, below max_position_embeddings (${show(positions)}): sliding-window attention is ` +
-          "not implemented (expected null, as Mistral-7B v0.2 / v0.3 have it)",
-      );
-    }
-  }
   if (boolean("use_sliding_window", false)) {
     fail(
       "use_sliding_window",
@@ -405,18 +388,28 @@ export function parseQwen2Config(json: unknown, source: string): Qwen2Config {
   if (ropeScaling?.rope_type === "yarn" && !(ropeTheta > 1)) {
     fail("rope_theta", `rope_theta is ${show(ropeTheta)}; YaRN needs it above 1`);
   }
-  // a Mistral window that covers max_position_embeddings but not YaRN's longer context
-  const context = contextLength({
-    max_position_embeddings: maxPositions,
-    rope_scaling: ropeScaling,
-  });
-  const window = json.sliding_window === undefined ? 4096 : json.sliding_window;
-  if (modelType === "mistral" && typeof window === "number" && window < context) {
-    fail(
-      "sliding_window",
-      `sliding_window is ${window}, below the context YaRN gives (${context} positions): ` +
-        "sliding-window attention is not implemented (expected null, or a window that covers it)",
-    );
+  // MistralConfig's sliding window (4096 when not given) applies to every layer; it changes
+  // nothing only where it covers every position (YaRN's longer context too)
+  if (modelType === "mistral") {
+    // (null, unlike the other keys, is not "absent" here: it turns the window off)
+    const raw = json.sliding_window;
+    const window = raw === undefined ? 4096 : raw;
+    const context = contextLength({
+      max_position_embeddings: maxPositions,
+      rope_scaling: ropeScaling,
+    });
+    if (window !== null && !(typeof window === "number" && window >= context)) {
+      const what = typeof window === "number" && window >= maxPositions
+        ? `below the context YaRN gives (${context} positions)`
+        : `below max_position_embeddings (${maxPositions})`;
+      fail(
+        "sliding_window",
+        `sliding_window is ${show(window)}${
+          raw === undefined ? " (MistralConfig's default)" : ""
+        }, ${what}: sliding-window attention is not implemented (expected null, as ` +
+          "Mistral-7B v0.2 / v0.3 have it)",
+      );
+    }
   }
 
   return {

@@ -72,6 +72,9 @@ export function llama3InvFreq(
   return out;
 }
 
+/** YaRN's optional fields where a config leaves them out (transformers' and vLLM's defaults). */
+export const YARN_DEFAULTS = { beta_fast: 32, beta_slow: 1, truncate: true } as const;
+
 /**
  * YaRN's inverse frequencies (head_dim / 2). Dimension j of d turns r(j) = L f_j / 2π times over
  * the original context L, f_j = theta^(-2j/d). Solving r = beta gives the dimension
@@ -99,9 +102,9 @@ export function yarnInvFreq(
   const original = scaling.original_max_position_embeddings;
   const dimOf = (turns: number) =>
     headDim * Math.log(original / (turns * 2 * Math.PI)) / (2 * Math.log(theta));
-  const truncate = scaling.truncate ?? true;
-  let low = dimOf(scaling.beta_fast ?? 32);
-  let high = dimOf(scaling.beta_slow ?? 1);
+  const truncate = scaling.truncate ?? YARN_DEFAULTS.truncate;
+  let low = dimOf(scaling.beta_fast ?? YARN_DEFAULTS.beta_fast);
+  let high = dimOf(scaling.beta_slow ?? YARN_DEFAULTS.beta_slow);
   if (truncate) [low, high] = [Math.floor(low), Math.ceil(high)];
   low = Math.max(low, 0);
   high = Math.min(high, headDim - 1);
@@ -179,7 +182,8 @@ function yarnProblem(v: Record<string, unknown>): string | null {
       return `${name} is ${show(v[name])}; expected a positive number or none`;
     }
   }
-  const [fast, slow] = [(v.beta_fast as number) ?? 32, (v.beta_slow as number) ?? 1];
+  const fast = (v.beta_fast as number | null) ?? YARN_DEFAULTS.beta_fast;
+  const slow = (v.beta_slow as number | null) ?? YARN_DEFAULTS.beta_slow;
   if (!(fast > slow)) return `beta_fast (${fast}) must exceed beta_slow (${slow})`;
   if (v.truncate != null && typeof v.truncate !== "boolean") {
     return `truncate is ${show(v.truncate)}; expected true, false or none`;

@@ -102,10 +102,14 @@ export function microBatchWeights(
 
 /** What {@linkcode runUpdates} needs of a trainer's settings. */
 export interface UpdateSettings {
+  /** Passes over a step's samples (ppo_epochs for the actor; ROLL's critic makes one). */
   ppoEpochs: number;
+  /** per_device_train_batch_size x gradient_accumulation_steps samples per update. */
   miniBatchSize: number;
   plan: MicroBatchPlan;
+  /** loss_agg_mode. */
   aggMode: LossAggMode;
+  /** max_grad_norm. */
   maxGradNorm: number;
   /**
    * seq-mean-token-sum-norm's divisor: ROLL pads every sample to `sequence_length` and divides

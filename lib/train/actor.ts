@@ -14,7 +14,6 @@
  */
 import {
   type Kernels,
-  type LossAggMode,
   ppoLoss,
   type PpoLossMetrics,
   type RatioType,
@@ -22,7 +21,12 @@ import {
   Tensor,
 } from "../../ffi/mod.ts";
 import type { Qwen2Model } from "../model/qwen2.ts";
-import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
+import {
+  runUpdates,
+  shiftToPositions,
+  tokenAlignedOutputs,
+  type UpdateSettings,
+} from "./accumulation.ts";
 import { mergesExactly } from "./dedup.ts";
 import {
   type MicroBatch,
@@ -50,8 +54,8 @@ export interface ActorSample {
   weight?: number;
 }
 
-/** PPO settings (ROLL's names in the comments). */
-export interface PpoSettings {
+/** PPO settings (ROLL's names in the comments), with the update loop's. */
+export interface PpoSettings extends UpdateSettings {
   /** pg_clip_low / pg_clip_high (pg_clip when use_pg_clip_range is off). */
   clipLow: number;
   clipHigh: number;
@@ -60,16 +64,8 @@ export interface PpoSettings {
   /** kl_loss_coef when use_kl_loss, else 0. */
   klLossCoef: number;
   entropyCoef: number;
-  aggMode: LossAggMode;
   /** ratio_type: "segment" gives each turn one ratio (default "token"). */
   ratioType?: RatioType;
-  ppoEpochs: number;
-  /** per_device_train_batch_size x gradient_accumulation_steps samples per update. */
-  miniBatchSize: number;
-  plan: MicroBatchPlan;
-  maxGradNorm: number;
-  /** seq-mean-token-sum-norm's divisor, `sequence_length - 1` (ROLL's); absent: the longest row. */
-  sumNormLength?: number;
 }
 
 type Fields = {

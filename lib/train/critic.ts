@@ -34,7 +34,12 @@ import { type Kernels, type LossAggMode, scale, Tensor, valueLoss } from "../../
 import type { Qwen2Model } from "../model/qwen2.ts";
 import { type MicroBatch, type MicroBatchPlan, type TrainSample } from "./micro_batches.ts";
 import type { AdamW } from "./optimizer.ts";
-import { runUpdates, shiftToPositions, tokenAlignedOutputs } from "./accumulation.ts";
+import {
+  runUpdates,
+  shiftToPositions,
+  tokenAlignedOutputs,
+  type UpdateSettings,
+} from "./accumulation.ts";
 
 /** A sample to train the critic on (every array token-aligned, the tokens' length). */
 export interface CriticSample {
@@ -47,21 +52,12 @@ export interface CriticSample {
   oldValues: Float32Array;
 }
 
-/** Critic settings (ROLL's names in the comments). */
-export interface CriticSettings {
+/** Critic settings (ROLL's names in the comments), with the update loop's. */
+export interface CriticSettings extends UpdateSettings {
   /** value_clip: clip the new values to old ± valueClip in the loss (> 0), or null for none. */
   valueClip: number | null;
   /** loss_agg_mode of the value loss (ROLL's critic uses seq-mean-token-mean). */
   aggMode: LossAggMode;
-  /** per_device_train_batch_size x gradient_accumulation_steps samples per update. */
-  miniBatchSize: number;
-  plan: MicroBatchPlan;
-  /** max_grad_norm. */
-  maxGradNorm: number;
-  /** Passes over the samples (ROLL's critic makes one, whatever ppo_epochs says). */
-  ppoEpochs: number;
-  /** seq-mean-token-sum-norm's divisor, `sequence_length - 1` (ROLL's); absent: the longest row. */
-  sumNormLength?: number;
 }
 
 type Fields = { mask: Float32Array; ret: Float32Array; old: Float32Array };
