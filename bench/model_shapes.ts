@@ -1,7 +1,8 @@
 /**
  * The shapes the benchmarks can time (`bench/gpu/bench.ts --model NAME`): Qwen2.5-0.5B (the
  * default, `bench/qwen2_5_0_5b.ts`), Qwen3-0.6B (per-head q/k norms, head_dim 128 beside hidden
- * 1024) and Llama-3.2-1B (Llama 3's scaled RoPE), each as its Hugging Face config.json gives it.
+ * 1024), Llama-3.2-1B (Llama 3's scaled RoPE), Qwen2.5-1.5B and Qwen2.5-3B (wider MLPs), each as
+ * its Hugging Face config.json gives it.
  * No npm imports, so the GPU benchmark can use it on a machine with no network.
  *
  * @module
@@ -54,11 +55,40 @@ export const LLAMA3_2_1B_CONFIG: Qwen2Config = {
   },
 };
 
+/**
+ * Qwen2.5-1.5B's shape (`Qwen/Qwen2.5-1.5B`: 1,543,714,304 parameters, tied): a wider MLP than a
+ * block an SM of the decode chain holds.
+ */
+export const QWEN2_5_1_5B_CONFIG: Qwen2Config = {
+  ...QWEN2_5_0_5B_CONFIG,
+  hidden_size: 1536,
+  intermediate_size: 8960,
+  num_hidden_layers: 28,
+  num_attention_heads: 12,
+  num_key_value_heads: 2,
+  head_dim: 128,
+  max_position_embeddings: 131072,
+};
+
+/** Qwen2.5-3B's shape (`Qwen/Qwen2.5-3B`: 3,085,938,688 parameters, tied). */
+export const QWEN2_5_3B_CONFIG: Qwen2Config = {
+  ...QWEN2_5_0_5B_CONFIG,
+  hidden_size: 2048,
+  intermediate_size: 11008,
+  num_hidden_layers: 36,
+  num_attention_heads: 16,
+  num_key_value_heads: 2,
+  head_dim: 128,
+  max_position_embeddings: 32768,
+};
+
 /** The shapes by the names `--model` takes. */
 export const BENCH_MODELS: Readonly<Record<string, Qwen2Config>> = {
   "qwen2_5_0_5b": QWEN2_5_0_5B_CONFIG,
   "qwen3_0_6b": QWEN3_0_6B_CONFIG,
   "llama3_2_1b": LLAMA3_2_1B_CONFIG,
+  "qwen2_5_1_5b": QWEN2_5_1_5B_CONFIG,
+  "qwen2_5_3b": QWEN2_5_3B_CONFIG,
 };
 
 /** The shape named `name`; throws naming the known ones. */

@@ -23,7 +23,8 @@
  *
  * Usage: `deno run -A bench/gpu/bench.ts [--torch TORCH_JSON] [--json OUT]
  * [--device cuda|cpu] [--model NAME] [--small] [--train-only | --decode-only]` (`--model`:
- * qwen2_5_0_5b, the default, qwen3_0_6b or llama3_2_1b, from bench/model_shapes.ts; the others
+ * qwen2_5_0_5b, the default, qwen3_0_6b, llama3_2_1b, qwen2_5_1_5b or qwen2_5_3b, from
+ * bench/model_shapes.ts; the others
  * only without `--torch`; `--small`: a tiny model of that kind,
  * for a CPU smoke test; `--train-only`: two training steps and nothing else, for a
  * profiler; `--decode-only`: batch-1 greedy decode and nothing else, likewise).

@@ -793,6 +793,17 @@ int mlp_pace() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_MLP_PER_SM=1..4 (default 2): the most blocks an SM kernels 3 and 4 may
+// take, where a block's weights do not fit in one SM's shared memory (wider MLPs); a layer that
+// needs more takes the separate calls. Past one, the blocks run in waves, each copying its rows
+// only once the wave before has left. On an H100 (bench/results/gpu/h100_run29, against 4): two
+// waves of kernel 3 (Qwen2.5-1.5B) decode 1.025x faster than the separate calls, three of kernel
+// 3 and two of kernel 4 (Llama-3.2-1B) 0.83x, four and two (Qwen2.5-3B) 0.88x.
+int mlp_per_sm_cap() {
+  static const int value = arl::env_int("AGENTRL_CUDA_DECODE_MLP_PER_SM", 1, kMlpMaxPerSm, 2);
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
@@ -964,8 +975,9 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
         size_t(attn_blocks) * (d + 2) * sizeof(float) > decode_records_bytes(ctx))
       return ARL_ERR_UNSUPPORTED;
   }
-  // Kernels 3 and 4: a block per SM, or more (smaller) ones where a block's weights do not fit
-  // in shared memory (nothing waits for another block: any grid runs).
+  // Kernels 3 and 4: a block per SM, or (AGENTRL_CUDA_DECODE_MLP_PER_SM) more, smaller ones
+  // where a block's weights do not fit in shared memory (nothing waits for another block: any
+  // grid runs); else the separate calls.
   const int max_smem = cached(ctx->device, "shared memory mlp", [ctx] {
     std::vector<const void*> kernels = {reinterpret_cast<const void*>(decode_down_kernel<false>),
                                         reinterpret_cast<const void*>(decode_down_kernel<true>)};
@@ -983,7 +995,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   });
   const int64_t units = f / 2;
   int64_t gu_blocks = 0, wmax = 0, down_blocks = 0, rmax = 0;
-  for (int64_t per_sm = 1; per_sm <= kMlpMaxPerSm && max_smem > 0; per_sm++) {
+  for (int64_t per_sm = 1; per_sm <= mlp_per_sm_cap() && max_smem > 0; per_sm++) {
     const int64_t blocks = std::min<int64_t>(units, int64_t(ctx->num_sms) * per_sm);
     const int64_t widest = 2 * ((units + blocks - 1) / blocks);
     if (gu_blocks == 0 && gate_up_smem_bytes(c, widest) <= size_t(max_smem)) {

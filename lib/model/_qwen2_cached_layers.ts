@@ -47,6 +47,11 @@ export interface CachedLayersSetup {
   ropeFreqs: Tensor | null;
   /** One call a layer for one token (AGENTRL_DECODE_LAYER=0 turns it off). */
   layerCalls: boolean;
+  /**
+   * That call for Qwen3's q/k norms or a RoPE table too (AGENTRL_DECODE_LAYER_NORMS=0: the
+   * separate calls, with the norms, RoPE and the cache write in one kernel).
+   */
+  layerNormsCalls: boolean;
   /** One call for all layers (AGENTRL_DECODE_LAYERS=0 turns it off). */
   allLayersCall: boolean;
 }
@@ -68,7 +73,7 @@ export function runCachedLayers(s: CachedLayersSetup, cache: Qwen2KvCache, d: De
   const qk = d.qkNorm;
   const plainRope = s.ropeFreqs === null;
   const wholeLayer = fuse && d.n === 1 && s.layerCalls &&
-    (qk === null && plainRope || hasDecodeLayerNorms(k));
+    (qk === null && plainRope || s.layerNormsCalls && hasDecodeLayerNorms(k));
   // Qwen3's norms or a frequency table: the norms, RoPE and the cache write in one call on the
   // GPU, for any number of rows (a one-warp block a head of each; not in libraries built before
   // it, nor with AGENTRL_DECODE_FUSION=0: then the separate calls below)

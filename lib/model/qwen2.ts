@@ -285,6 +285,7 @@ export class Qwen2Model implements Disposable {
   readonly #headNormFused = envSwitchOn("AGENTRL_DECODE_HEAD_NORM");
   readonly #headInGraph = envSwitchOn("AGENTRL_DECODE_HEAD_GRAPH");
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
+  readonly #decodeLayerNorms = !envSwitchOff("AGENTRL_DECODE_LAYER_NORMS");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
   readonly #head: Arena;
   /** Scaled RoPE's frequencies (head_dim / 2) on the device, or null for theta's own. */
@@ -938,6 +939,7 @@ export class Qwen2Model implements Disposable {
       fusion: !this.#noDecodeFusion,
       ropeFreqs: this.#ropeFreqs,
       layerCalls: this.#decodeLayer,
+      layerNormsCalls: this.#decodeLayerNorms,
       allLayersCall: this.#decodeLayers,
     };
   }

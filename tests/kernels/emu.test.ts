@@ -217,7 +217,9 @@ Deno.test({
     // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0) and kernel 4
     // asking L2 for the next layer's q|k|v rows (AGENTRL_CUDA_DECODE_NEXT_QKV=1: the emulator
     // reads each prefetched range's ends, so a range past the weights faults) with the chain's
-    // late starts (AGENTRL_CUDA_DECODE_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows), the
+    // late starts (AGENTRL_CUDA_DECODE_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows) and kernels 3 and
+    // 4 in waves where a block an SM cannot hold their rows (_MLP_PER_SM=4; by default such a
+    // layer takes the separate calls), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1) and decodeLayer's q|k|v in kernel 2
     // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1).
@@ -235,6 +237,7 @@ Deno.test({
               AGENTRL_CUDA_DECODE_NEXT_QKV: "1",
               AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "merge",
               AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows",
+              AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
             }
             : {
               AGENTRL_CUDA_GEMV_STREAM: "2",
@@ -254,7 +257,7 @@ Deno.test({
           ? ""
           : orders[i] === "reverse"
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1, " +
-            "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows"
+            "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows, _MLP_PER_SM=4"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
@@ -328,6 +331,12 @@ Deno.test({
     expect("qwen3 token", { arl_decode_layer_norms_bf16: 2 });
     expect("llama prefill", { arl_norm_rope_kv_cache_write: 2 });
     expect("llama token", { arl_decode_layer_norms_bf16: 2 });
+    // AGENTRL_DECODE_LAYER_NORMS=0 (a benchmark baseline): the token takes the separate calls
+    const apart = await evalOnEmulator(script, { AGENTRL_DECODE_LAYER_NORMS: "0" });
+    for (const model of ["qwen3", "llama"]) {
+      const line = `${model} token ${JSON.stringify({ ...none, arl_norm_rope_kv_cache_write: 2 })}`;
+      assert.ok(apart.includes(line), apart.join("\n"));
+    }
   },
 });
 
@@ -492,15 +501,24 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers (not the separate calls)${why}`,
+    `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers, not an MLP that needs three blocks an SM${why}`,
   ignore,
   async fn() {
     // one decodeLayer call a shape (narrow MLPs keep the emulated run short); the chain's time
     // stamps count the layers it ran (kernel 4's block 0), printed at exit
-    // (the last: act at an offset of 4 bytes, too little alignment for kernel 4's 8-byte loads:
-    // the separate calls instead)
-    const shapes = [[896, 512, 14, 2, 64, 0], [1536, 512, 12, 2, 128, 0], [896, 512, 14, 2, 64, 1]];
-    for (const [c, f, hq, hkv, d, shift] of shapes) {
+    // (act at an offset of 4 bytes, too little alignment for kernel 4's 8-byte loads: the
+    // separate calls instead). Kernel 3's gate|up rows of MLP 4864 at c = 1536 take two blocks an
+    // SM: the chain by default, the separate calls with AGENTRL_CUDA_DECODE_MLP_PER_SM=1; those
+    // of MLP 9728 take three: the separate calls by default.
+    const shapes = [
+      [896, 512, 14, 2, 64, 0, "", true],
+      [1536, 512, 12, 2, 128, 0, "", true],
+      [896, 512, 14, 2, 64, 1, "", false],
+      [1536, 4864, 12, 2, 128, 0, "", true],
+      [1536, 4864, 12, 2, 128, 0, "1", false],
+      [1536, 9728, 12, 2, 128, 0, "", false],
+    ] as const;
+    for (const [c, f, hq, hkv, d, shift, perSm, chain] of shapes) {
       const script = `import { decodeLayer, Kernels, Tensor } from ${
         JSON.stringify(path("../../ffi/mod.ts"))
       };
@@ -521,10 +539,16 @@ Deno.test({
             act: Tensor.viewOf(f32(f + 1, 0), 4 * ${shift}, [f]) });
         x.read();
         k.close();`;
-      const text = (await evalOnEmulator(script, { AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1" }))
-        .join("\n");
-      if (shift) assert.doesNotMatch(text, /decode chain/, "the chain ran with act misaligned");
-      else assert.match(text, /decode chain, mean of 1 layers/, `c=${c} d=${d}: no chain`);
+      const env = {
+        AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
+        ...(perSm ? { AGENTRL_CUDA_DECODE_MLP_PER_SM: perSm } : {}),
+      };
+      const text = (await evalOnEmulator(script, env)).join("\n");
+      const what = `c=${c} f=${f} d=${d}${shift ? " act misaligned" : ""}${
+        perSm ? ` AGENTRL_CUDA_DECODE_MLP_PER_SM=${perSm}` : ""
+      }`;
+      if (chain) assert.match(text, /decode chain, mean of 1 layers/, `${what}: no chain`);
+      else assert.doesNotMatch(text, /decode chain/, `${what}: the chain ran`);
     }
   },
 });

@@ -26,7 +26,8 @@ export function decodeLayerCases(seed: number): Case[] {
       // splits of head dim 128, 12 rows a block of kernel 4 (two groups of its rows)
       [1536, 1024, 12, 2, 128, 90, true],
       // the same with an MLP wide enough that a block an SM cannot hold kernel 3's gate and up
-      // rows: 264 blocks of 20 columns (two waves on an H100)
+      // rows: 264 blocks of 20 columns (two waves on an H100; the separate calls with
+      // AGENTRL_CUDA_DECODE_MLP_PER_SM=1)
       [1536, 4864, 12, 2, 128, 90, true],
     ] as const
   ) {
