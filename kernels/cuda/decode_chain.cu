@@ -796,9 +796,10 @@ int mlp_pace() {
 // AGENTRL_CUDA_DECODE_MLP_PER_SM=1..4 (default 2): the most blocks an SM kernels 3 and 4 may
 // take, where a block's weights do not fit in one SM's shared memory (wider MLPs); a layer that
 // needs more takes the separate calls. Past one, the blocks run in waves, each copying its rows
-// only once the wave before has left. On an H100 (bench/results/gpu/h100_run29, against 4): two
-// waves of kernel 3 (Qwen2.5-1.5B) decode 1.025x faster than the separate calls, three of kernel
-// 3 and two of kernel 4 (Llama-3.2-1B) 0.83x, four and two (Qwen2.5-3B) 0.88x.
+// only once the wave before has left. On an H100 (bench/results/gpu/h100_run29): two waves of
+// kernel 3 (Qwen2.5-1.5B) decode 1.022-1.025x as fast as the separate calls, three of kernel 3
+// and two of kernel 4 (Llama-3.2-1B) 0.83x, four and two (Qwen2.5-3B) 0.88x. (Past 2, an
+// experiment: those waves' outputs are not checked against the CPU library.)
 int mlp_per_sm_cap() {
   static const int value = arl::env_int("AGENTRL_CUDA_DECODE_MLP_PER_SM", 1, kMlpMaxPerSm, 2);
   return value;

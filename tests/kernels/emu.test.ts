@@ -217,9 +217,8 @@ Deno.test({
     // decode chain's attention without clusters (AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0) and kernel 4
     // asking L2 for the next layer's q|k|v rows (AGENTRL_CUDA_DECODE_NEXT_QKV=1: the emulator
     // reads each prefetched range's ends, so a range past the weights faults) with the chain's
-    // late starts (AGENTRL_CUDA_DECODE_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows) and kernels 3 and
-    // 4 in waves where a block an SM cannot hold their rows (_MLP_PER_SM=4; by default such a
-    // layer takes the separate calls), the
+    // late starts (AGENTRL_CUDA_DECODE_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows) and the layer
+    // whose kernel 3 takes two blocks an SM through the separate calls (_MLP_PER_SM=1), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1) and decodeLayer's q|k|v in kernel 2
     // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1).
@@ -237,7 +236,7 @@ Deno.test({
               AGENTRL_CUDA_DECODE_NEXT_QKV: "1",
               AGENTRL_CUDA_DECODE_ATTN_TRIGGER: "merge",
               AGENTRL_CUDA_DECODE_DOWN_TRIGGER: "rows",
-              AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
+              AGENTRL_CUDA_DECODE_MLP_PER_SM: "1",
             }
             : {
               AGENTRL_CUDA_GEMV_STREAM: "2",
@@ -257,7 +256,7 @@ Deno.test({
           ? ""
           : orders[i] === "reverse"
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1, " +
-            "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows, _MLP_PER_SM=4"
+            "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows, _MLP_PER_SM=1"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
@@ -509,7 +508,7 @@ Deno.test({
     // (act at an offset of 4 bytes, too little alignment for kernel 4's 8-byte loads: the
     // separate calls instead). Kernel 3's gate|up rows of MLP 4864 at c = 1536 take two blocks an
     // SM: the chain by default, the separate calls with AGENTRL_CUDA_DECODE_MLP_PER_SM=1; those
-    // of MLP 9728 take three: the separate calls by default.
+    // of MLP 9728 take three: the separate calls by default, the chain with the limit at 3.
     const shapes = [
       [896, 512, 14, 2, 64, 0, "", true],
       [1536, 512, 12, 2, 128, 0, "", true],
@@ -517,6 +516,7 @@ Deno.test({
       [1536, 4864, 12, 2, 128, 0, "", true],
       [1536, 4864, 12, 2, 128, 0, "1", false],
       [1536, 9728, 12, 2, 128, 0, "", false],
+      [1536, 9728, 12, 2, 128, 0, "3", true],
     ] as const;
     for (const [c, f, hq, hkv, d, shift, perSm, chain] of shapes) {
       const script = `import { decodeLayer, Kernels, Tensor } from ${
