@@ -88,6 +88,30 @@ __device__ inline void block_copy(void* smem, const void* gmem, int64_t bytes, u
 #endif
 }
 
+// One thread's own copy (any thread may call it; block_copy is every thread's): on Hopper a bulk
+// copy onto `bar` (armed for it before, by block_copy_arm), elsewhere this thread's 16-byte
+// cp.async pieces, in its current commit group (thread_copy_commit closes it). bytes: a multiple
+// of 16, both addresses 16-byte aligned.
+__device__ inline void thread_copy(void* smem, const void* gmem, int64_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+      ::"r"(s), "l"(gmem), "r"(uint32_t(bytes)), "r"(b)
+      : "memory");
+#else
+  (void)bar;
+  for (int64_t at = 0; at < bytes; at += 16)
+    copy16_async(static_cast<char*>(smem) + at, static_cast<const char*>(gmem) + at);
+#endif
+}
+__device__ inline void thread_copy_commit() {
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+  async_commit();
+#endif
+}
+
 // Waits for the bytes armed on `bar` (Hopper) or for all but the newest `later` commit groups
 // (one a block_copy call).
 template <int later>

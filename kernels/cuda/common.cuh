@@ -268,8 +268,14 @@ size_t decode_records_bytes(const arl_ctx* ctx);
 // per-row counters, num_sms the cooperative layer kernel's barrier word, num_sms + 1 spare,
 // [num_sms + 2, 2 num_sms + 2) the chained layer's per-head barrier words and
 // [2 num_sms + 2, 3 num_sms + 2) its per-kv-head ones (decode_chain.cu).
-// Barrier words may keep their top bit set between calls; the rest are 0.
-inline size_t decode_counter_ints(const arl_ctx* ctx) { return 3 * size_t(ctx->num_sms) + 2; }
+// Barrier words may keep their top bit set between calls; the rest are 0. Then, 8-byte aligned,
+// the fused MLP's (AGENTRL_CUDA_DECODE_MLP_FUSED): kDecodeFusedMaxC int64 sums of x, its blocks'
+// count and its flag of a partial out of range; 0 between calls (its last block zeroes them).
+constexpr int64_t kDecodeFusedMaxC = 4096;
+inline size_t decode_fused_at(const arl_ctx* ctx) { return (3 * size_t(ctx->num_sms) + 3) & ~size_t(1); }
+inline size_t decode_counter_ints(const arl_ctx* ctx) {
+  return decode_fused_at(ctx) + 2 * kDecodeFusedMaxC + 2;
+}
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 

@@ -805,6 +805,13 @@ int mlp_per_sm_cap() {
   return value;
 }
 
+// AGENTRL_CUDA_DECODE_MLP_FUSED=1: kernels 3 and 4 as one (decode_mlp_fused_kernel), where a block
+// an SM holds its gate|up rows and its down columns (an experiment, off).
+bool mlp_fused_asked() {
+  static const bool value = arl::env_flag("AGENTRL_CUDA_DECODE_MLP_FUSED", false);
+  return value;
+}
+
 // AGENTRL_CUDA_DECODE_DOWN_PIECES=1: kernel 4's rows come by each warp's columns, each on its
 // own mbarrier, and each warp starts once its own columns are in (an experiment, off).
 bool down_pieces_asked() {
@@ -985,6 +992,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     for (const int pieces : {1, 2, 4})
       for (const bool wide : {false, true})
         kernels.push_back(reinterpret_cast<const void*>(gate_up_kernel(pieces, wide)));
+    kernels.push_back(reinterpret_cast<const void*>(decode_mlp_fused_kernel));
     for (const void* kernel : kernels) {
       if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                ctx->max_smem) != cudaSuccess) {
@@ -1012,6 +1020,11 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   }
   if (gu_blocks == 0 || down_blocks == 0 || !decode_buffers(ctx)) return ARL_ERR_UNSUPPORTED;
   float* part = decode_partials(ctx);
+  // Kernels 3 and 4 as one where asked and a block an SM holds its rows and columns
+  const int64_t fused_blocks = std::min<int64_t>(f / 8, ctx->num_sms);
+  const int64_t fused_wmax = 8 * ((f / 8 + fused_blocks - 1) / fused_blocks);
+  const bool fused_mlp = mlp_fused_asked() && c <= kDecodeFusedMaxC &&
+                         fused_mlp_smem_bytes(c, fused_wmax) <= size_t(max_smem);
   // kernel 2's barrier words, one a head (see decode_counter_ints)
   unsigned* barriers = reinterpret_cast<unsigned*>(static_cast<char*>(ctx->decode_partial) +
                                                    decode_records_bytes(ctx)) +
@@ -1151,6 +1164,19 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   if (next_qkv_asked() && ctx->decode_next_qkv != nullptr) {
     mlp_args.next_qkv = ctx->decode_next_qkv;
     mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)
+  }
+  if (fused_mlp) {
+    int* fused = reinterpret_cast<int*>(static_cast<char*>(ctx->decode_partial) +
+                                        decode_records_bytes(ctx)) +
+                 decode_fused_at(ctx);
+    mlp_args.acc = reinterpret_cast<long long*>(fused);
+    mlp_args.done = reinterpret_cast<unsigned*>(fused + 2 * kDecodeFusedMaxC);
+    mlp_args.bad = fused + 2 * kDecodeFusedMaxC + 1;
+    mlp_args.wmax = int32_t(fused_wmax);
+    launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, decode_mlp_fused_kernel,
+                       dim3(unsigned(fused_blocks)), dim3(kGateUpThreads),
+                       fused_mlp_smem_bytes(c, fused_wmax), mlp_args);
+    return check_launch(ctx, fn);
   }
   // (pieces of at least one column pair each, in the widest block)
   const int pieces = wmax >= 2 * mlp_pieces() ? mlp_pieces() : 1;

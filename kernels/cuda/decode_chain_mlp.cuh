@@ -129,6 +129,10 @@ struct MlpArgs {
   int pace;  // kernel 3's pieces in flight before its wait (0: all at once; Hopper, > 1 piece)
   const uint16_t* next_qkv;  // null, or the next layer's q|k|v rows for kernel 4 to ask L2 for
   int64_t next_qkv_bytes;    // (a multiple of 16)
+  // the fused MLP's (kernels 3 and 4 as one): x's int64 sums, its blocks' count, its range flag
+  long long* acc;
+  unsigned* done;
+  int* bad;
 };
 
 // A kernel's spans, summed by thread 0 of each block at its end: its early (start -> pdl_wait
@@ -471,6 +475,142 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
     if (timing) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer timed)
     if (timing && kWarpPieces) atomicAdd(a.times + kSpanDownPieced, 1ull);
     atomicMax(a.times + kStampDownEndMax, global_ns());
+  }
+}
+
+// Kernels 3 and 4 as one (AGENTRL_CUDA_DECODE_MLP_FUSED=1, an experiment). Block b takes act's
+// columns [8 b F / G, 8 (b + 1) F / G) of F = f / 8 eight-column chunks: their gate and up rows
+// and the same columns of every w_down row, all in shared memory. It adds its columns' share of
+// every x row, and its r rows [b c / G, (b + 1) c / G), into an int64 fixed-point sum a row (at
+// 2^31; integer sums give the same bits in any order); the last block to finish writes x from
+// the sums and zeroes them. A partial that is not finite or not below 2^24 in size (133 such add
+// up within an int64) sets the flag instead, and x becomes NaN. wmax: the widest block's columns.
+constexpr double kFusedScale = 2147483648.0;
+constexpr float kFusedMax = 16777216.0f;
+
+// The fused kernel's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), the down
+// columns (c rows of wmax bf16), x * ln2 (c), the dots (2 wmax), act (wmax), 16 doubles, an
+// mbarrier and the last block's flag.
+inline size_t fused_mlp_smem_bytes(int64_t c, int64_t wmax) {
+  return size_t(4 * wmax * c + 2 * c * wmax + 4 * c + 8 * wmax + 4 * wmax + 16 * 8 + 8 + 8);
+}
+
+// Adds v to an int64 fixed-point sum, or flags it.
+__device__ inline void fused_add(long long* acc, float v, int* bad) {
+  if (!(fabsf(v) < kFusedMax)) {
+    atomicAdd(bad, 1);
+    return;
+  }
+  atomicAdd(reinterpret_cast<unsigned long long*>(acc),
+            static_cast<unsigned long long>(llrint(double(v) * kFusedScale)));
+}
+
+__global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
+    decode_mlp_fused_kernel(MlpArgs a) {
+  extern __shared__ uint4 mlp_smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int32_t chunks8 = a.f / 8;
+  const int32_t j0 = 8 * share_begin(chunks8), w = 8 * share_end(chunks8) - j0;
+  const int32_t r0 = share_begin(a.c), r1 = share_end(a.c);
+  uint16_t* gu = reinterpret_cast<uint16_t*>(mlp_smem);
+  uint16_t* dn = gu + int64_t(2) * a.wmax * a.c;
+  float* xn = reinterpret_cast<float*>(dn + int64_t(a.c) * a.wmax);
+  const auto xn_at = [c = a.c](int32_t i) { return 4 * chunk_halves_at(i / 4, c) + (i & 3); };
+  float* dots = xn + a.c;
+  float* actv = dots + 2 * a.wmax;
+  double* red = reinterpret_cast<double*>(actv + a.wmax);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(red + 16);
+  int* last = reinterpret_cast<int*>(bar + 1);
+  pdl_trigger();
+  // the block's gate and up rows (w of c each) and its columns of every down row (c of w), on one
+  // barrier, before pdl_wait: every thread issues its down rows' copies
+  const int64_t rows_bytes = int64_t(w) * a.c * 2;
+  block_copy_init(bar);
+  __syncthreads();
+  block_copy_arm(bar, 2 * rows_bytes + int64_t(a.c) * w * 2);
+  __syncthreads();  // (armed before any copy lands)
+  block_copy(gu, a.w_gu + int64_t(j0) * a.c, rows_bytes, bar);
+  block_copy(gu + int64_t(w) * a.c, a.w_gu + (int64_t(a.f) + j0) * a.c, rows_bytes, bar);
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads)
+    thread_copy(dn + int64_t(i) * a.wmax, a.w_down + int64_t(i) * a.f + j0, int64_t(w) * 2, bar);
+  thread_copy_commit();
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[xn_at(i)] = __ldg(a.ln2 + i);
+  pdl_wait();
+  // r = x + the heads' o partials in head order (as kernel 3); the block's r rows into the sums
+  double ss = 0.0;
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
+    float v = __ldcg(a.x + i);
+    for (int32_t h = 0; h < a.hq; h++) v += __ldcg(a.part + int64_t(h) * a.c + i);
+    ss += double(v) * v;
+    xn[xn_at(i)] *= v;
+    if (i >= r0 && i < r1) fused_add(a.acc + i, v, a.bad);
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) red[warp] = ss;
+  block_copy_wait_all<0>(bar);  // (and a block barrier: every thread's xn, red)
+  double total = 0.0;
+  for (int v = 0; v < kGateUpWarps; v++) total += red[v];
+  const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
+  // the 2 w gate and up rows, kDotRowsWide a warp at once (as kernel 3's)
+  const int32_t chunks = a.c / 8, n = 2 * w;
+  const float4* xn4 = reinterpret_cast<const float4*>(xn);
+  const float4* xn4_hi = xn4 + chunks;
+  for (int32_t q0 = warp; q0 < n; q0 += kGateUpWarps * kDotRowsWide) {
+    float sum[kDotRowsWide];
+#pragma unroll
+    for (int r = 0; r < kDotRowsWide; r++) sum[r] = 0.0f;
+    for (int32_t i = lane; i < chunks; i += 32) {
+      const float4 x0 = xn4[i], x1 = xn4_hi[i];
+#pragma unroll
+      for (int r = 0; r < kDotRowsWide; r++) {
+        const int32_t t = q0 + r * kGateUpWarps;
+        if (t < n)
+          sum[r] = dot8(reinterpret_cast<const uint4*>(gu + int64_t(t) * a.c)[i], x0, x1, sum[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDotRowsWide; r++) {
+      const int32_t t = q0 + r * kGateUpWarps;
+      for (int o = 16; o > 0; o >>= 1) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
+      if (lane == 0 && t < n) dots[t] = sum[r] * rstd;
+    }
+  }
+  __syncthreads();
+  for (int32_t q = tid; q < w; q += kGateUpThreads) {
+    const float v = silu(dots[q]) * dots[w + q];
+    actv[q] = v;
+    a.act[j0 + q] = v;
+  }
+  __syncthreads();
+  // the block's columns' share of every x row: act . its down columns, into the sums
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
+    const uint4* row = reinterpret_cast<const uint4*>(dn + int64_t(i) * a.wmax);
+    float sum = 0.0f;
+    for (int32_t k = 0; k < w / 8; k++) {
+      const float4 a0 = reinterpret_cast<const float4*>(actv)[2 * k];
+      const float4 a1 = reinterpret_cast<const float4*>(actv)[2 * k + 1];
+      sum = dot8(row[k], a0, a1, sum);
+    }
+    fused_add(a.acc + i, sum, a.bad);
+  }
+  // the last block to finish: x from the sums, which it zeroes (with the count and the flag)
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) *last = atomicAdd(a.done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!*last) return;
+  __threadfence();
+  const bool flagged = __ldcg(a.bad) != 0;
+  __syncthreads();  // (every thread has read the flag before thread 0 clears it)
+  for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
+    const long long v = __ldcg(a.acc + i);
+    a.x[i] = flagged ? __int_as_float(0x7fc00000) : float(double(v) / kFusedScale);
+    a.acc[i] = 0;
+  }
+  if (tid == 0) {
+    *a.done = 0;
+    *a.bad = 0;
+    if (a.times != nullptr) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer: the chain ran)
   }
 }
 
