@@ -309,6 +309,7 @@ enum DeferredCode : int {
   kDeferredEmbeddingToken = 1006,  // arl_embedding_forward: a token id outside [0, V)
   kDeferredDecodeTokenStall = 1007,  // arl_decode_layers_bf16: the token kernel's grid not resident
   kDeferredRopeFreq = 1008,  // a RoPE frequency table entry not finite (index: the entry)
+  kDeferredFusedRange = 1009,  // AGENTRL_CUDA_DECODE_MLP_FUSED: a sum out of range (index: row)
 };
 
 // Queues a copy of the flag to the host (before a synchronize that the caller does).

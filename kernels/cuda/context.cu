@@ -269,6 +269,13 @@ arl_status report_flag_copy(arl_ctx* ctx, const char* fn, const char* what, int6
                   "inv_freq[%lld] is not finite (its kernel skipped the rows; CUDA kernels report "
                   "bad values at the next call that synchronizes)",
                   fn, index);
+    case kDeferredFusedRange:
+      return fail(ctx, ARL_ERR_VALUE,
+                  "%s: an earlier arl_decode_layer_bf16 call with AGENTRL_CUDA_DECODE_MLP_FUSED=1 "
+                  "met a value of x's row %lld that is not finite or not below 2^24 in size, past "
+                  "its fixed-point sums (it wrote NaN for x; CUDA kernels report bad values at the "
+                  "next call that synchronizes); unset AGENTRL_CUDA_DECODE_MLP_FUSED",
+                  fn, index);
     case kDeferredDecodeTokenStall:
       return fail(ctx, ARL_ERR_DEVICE,
                   "%s: an earlier arl_decode_layers_bf16 call failed: its persistent kernel's "

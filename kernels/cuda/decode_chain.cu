@@ -1023,7 +1023,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   // Kernels 3 and 4 as one where asked and a block an SM holds its rows and columns
   const int64_t fused_blocks = std::min<int64_t>(f / 8, ctx->num_sms);
   const int64_t fused_wmax = 8 * ((f / 8 + fused_blocks - 1) / fused_blocks);
-  const bool fused_mlp = mlp_fused_asked() && c <= kDecodeFusedMaxC &&
+  // (under 255 blocks: their partials and r, each below 2^55 at 2^31, add up within an int64)
+  const bool fused_mlp = mlp_fused_asked() && c <= kDecodeFusedMaxC && fused_blocks < 255 &&
                          fused_mlp_smem_bytes(c, fused_wmax) <= size_t(max_smem);
   // kernel 2's barrier words, one a head (see decode_counter_ints)
   unsigned* barriers = reinterpret_cast<unsigned*>(static_cast<char*>(ctx->decode_partial) +
@@ -1172,6 +1173,8 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     mlp_args.acc = reinterpret_cast<long long*>(fused);
     mlp_args.done = reinterpret_cast<unsigned*>(fused + 2 * kDecodeFusedMaxC);
     mlp_args.bad = fused + 2 * kDecodeFusedMaxC + 1;
+    mlp_args.flag = ctx->flag;
+    mlp_args.flag_index = ctx->flag_index;
     mlp_args.wmax = int32_t(fused_wmax);
     launch_pdl_reading(ctx, gu_read.w, gu_read.bytes, decode_mlp_fused_kernel,
                        dim3(unsigned(fused_blocks)), dim3(kGateUpThreads),

@@ -133,6 +133,8 @@ struct MlpArgs {
   long long* acc;
   unsigned* done;
   int* bad;
+  int* flag;  // the context's deferred-error flag and index (kDeferredFusedRange)
+  int64_t* flag_index;
 };
 
 // A kernel's spans, summed by thread 0 of each block at its end: its early (start -> pdl_wait
@@ -483,8 +485,10 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
 // and the same columns of every w_down row, all in shared memory. It adds its columns' share of
 // every x row, and its r rows [b c / G, (b + 1) c / G), into an int64 fixed-point sum a row (at
 // 2^31; integer sums give the same bits in any order); the last block to finish writes x from
-// the sums and zeroes them. A partial that is not finite or not below 2^24 in size (133 such add
-// up within an int64) sets the flag instead, and x becomes NaN. wmax: the widest block's columns.
+// the sums and zeroes them. A partial must be finite and below 2^24 in size (then the grid's
+// partials and r, under 255 blocks, add up within an int64); one that is not sets the kernel's
+// flag and the context's deferred error (kDeferredFusedRange) instead, and x becomes NaN. wmax:
+// the widest block's columns.
 constexpr double kFusedScale = 2147483648.0;
 constexpr float kFusedMax = 16777216.0f;
 
@@ -495,12 +499,15 @@ inline size_t fused_mlp_smem_bytes(int64_t c, int64_t wmax) {
   return size_t(4 * wmax * c + 2 * c * wmax + 4 * c + 8 * wmax + 4 * wmax + 16 * 8 + 8 + 8);
 }
 
-// Adds v to an int64 fixed-point sum, or flags it.
-__device__ inline void fused_add(long long* acc, float v, int* bad) {
+// Adds v to row i's int64 fixed-point sum, or flags it (the kernel's flag, and the context's
+// deferred error).
+__device__ inline void fused_add(const MlpArgs& a, int32_t i, float v) {
   if (!(fabsf(v) < kFusedMax)) {
-    atomicAdd(bad, 1);
+    atomicAdd(a.bad, 1);
+    arl_set_flag(a.flag, a.flag_index, kDeferredFusedRange, i);
     return;
   }
+  long long* acc = a.acc + i;
   atomicAdd(reinterpret_cast<unsigned long long*>(acc),
             static_cast<unsigned long long>(llrint(double(v) * kFusedScale)));
 }
@@ -543,7 +550,7 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
     for (int32_t h = 0; h < a.hq; h++) v += __ldcg(a.part + int64_t(h) * a.c + i);
     ss += double(v) * v;
     xn[xn_at(i)] *= v;
-    if (i >= r0 && i < r1) fused_add(a.acc + i, v, a.bad);
+    if (i >= r0 && i < r1) fused_add(a, i, v);
   }
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (lane == 0) red[warp] = ss;
@@ -591,7 +598,7 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
       const float4 a1 = reinterpret_cast<const float4*>(actv)[2 * k + 1];
       sum = dot8(row[k], a0, a1, sum);
     }
-    fused_add(a.acc + i, sum, a.bad);
+    fused_add(a, i, sum);
   }
   // the last block to finish: x from the sums, which it zeroes (with the count and the flag)
   __threadfence();

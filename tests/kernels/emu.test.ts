@@ -1033,10 +1033,12 @@ Deno.test({
       console.log(JSON.stringify([...x.read(), ...act]));
       const big = Tensor.from(k, new Float32Array(c).fill(1e8));
       step(big, pos + 2);
+      try { big.read(); console.log("big: no error"); }
+      catch (e) { console.log("big:", e.constructor.name, e.message); }
       console.log("big", big.read().every(Number.isNaN));
       const again = f32(c, 2);
       step(again, pos + 3);
-      console.log("again", again.read().every(Number.isFinite));`;
+      console.log("again", JSON.stringify([...again.read()]));`;
     const runs = [["forward", "0"], ["forward", "1"], ["reverse", "1"], ["shuffle", "1"]];
     const results = await inPairs(runs, ([order, fused]) =>
       evalOnEmulator(script, {
@@ -1054,10 +1056,22 @@ Deno.test({
     const scale = chain!.slice(0, c).reduce((m, v) => Math.max(m, Math.abs(v)), 0);
     const worst = fused!.slice(0, c).reduce((m, v, i) => Math.max(m, Math.abs(v - chain![i]!)), 0);
     assert.ok(worst <= 1e-5 * scale, `x differs by ${worst} (largest value ${scale})`);
-    assert.deepEqual(
-      results.slice(1).map((lines) => lines.filter((t) => /^(big|again) /.test(t))),
-      Array(3).fill(["big true", "again true"]),
-    );
+    // past the sums' range: a deferred error at the next synchronizing call, x NaN; the next
+    // call is clean again (its x within fp32 rounding of the chain's)
+    const again = (lines: string[]) =>
+      JSON.parse(lines.find((t) => t.startsWith("again "))!.slice(6)) as number[];
+    assert.ok(results[0]!.includes("big: no error"), results[0]!.join("\n"));
+    for (const lines of results.slice(1)) {
+      const error = lines.find((t) => t.startsWith("big: "));
+      assert.match(
+        error!,
+        /^big: KernelError .*AGENTRL_CUDA_DECODE_MLP_FUSED=1 met a value of x's row \d+ that is not finite or not below 2\^24/,
+      );
+      assert.ok(lines.includes("big true"), lines.join("\n"));
+      const [got, want] = [again(lines), again(results[0]!)];
+      const off = got.reduce((m, v, i) => Math.max(m, Math.abs(v - want[i]!)), 0);
+      assert.ok(off <= 1e-5 * Math.max(...want.map(Math.abs)), `after the flag: x off by ${off}`);
+    }
   },
 });
 Deno.test({
