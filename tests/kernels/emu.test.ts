@@ -196,6 +196,36 @@ Deno.test({
 
 const OPS_COMPARE = path("../../bench/gpu/ops_compare.ts");
 
+/**
+ * The start of a script that runs decodeLayer on the emulated library: Qwen2.5-0.5B's attention
+ * (896 wide, 14:2 heads of 64, a cache of 320 positions), an MLP `f` wide (a JS expression), bf16
+ * weights from a seeded generator, and `step(x, position)` (one token at slot 0).
+ */
+function qwenLayerPrelude(seed: number, f: string): string {
+  return `import { decodeLayer, Kernels, Tensor } from ${JSON.stringify(path("../../ffi/mod.ts"))};
+      const k = Kernels.open({ device: "cuda" });
+      const f = ${f};
+      const [c, hq, hkv, d, l, pos] = [896, 14, 2, 64, 320, 300];
+      let seed = ${seed};
+      const rand = (n, scale) => Float32Array.from({ length: n },
+        () => (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5) * scale);
+      const f32 = (n, scale, shape = [n]) => Tensor.from(k, rand(n, scale), shape);
+      const bf16 = (r, cols) => {
+        const bits = new Uint16Array(rand(r * cols, 0.2).buffer).filter((_, i) => i % 2 === 1);
+        const t = new Tensor(k, [r, cols], "bf16");
+        t.write(bits);
+        return t;
+      };
+      const nq = (hq + 2 * hkv) * d;
+      const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: f32(nq, 0.2), o: bf16(c, hq * d),
+        ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f) };
+      const [kCache, vCache] = [0, 1].map(() => f32(hkv * l * d, 1, [1, hkv, l, d]));
+      const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
+      const one = (v) => Tensor.from(k, Int32Array.of(v));
+      const step = (x, p) => decodeLayer(k, x, w, { kCache, vCache, slot: one(0),
+        position: one(p), len: one(p + 1), hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);`;
+}
+
 /** `fn` over `items`, two at a time, results in the items' order. */
 async function inPairs<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
@@ -883,34 +913,10 @@ Deno.test({
     // Qwen2.5-0.5B's attention with a narrower MLP (MLP_F: its width) at positions 300 and 301:
     // nine key splits a head and 132 blocks in each MLP kernel, whose sums (o projection per head,
     // down rows) have a fixed order.
-    const script = `import { decodeLayer, Kernels, Tensor } from ${
-      JSON.stringify(path("../../ffi/mod.ts"))
-    };
-      const k = Kernels.open({ device: "cuda" });
-      const f = Number(Deno.env.get("MLP_F"));
-      const [c, hq, hkv, d, s, l, pos] = [896, 14, 2, 64, 1, 320, 300];
-      let seed = 7;
-      const rand = (n, scale) => Float32Array.from({ length: n },
-        () => (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5) * scale);
-      const f32 = (n, scale, shape = [n]) => Tensor.from(k, rand(n, scale), shape);
-      const bf16 = (r, cols) => {
-        const bits = new Uint16Array(rand(r * cols, 0.2).buffer).filter((_, i) => i % 2 === 1);
-        const t = new Tensor(k, [r, cols], "bf16");
-        t.write(bits);
-        return t;
-      };
-      const nq = (hq + 2 * hkv) * d;
-      const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: f32(nq, 0.2), o: bf16(c, hq * d),
-        ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f) };
-      const [kCache, vCache] = [0, 1].map(() => f32(s * hkv * l * d, 1, [s, hkv, l, d]));
+    const script = `${qwenLayerPrelude(7, 'Number(Deno.env.get("MLP_F"))')}
       const x = f32(c, 2);
-      const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
-      const one = (v) => Tensor.from(k, Int32Array.of(v));
       // two steps: the second finds the kv heads' barrier words with their top bits flipped
-      for (const p of [pos, pos + 1]) {
-        decodeLayer(k, x, w, { kCache, vCache, slot: one(0), position: one(p), len: one(p + 1),
-          hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
-      }
+      for (const p of [pos, pos + 1]) step(x, p);
       const out = [...x.read(), ...rows.attn.read(), ...rows.act.read()];
       console.log(JSON.stringify(out));`;
     // (order, layer path, q|k|v in kernel 2, kernel 3's pieces, its dot rows, MLP width, pace)
@@ -1003,29 +1009,7 @@ Deno.test({
     // Qwen2.5-0.5B's attention, MLP 1216 wide (152 eight-column chunks over 132 blocks), two steps
     // (the second finds the sums and the count the first one's last block zeroed); X_SCALE 1e8
     // puts r past the sums' 2^24 range: x NaN, and the next call is clean again
-    const script = `import { decodeLayer, Kernels, Tensor } from ${
-      JSON.stringify(path("../../ffi/mod.ts"))
-    };
-      const k = Kernels.open({ device: "cuda" });
-      const [c, f, hq, hkv, d, l, pos] = [896, 1216, 14, 2, 64, 320, 300];
-      let seed = 11;
-      const rand = (n, scale) => Float32Array.from({ length: n },
-        () => (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5) * scale);
-      const f32 = (n, scale, shape = [n]) => Tensor.from(k, rand(n, scale), shape);
-      const bf16 = (r, cols) => {
-        const bits = new Uint16Array(rand(r * cols, 0.2).buffer).filter((_, i) => i % 2 === 1);
-        const t = new Tensor(k, [r, cols], "bf16");
-        t.write(bits);
-        return t;
-      };
-      const nq = (hq + 2 * hkv) * d;
-      const w = { ln1: f32(c, 1), qkv: bf16(nq, c), bqkv: f32(nq, 0.2), o: bf16(c, hq * d),
-        ln2: f32(c, 1), gateUp: bf16(2 * f, c), down: bf16(c, f) };
-      const [kCache, vCache] = [0, 1].map(() => f32(hkv * l * d, 1, [1, hkv, l, d]));
-      const rows = { qkv: f32(nq, 0), attn: f32(hq * d, 0), act: f32(f, 0) };
-      const one = (v) => Tensor.from(k, Int32Array.of(v));
-      const step = (x, p) => decodeLayer(k, x, w, { kCache, vCache, slot: one(0),
-        position: one(p), len: one(p + 1), hq, eps: 1e-6, theta: 1e6, scale: 0.125 }, rows);
+    const script = `${qwenLayerPrelude(11, "1216")}
       const x = f32(c, 2);
       step(x, pos);
       const act = rows.act.read(); // (the first step's: from the same x in both paths)
