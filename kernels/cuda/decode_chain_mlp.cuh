@@ -491,6 +491,8 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
 // the widest block's columns.
 constexpr double kFusedScale = 2147483648.0;
 constexpr float kFusedMax = 16777216.0f;
+// (AGENTRL_CUDA_DECODE_CHAIN_TIMES: it stamps kernel 3's spans up to act, and kernel 4's from act
+// to each block's end: the down dots, the sums and, for the last block, x.)
 
 // The fused kernel's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), the down
 // columns (c rows of wmax bf16), x * ln2 (c), the dots (2 wmax), act (wmax), 16 doubles, an
@@ -516,6 +518,10 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
     decode_mlp_fused_kernel(MlpArgs a) {
   extern __shared__ uint4 mlp_smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // (time stamps as kernel 3's up to act, then as kernel 4's from act to the block's end)
+  const bool all = a.times != nullptr && tid == 0;
+  const bool timing = all && blockIdx.x == 0;
+  const unsigned long long t0 = all ? global_ns() : 0;
   const int32_t chunks8 = a.f / 8;
   const int32_t j0 = 8 * share_begin(chunks8), w = 8 * share_end(chunks8) - j0;
   const int32_t r0 = share_begin(a.c), r1 = share_end(a.c);
@@ -543,6 +549,7 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
   thread_copy_commit();
   for (int32_t i = tid; i < a.c; i += kGateUpThreads) xn[xn_at(i)] = __ldg(a.ln2 + i);
   pdl_wait();
+  const unsigned long long t1 = all ? global_ns() : 0;
   // r = x + the heads' o partials in head order (as kernel 3); the block's r rows into the sums
   double ss = 0.0;
   for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
@@ -554,7 +561,9 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
   }
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (lane == 0) red[warp] = ss;
+  const unsigned long long t_res = all ? global_ns() : 0;
   block_copy_wait_all<0>(bar);  // (and a block barrier: every thread's xn, red)
+  const unsigned long long t_gu = all ? global_ns() : 0;
   double total = 0.0;
   for (int v = 0; v < kGateUpWarps; v++) total += red[v];
   const float rstd = float(1.0 / sqrt(total / a.c + a.eps));
@@ -589,6 +598,20 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
     a.act[j0 + q] = v;
   }
   __syncthreads();
+  const unsigned long long t_act = all ? global_ns() : 0;
+  if (all) {
+    add_spans(a.times,
+              {kSpanMlpEarlyAll, kSpanMlpActAll, kSpanMlpEarly, kSpanMlpAct, kSpanMlpGap,
+               kStampAttnEnd, kStampMlpEnd, kSpanMlpBlocks},
+              timing, t0, t1, t_act);
+    atomicAdd(a.times + kSpanMlpResidualAll, t_res - t1);
+    atomicAdd(a.times + kSpanMlpGateUpAll, t_gu - t1);
+    if (timing) {
+      atomicAdd(a.times + kSpanMlpResidual, t_res - t1);
+      atomicAdd(a.times + kSpanMlpGateUp, t_gu - t1);
+      atomicAdd(a.times + kSpanMlpWide, 1ull);
+    }
+  }
   // the block's columns' share of every x row: act . its down columns, into the sums
   for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
     const uint4* row = reinterpret_cast<const uint4*>(dn + int64_t(i) * a.wmax);
@@ -605,19 +628,28 @@ __global__ void ARL_MAX_REGISTERS(kGateUpThreads, kGateUpRegisters)
   __syncthreads();
   if (tid == 0) *last = atomicAdd(a.done, 1u) == gridDim.x - 1;
   __syncthreads();
-  if (!*last) return;
-  __threadfence();
-  const bool flagged = __ldcg(a.bad) != 0;
-  __syncthreads();  // (every thread has read the flag before thread 0 clears it)
-  for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
-    const long long v = __ldcg(a.acc + i);
-    a.x[i] = flagged ? __int_as_float(0x7fc00000) : float(double(v) / kFusedScale);
-    a.acc[i] = 0;
+  if (*last) {
+    __threadfence();
+    const bool flagged = __ldcg(a.bad) != 0;
+    __syncthreads();  // (every thread has read the flag before thread 0 clears it)
+    for (int32_t i = tid; i < a.c; i += kGateUpThreads) {
+      const long long v = __ldcg(a.acc + i);
+      a.x[i] = flagged ? __int_as_float(0x7fc00000) : float(double(v) / kFusedScale);
+      a.acc[i] = 0;
+    }
+    if (tid == 0) {
+      *a.done = 0;
+      *a.bad = 0;
+    }
   }
-  if (tid == 0) {
-    *a.done = 0;
-    *a.bad = 0;
-    if (a.times != nullptr) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer: the chain ran)
+  if (all) {  // (kernel 4's spans from act: the down dots, the sums, the last block's x)
+    const unsigned long long t_end = global_ns();
+    add_spans(a.times,
+              {kSpanDownEarlyAll, kSpanDownWorkAll, kSpanDownEarly, kSpanDownWork, kSpanDownGap,
+               kStampMlpEnd, kStampDownEnd, kSpanDownBlocks},
+              timing, t_act, t_act, t_end);
+    if (timing) atomicAdd(a.times + kSpanCount, 1ull);  // (a layer timed)
+    atomicMax(a.times + kStampDownEndMax, t_end);
   }
 }
 
