@@ -594,6 +594,11 @@ static size_t partials_offset(const arl_ctx* ctx) {
   return (end + 255) / 256 * 256;
 }
 
+int* decode_counters(arl_ctx* ctx) {
+  return reinterpret_cast<int*>(static_cast<char*>(ctx->decode_partial) +
+                                decode_records_bytes(ctx));
+}
+
 float* decode_partials(arl_ctx* ctx) {
   return reinterpret_cast<float*>(static_cast<char*>(ctx->decode_partial) +
                                   partials_offset(ctx));

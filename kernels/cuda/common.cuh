@@ -272,10 +272,14 @@ size_t decode_records_bytes(const arl_ctx* ctx);
 // the fused MLP's (AGENTRL_CUDA_DECODE_MLP_FUSED): kDecodeFusedMaxC int64 sums of x, its blocks'
 // count and its flag of a partial out of range; 0 between calls (its last block zeroes them).
 constexpr int64_t kDecodeFusedMaxC = 4096;
-inline size_t decode_fused_at(const arl_ctx* ctx) { return (3 * size_t(ctx->num_sms) + 3) & ~size_t(1); }
+inline size_t decode_fused_at(const arl_ctx* ctx) {
+  return (3 * size_t(ctx->num_sms) + 3) & ~size_t(1);
+}
 inline size_t decode_counter_ints(const arl_ctx* ctx) {
   return decode_fused_at(ctx) + 2 * kDecodeFusedMaxC + 2;
 }
+// Where those counters start (after decode_buffers succeeded).
+int* decode_counters(arl_ctx* ctx);
 // Pinned host scratch of at least `bytes`.
 void* host_scratch(arl_ctx* ctx, const char* fn, size_t bytes);
 

@@ -1027,9 +1027,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
   const bool fused_mlp = mlp_fused_asked() && c <= kDecodeFusedMaxC && fused_blocks < 255 &&
                          fused_mlp_smem_bytes(c, fused_wmax) <= size_t(max_smem);
   // kernel 2's barrier words, one a head (see decode_counter_ints)
-  unsigned* barriers = reinterpret_cast<unsigned*>(static_cast<char*>(ctx->decode_partial) +
-                                                   decode_records_bytes(ctx)) +
-                       ctx->num_sms + 2;
+  unsigned* barriers = reinterpret_cast<unsigned*>(decode_counters(ctx)) + ctx->num_sms + 2;
   unsigned long long* times = chain_times(ctx);
   const int32_t nq = (hq + 2 * hkv) * d;
   cached(ctx->device, "carveout qkv", [] {
@@ -1167,9 +1165,7 @@ arl_status decode_layer_chain(arl_ctx* ctx, const char* fn, float* x, float* qkv
     mlp_args.next_qkv_bytes = qkv_read.bytes / 16 * 16;  // (the next layer's shapes are these)
   }
   if (fused_mlp) {
-    int* fused = reinterpret_cast<int*>(static_cast<char*>(ctx->decode_partial) +
-                                        decode_records_bytes(ctx)) +
-                 decode_fused_at(ctx);
+    int* fused = decode_counters(ctx) + decode_fused_at(ctx);
     mlp_args.acc = reinterpret_cast<long long*>(fused);
     mlp_args.done = reinterpret_cast<unsigned*>(fused + 2 * kDecodeFusedMaxC);
     mlp_args.bad = fused + 2 * kDecodeFusedMaxC + 1;

@@ -488,11 +488,11 @@ __global__ void __launch_bounds__(kDownThreads) decode_down_kernel(MlpArgs a) {
 // the sums and zeroes them. A partial must be finite and below 2^24 in size (then the grid's
 // partials and r, under 255 blocks, add up within an int64); one that is not sets the kernel's
 // flag and the context's deferred error (kDeferredFusedRange) instead, and x becomes NaN. wmax:
-// the widest block's columns.
+// the widest block's columns. AGENTRL_CUDA_DECODE_CHAIN_TIMES: it stamps kernel 3's spans up to
+// act, and kernel 4's from act to each block's end (the down dots, the sums and, for the last
+// block, x).
 constexpr double kFusedScale = 2147483648.0;
 constexpr float kFusedMax = 16777216.0f;
-// (AGENTRL_CUDA_DECODE_CHAIN_TIMES: it stamps kernel 3's spans up to act, and kernel 4's from act
-// to each block's end: the down dots, the sums and, for the last block, x.)
 
 // The fused kernel's shared memory, in bytes: gate then up rows (2 wmax rows of c bf16), the down
 // columns (c rows of wmax bf16), x * ln2 (c), the dots (2 wmax), act (wmax), 16 doubles, an
@@ -509,8 +509,7 @@ __device__ inline void fused_add(const MlpArgs& a, int32_t i, float v) {
     arl_set_flag(a.flag, a.flag_index, kDeferredFusedRange, i);
     return;
   }
-  long long* acc = a.acc + i;
-  atomicAdd(reinterpret_cast<unsigned long long*>(acc),
+  atomicAdd(reinterpret_cast<unsigned long long*>(a.acc + i),
             static_cast<unsigned long long>(llrint(double(v) * kFusedScale)));
 }
 

@@ -571,7 +571,7 @@ arl_status arl_decode_layer_bf16(arl_ctx* ctx, float* x, float* qkv, float* attn
                          : 4 * layer_bytes <= 3 * ctx->l2_bytes ? kPrefetchAll
                                                                  : kPrefetchPhase;
     char* buffer = static_cast<char*>(ctx->decode_partial);
-    int* counters = reinterpret_cast<int*>(buffer + arl::decode_records_bytes(ctx));
+    int* counters = arl::decode_counters(ctx);
     LayerArgs args{x,      qkv,    attn,     act,
                    ln1,    w_qkv,  b_qkv,    w_o,
                    ln2,    w_gu,   w_down,   k_cache,
