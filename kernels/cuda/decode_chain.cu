@@ -799,7 +799,7 @@ int mlp_pace() {
 // only once the wave before has left. On an H100 (bench/results/gpu/h100_run29): two waves of
 // kernel 3 (Qwen2.5-1.5B) decode 1.022-1.025x as fast as the separate calls, three of kernel 3
 // and two of kernel 4 (Llama-3.2-1B) 0.83x, four and two (Qwen2.5-3B) 0.88x. (Past 2, an
-// experiment: those waves' outputs are not checked against the CPU library.)
+// experiment: three and two waves are checked against the CPU library in the emulator only.)
 int mlp_per_sm_cap() {
   static const int value = arl::env_int("AGENTRL_CUDA_DECODE_MLP_PER_SM", 1, kMlpMaxPerSm, 2);
   return value;

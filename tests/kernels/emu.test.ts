@@ -251,7 +251,9 @@ Deno.test({
     // whose kernel 3 takes two blocks an SM through the separate calls (_MLP_PER_SM=1), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1), decodeLayer's q|k|v in kernel 2
-    // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1) and its kernels 3 and 4 as one (_MLP_FUSED=1).
+    // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1), its kernels 3 and 4 as one (_MLP_FUSED=1) and, where
+    // they do not fit as one, kernels 3 and 4 in up to four waves (_MLP_PER_SM=4: three and two
+    // waves for the MLP of 9728).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
@@ -273,6 +275,7 @@ Deno.test({
               AGENTRL_CUDA_DECODE_TOKEN: "1",
               AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1",
               AGENTRL_CUDA_DECODE_MLP_FUSED: "1",
+              AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
               // The persistent kernel's decode graphs run on 8 emulated SMs (the test below),
               // where its steps are cheap (10 s a case at 132 SMs).
               AGENTRL_OPS_SKIP: "(many units)|decode with graphs, bf16 weights, batch 1",
@@ -289,7 +292,7 @@ Deno.test({
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1, " +
             "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows, _MLP_PER_SM=1"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1, " +
-            "_MLP_FUSED=1"
+            "_MLP_FUSED=1, _MLP_PER_SM=4"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);

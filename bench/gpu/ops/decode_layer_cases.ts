@@ -29,6 +29,10 @@ export function decodeLayerCases(seed: number): Case[] {
       // rows: 264 blocks of 20 columns (two waves on an H100; the separate calls with
       // AGENTRL_CUDA_DECODE_MLP_PER_SM=1)
       [1536, 4864, 12, 2, 128, 90, true],
+      // twice as wide (Llama-3.2-1B's MLP at this width): three blocks an SM for kernel 3's rows
+      // and two for kernel 4's, so the separate calls by default and the chain in waves with
+      // AGENTRL_CUDA_DECODE_MLP_PER_SM=3 or 4
+      [1536, 9728, 12, 2, 128, 90, true],
     ] as const
   ) {
     const [S, L, slot] = pos >= 80 ? [2, 1100, 1] : [3, 80, 1];
