@@ -262,6 +262,25 @@ export async function createEnv(
         `${missing.join(", ")}: expected an Env (reset, step, render, close)`,
     );
   }
+  // (the prompt's first user turn starts with the instruction; the human policy shows the
+  // optional actionDescription)
+  const fields = env as unknown as Record<string, unknown>;
+  if (typeof fields.instruction !== "string") {
+    throw new EnvConfigError(
+      `The env of env_type '${type}' has ${
+        fields.instruction === undefined
+          ? "no instruction"
+          : `instruction ${describe(fields.instruction)}`
+      }: expected a string (the task description at the start of the prompt)`,
+    );
+  }
+  if (fields.actionDescription !== undefined && typeof fields.actionDescription !== "string") {
+    throw new EnvConfigError(
+      `The env of env_type '${type}' has actionDescription ${
+        describe(fields.actionDescription)
+      }: expected a string (what a valid action looks like) or none`,
+    );
+  }
   return env;
 }
 

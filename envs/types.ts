@@ -44,8 +44,8 @@ export interface RgbFrame {
 export interface Env {
   /** The task description for the system prompt (ROLL's `env_instruction`). */
   readonly instruction: string;
-  /** What a valid action looks like, for the prompt. */
-  readonly actionDescription: string;
+  /** What a valid action looks like (shown to the human policy; optional). */
+  readonly actionDescription?: string;
   reset(seed: number): ResetResult | Promise<ResetResult>;
   step(action: string): StepResult | Promise<StepResult>;
   render(mode: "text"): string;

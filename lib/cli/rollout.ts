@@ -257,7 +257,9 @@ export async function runRollout(
         }
         conversation.push({ role: "assistant", content: response });
       } else if (policy.kind === "human") {
-        print(`your action (${env.actionDescription}; a bare word is wrapped for you):`);
+        print(
+          `your action (${env.actionDescription ?? "a reply"}; a bare word is wrapped for you):`,
+        );
         const line = await lines!.next();
         if (line.done) {
           console.error(`stdin closed: stopped after ${returns.length} complete episode(s)`);

@@ -130,6 +130,43 @@ Deno.test("a factory that returns something other than an Env is an error", asyn
   }
 });
 
+Deno.test("an Env without a string instruction is an error, not 'undefined' in the prompt", async () => {
+  const methods = { reset() {}, step() {}, render() {}, close() {} };
+  const cases = [
+    [
+      { ...methods, actionDescription: "a word" },
+      /has no instruction: expected a string \(the task/,
+    ],
+    [
+      { ...methods, instruction: 7, actionDescription: "a word" },
+      /has instruction number 7: expected/,
+    ],
+    [
+      { ...methods, instruction: "Guess.", actionDescription: null },
+      /has actionDescription null: expected a string \(what a valid action looks like\) or none/,
+    ],
+  ] as const;
+  for (const [env, message] of cases) {
+    registerEnv("no_instruction", { create: () => env as never }, { replace: true });
+    try {
+      const e = await envError(() => createEnv("no_instruction", {}));
+      match(e.message, /The env of env_type 'no_instruction'/);
+      match(e.message, message);
+    } finally {
+      unregisterEnv("no_instruction");
+    }
+  }
+  // an empty instruction is the env's choice, and actionDescription is optional
+  registerEnv("empty_instruction", {
+    create: () => ({ ...methods, instruction: "" }) as never,
+  });
+  try {
+    equal((await createEnv("empty_instruction", {})).instruction, "");
+  } finally {
+    unregisterEnv("empty_instruction");
+  }
+});
+
 Deno.test("env_type as a module path: {create, configSchema} default export", async () => {
   ok(isEnvModulePath("./a.ts") && isEnvModulePath("../a.ts") && isEnvModulePath("/a.ts"));
   ok(isEnvModulePath("file:///a.ts") && isEnvModulePath("https://x/a.ts"));
