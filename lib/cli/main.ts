@@ -9,6 +9,7 @@ import { ModelLoadError, RolloutConfigError, RolloutError } from "../rollout/err
 import { describeThrown } from "../util/describe_thrown.ts";
 import { onEscapedError } from "../util/on_escaped_error.ts";
 import { normalizeArgv } from "./argv.ts";
+import { withOptionHint, withOverrideHint } from "./option_hints.ts";
 import {
   benchCommand,
   configCommand,
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
     .description("Train LLM agents with reinforcement learning on multi-turn environments")
     .version("0.1.0")
     .showHelpAfterError("(run with --help for usage)")
+    .configureOutput({ outputError: (text, write) => write(withOverrideHint(text)) })
     .exitOverride();
   for (
     const sub of [
@@ -40,7 +42,9 @@ export function buildProgram(): Command {
     ]
   ) {
     program.addCommand(
-      sub.exitOverride().showHelpAfterError("(run with --help for usage)") as unknown as Command,
+      sub.exitOverride().showHelpAfterError("(run with --help for usage)").configureOutput({
+        outputError: (text, write) => write(withOverrideHint(text)),
+      }) as unknown as Command,
     );
   }
   return program as unknown as Command;
@@ -48,11 +52,17 @@ export function buildProgram(): Command {
 
 /** Runs the CLI and returns the process exit status. */
 export async function runCli(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  const args = normalizeArgv(argv);
   try {
-    await buildProgram().parseAsync(normalizeArgv(argv), { from: "user" });
+    await program.parseAsync(args, { from: "user" });
     return 0;
   } catch (e) {
-    if (e instanceof ConfigError || e instanceof EnvConfigError) {
+    if (e instanceof ConfigError) {
+      console.error(withOptionHint(e, program, args).format());
+      return USAGE_ERROR;
+    }
+    if (e instanceof EnvConfigError) {
       console.error(e.format());
       return USAGE_ERROR;
     }

@@ -63,13 +63,18 @@ function toErrors(
   const textWanted = issue.code === "invalid_type" && issue.expected === "string" &&
     (typeof input === "number" || typeof input === "boolean");
   const origin = origins.find(full);
+  // a misspelled choice (adv_estimator=grpoo): the closest allowed value
+  const closest = issue.code === "invalid_value" && typeof input === "string"
+    ? didYouMean(input, issue.values.filter((v): v is string => typeof v === "string"))
+    : undefined;
+  const hint = textWanted ? asTextHint(origin?.override, full.at(-1), input) : closest;
   return [
     new ConfigError(messageOf(issue), {
       key: formatKeyPath(full),
       origin,
       found: input === undefined ? "nothing (the key is missing)" : describeValue(input),
       expected: expectedOf(issue),
-      ...(textWanted ? { hint: asTextHint(origin?.override, full.at(-1), input) } : {}),
+      ...(hint !== undefined ? { hint } : {}),
     }),
   ];
 }

@@ -494,6 +494,33 @@ Deno.test("an unknown option is a usage error", async () => {
   }
 });
 
+Deno.test("an option written as an override, or an override written as an option, gets a hint", async () => {
+  const asOverride = await cli("rollout", "--env", "FrozenLake", "episodes=2");
+  assertCleanError(asOverride);
+  match(asOverride.stderr, /Could not override 'episodes'/);
+  match(
+    asOverride.stderr,
+    /hint: +'episodes' is an option of agentrl rollout, not a config key: write --episodes 2/,
+  );
+  const flag = await cli("config", "json=true");
+  match(
+    flag.stderr,
+    /hint: +'json' is an option of agentrl config, not a config key: write --json$/m,
+  );
+  const unknown = await cli("config", "not_a_key=1"); // a real unknown key keeps Hydra's hint
+  match(unknown.stderr, /hint: +to add a new key, use \+not_a_key=1/);
+  const asOption = await cli("config", "--max_steps=3");
+  assertCleanError(asOption);
+  match(
+    asOption.stderr,
+    /unknown option '--max_steps=3'\n\(config overrides take no dashes: max_steps=3\)/,
+  );
+  const nested = await cli("config", "--actor_train.model_args.dtype", "bf16");
+  match(nested.stderr, /take no dashes: actor_train\.model_args\.dtype=VALUE/);
+  const bogus = await cli("config", "--bogus"); // an unknown option that is not config-shaped
+  doesNotMatch(bogus.stderr, /no dashes/);
+});
+
 Deno.test("a group override picks another option of the group", async () => {
   const r = await cli("config", "envs=step");
   equal(r.code, 0, show(r));

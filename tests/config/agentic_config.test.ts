@@ -147,6 +147,9 @@ Deno.test("enum and range errors list what is allowed", async () => {
   );
   equal(tokens.details.key, "policy_gradient_tokens");
   match(tokens.details.expected ?? "", /"response", "answer"/);
+  equal(bad.details.hint, undefined); // ppo is no near miss
+  const typo = await configError(() => loadConfig({ overrides: ["adv_estimator=grpoo"] }));
+  equal(typo.details.hint, "did you mean 'grpo'?");
 });
 
 Deno.test("values that would fail only at run time are config errors", async () => {
