@@ -446,7 +446,8 @@ function parseIntFlag(
   const n = /^-?\d+$/.test(text.trim()) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n) || n < min) {
     throw usage(
-      `${flag} '${text}' is not valid: expected an integer${min > 0 ? ` >= ${min}` : ""}`,
+      `${flag} '${text}' is not valid: expected an integer from ${min} to ` +
+        `${Number.MAX_SAFE_INTEGER}`,
     );
   }
   return n;

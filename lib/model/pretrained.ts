@@ -74,6 +74,12 @@ export function expectModelFolder(dir: string): void {
       { file: dir },
     );
   }
+  // (before the tokenizer's check, which would name tokenizer.json in a folder that is no model)
+  if (!has(`${dir}/config.json`)) {
+    throw new CheckpointError(`${dir} has no config.json: ${expected}`, {
+      file: `${dir}/config.json`,
+    });
+  }
 }
 
 /**

@@ -316,9 +316,13 @@ Deno.test("bad arguments are usage errors (exit 2) without a stack trace", async
   assertUsageError(await rollout([]), /--env is required/);
   assertUsageError(
     await rollout(["--env", "FrozenLake", "--episodes", "0"]),
-    /--episodes '0'.*>= 1/,
+    /--episodes '0' is not valid: expected an integer from 1 to 9007199254740991/,
   );
   assertUsageError(await rollout(["--env", "FrozenLake", "--seed", "x"]), /--seed 'x'/);
+  assertUsageError(
+    await rollout(["--env", "FrozenLake", "--seed", "99999999999999999999"]),
+    /expected an integer from -9007199254740991 to 9007199254740991/,
+  );
   assertUsageError(
     await rollout(["--env", "FrozenLake", "--seed", "9007199254740991", "--episodes", "2"]),
     /--seed 9007199254740991 with --episodes 2 runs past the largest seed/,

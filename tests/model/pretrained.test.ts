@@ -157,7 +157,7 @@ Deno.test("a folder missing weights is a clear error", async () => {
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("no folder, a file, and a training checkpoint's folder are named as such", async () => {
+Deno.test("no folder, a file, a folder with no config.json and a training checkpoint's folder are named as such", async () => {
   using k = Kernels.open({ threads: 1 });
   const dir = await Deno.makeTempDir({ prefix: "agentrl_pretrained_where_" });
   await assert.rejects(
@@ -166,6 +166,13 @@ Deno.test("no folder, a file, and a training checkpoint's folder are named as su
   );
   await Deno.writeTextFile(`${dir}/file`, "x");
   await assert.rejects(() => loadPretrained(k, `${dir}/file`), /file is not a folder: expected/);
+  // a folder that is no model (a tokenizer.json alone is not enough either)
+  await Deno.mkdir(`${dir}/plain`);
+  await Deno.writeTextFile(`${dir}/plain/tokenizer.json`, "{}");
+  await assert.rejects(
+    () => loadPretrained(k, `${dir}/plain`),
+    /plain has no config\.json: expected a Hugging Face model folder \(config\.json, /,
+  );
   // a checkpoint keeps its model in model/: the error says where to point instead
   await writeTinyModel(`${dir}/checkpoint-3/model`);
   await assert.rejects(
