@@ -162,6 +162,7 @@ function decodeRate(
   steps: number,
   reps: number,
   pipelined = true,
+  sampling = true,
 ) {
   const vocab = model.config.vocab_size;
   const k = model.kernels;
@@ -188,6 +189,10 @@ function decodeRate(
         continue;
       }
       const logits = model.forwardCached(cache, ids, pos, slotIds, rows)!;
+      if (!sampling) { // (the steps' parts: the ids stay the first step's; one sampling at the end)
+        if (step === steps - 1) pending = sampleStart(k, logits, greedy, ids);
+        continue;
+      }
       const queued = sampleStart(k, logits, greedy, ids);
       if (pending !== null) next = pending.wait().tokens; // step - 1's, while this step runs
       pending = queued;
@@ -265,6 +270,19 @@ export async function profileDecode(
   console.log(
     `decode tokens/s, batch 1, each step waiting for its tokens: ${waiting.toFixed(1)} ` +
       `(pipelined: ${(rate / waiting).toFixed(3)}x)`,
+  );
+  // What the step's parts between the LM head and the next step's layers cost: the same loop
+  // without the sampling (one at the end), alternating with the whole step, medians of four.
+  // AGENTRL_DECODE_KEEP_PLACEMENT=1 (decode_ab.ts) also leaves out the placement's upload.
+  const parts: [number[], number[]] = [[], []];
+  for (let rep = 0; rep < 8; rep++) {
+    const whole = (rep & 1) === (rep >> 1 & 1);
+    parts[whole ? 0 : 1].push(decodeRate(model, 1, shape.decode[1], steps, 1, true, whole));
+  }
+  const [whole, unsampled] = parts.map(median) as [number, number];
+  console.log(
+    `decode batch 1 without the sampling: ${unsampled.toFixed(1)} tokens/s against ` +
+      `${whole.toFixed(1)} (${(1e6 / whole - 1e6 / unsampled).toFixed(1)} us a token)`,
   );
   const [ahead, plain] = [
     await engineDecodeRate(model, shape.decode[1], steps, true),

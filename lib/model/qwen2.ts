@@ -287,6 +287,11 @@ export class Qwen2Model implements Disposable {
   readonly #decodeLayer = !envSwitchOff("AGENTRL_DECODE_LAYER");
   readonly #decodeLayerNorms = !envSwitchOff("AGENTRL_DECODE_LAYER_NORMS");
   readonly #decodeLayers = !envSwitchOff("AGENTRL_DECODE_LAYERS");
+  // A benchmark's diagnostic (bench.ts --decode-only): a step whose token ids are on the device
+  // does not upload its placement, and reuses the one there (its positions do not advance, so
+  // its tokens are wrong): what the upload between two steps costs.
+  readonly #keepPlacement = envSwitchOn("AGENTRL_DECODE_KEEP_PLACEMENT");
+  #keptPlacement: Tensor | null = null;
   readonly #head: Arena;
   /** Scaled RoPE's frequencies (head_dim / 2) on the device, or null for theta's own. */
   readonly #ropeFreqs: Tensor<"f32"> | null;
@@ -908,7 +913,10 @@ export class Qwen2Model implements Disposable {
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
     // (no wait: the GPU may start on it at once)
     if (onDevice === null) (d.ids as Tensor<"i32">).writeAsync(ids);
-    else (d.placement as Tensor<"i32">).writeAsync(ids.subarray(d.idsStride));
+    else if (!this.#keepPlacement || this.#keptPlacement !== d.placement) {
+      (d.placement as Tensor<"i32">).writeAsync(ids.subarray(d.idsStride));
+      if (this.#keepPlacement) this.#keptPlacement = d.placement; // (once a view)
+    }
     const tokenIds = onDevice ?? d.tokens;
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
     // graph on CUDA.

@@ -267,6 +267,47 @@ Deno.test("qwen2: token ids outside the vocabulary are errors before any kernel 
   );
 });
 
+Deno.test("qwen2 forwardCached: AGENTRL_DECODE_KEEP_PLACEMENT=1 (a benchmark's diagnostic) keeps a device-ids step's placement", () => {
+  using k = Kernels.open({ threads: 1 });
+  const cfg = tinyConfig({ vocab_size: 64 });
+  /** Layer 0's cached keys at positions 4 and 5 (slot 0) after two device-ids steps there. */
+  const keysAfterTwoSteps = (keep: boolean) => {
+    Deno.env.set("AGENTRL_DECODE_KEEP_PLACEMENT", keep ? "1" : "0");
+    let model: Qwen2Model;
+    try {
+      model = new Qwen2Model(k, cfg); // (the switch is read here)
+    } finally {
+      Deno.env.delete("AGENTRL_DECODE_KEEP_PLACEMENT");
+    }
+    using _model = model;
+    randomizeParams(model, "keep placement");
+    using cache = model.createKvCache(1, 8);
+    const one = (v: number) => Int32Array.of(v);
+    const prefill = model.forwardCached(
+      cache,
+      Int32Array.of(1, 2, 3, 4),
+      Int32Array.of(0, 1, 2, 3),
+      new Int32Array(4),
+      one(3),
+    )!;
+    using ids = new Tensor(k, [1], "i32");
+    sampleStart(k, prefill, [{ temperature: 0, seed: 0, counter: 0 }], ids).wait();
+    const before = cache.k[0]!.toArray().slice();
+    for (const pos of [4, 5]) model.forwardCached(cache, ids, one(pos), one(0), one(0));
+    const after = cache.k[0]!.toArray();
+    const row = (a: Float32Array, p: number) => { // (slot 0, kv head 0: [slots, hkv, len, d])
+      const d = cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads;
+      return Array.from(a.slice(p * d, (p + 1) * d));
+    };
+    return { at4: row(after, 4), at5: row(after, 5), was5: row(before, 5) };
+  };
+  const plain = keysAfterTwoSteps(false);
+  assert.notDeepEqual(plain.at5, plain.was5, "the second step writes position 5");
+  const kept = keysAfterTwoSteps(true);
+  assert.deepEqual(kept.at5, kept.was5, "with the switch both steps write position 4");
+  assert.deepEqual(kept.at4, plain.at4); // (the first step's placement is uploaded)
+});
+
 Deno.test("qwen2 forwardCached: token ids on the device (sampleStart's) run as host ids do, pipelined", () => {
   using k = Kernels.open({ threads: 2 });
   const cfg = tinyConfig({ vocab_size: 64 });

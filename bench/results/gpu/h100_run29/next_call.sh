@@ -6,9 +6,13 @@
 #   AGENTRL_CUDA_ARCH=sm_90 deno run -A kernels/build.ts && cd - &&
 #   mkdir -p .dev && xz -T2 -c /tmp/next/build/libagentrl_cuda.so > .dev/next.so.xz &&
 #   xz -T2 -c "$(command -v deno || echo /root/.npm/_npx/*/node_modules/deno/deno)" > .dev/deno.xz
-# Then `run` this with carry [".dev"] and timeout_s 240 (about 2 minutes on an H100).
-#   - the chain's time stamps at the default and fused (kernel 3's "rows in" span is the question);
-#   - decode_ab, default against fused, for Qwen2.5-0.5B and Qwen3-0.6B.
+# Then `run` this with carry [".dev"] and timeout_s 360 (about 3-4 minutes on an H100).
+#   - the chain's time stamps at the default and fused (kernel 3's "rows in" span is the question),
+#     and with the placement's upload left out (session 30: AGENTRL_DECODE_KEEP_PLACEMENT=1, wrong
+#     tokens; the tail's "ids' copy and graph launch" span without the copy); each run also prints
+#     the step without its sampling (bench.ts, session 30);
+#   - decode_ab, default against fused, for Qwen2.5-0.5B and Qwen3-0.6B, and against the step
+#     without the upload for Qwen2.5-0.5B.
 set -u
 T0=$SECONDS
 xz -d -c .dev/deno.xz > /tmp/deno && chmod +x /tmp/deno
@@ -19,15 +23,19 @@ D=/tmp/deno
 nvidia-smi -L | head -1
 timeout 60 $D run -A kernels/build.ts --cpu-only > "$OUT/build.log" 2>&1
 echo "build rc $? ($((SECONDS - T0)) s)"
-for v in 0 1; do
-  AGENTRL_CUDA_DECODE_MLP_FUSED=$v AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 timeout 40 $D run -A \
+for v in 0 1 keep; do
+  fused=$v; [ "$v" = keep ] && fused=0
+  keep=0; [ "$v" = keep ] && keep=1
+  AGENTRL_CUDA_DECODE_MLP_FUSED=$fused AGENTRL_DECODE_KEEP_PLACEMENT=$keep \
+    AGENTRL_CUDA_DECODE_CHAIN_TIMES=1 timeout 50 $D run -A \
     bench/gpu/bench.ts --decode-only > "$OUT/times_$v.log" 2>&1
-  echo "== stamps, fused=$v ($((SECONDS - T0)) s)"
-  grep -E "^decode chain" "$OUT/times_$v.log" | head -8
+  echo "== stamps, $v ($((SECONDS - T0)) s)"
+  grep -E "^decode chain|without the sampling" "$OUT/times_$v.log" | head -9
 done
 for m in qwen2_5_0_5b qwen3_0_6b; do
-  timeout 60 $D run -A bench/gpu/decode_ab.ts --runs 3 --model $m --variant default: \
-    --variant fused:AGENTRL_CUDA_DECODE_MLP_FUSED=1 > "$OUT/ab_$m.log" 2>&1
+  keep=""; [ $m = qwen2_5_0_5b ] && keep="--variant keep:AGENTRL_DECODE_KEEP_PLACEMENT=1"
+  timeout 100 $D run -A bench/gpu/decode_ab.ts --runs 3 --model $m --variant default: \
+    --variant fused:AGENTRL_CUDA_DECODE_MLP_FUSED=1 $keep > "$OUT/ab_$m.log" 2>&1
   echo "decode_ab $m rc $? ($((SECONDS - T0)) s)"
   pkill -f "bench/gpu/bench.ts"
   tail -3 "$OUT/ab_$m.log"
