@@ -167,7 +167,8 @@ export async function runPipeline(
   using kernels = openPipelineKernels(device);
   log(`device: ${kernels.backend}${device.kind === "cuda" ? ` (GPU ${device.index})` : ""}`);
   const logDir = config.tracker_kwargs?.log_dir;
-  makeOutputFolders([
+  // (removed again where still empty if the run fails: a failed start leaves no empty folders)
+  using folders = makeOutputFolders([
     ["output_dir", outputDir],
     ["tracker_kwargs.log_dir", typeof logDir === "string" ? logDir : null],
     ["render_save_dir", config.render_save_dir],
@@ -608,6 +609,7 @@ export async function runPipeline(
     optimizer.dispose();
     criticOptimizer?.dispose();
   }
+  folders.keep();
   return { steps: endStep, lastMetrics, history, checkpoints, outputDir };
 }
 

@@ -26,3 +26,35 @@ Deno.test("makeOutputFolders makes nested folders, skips unset ones, names a pat
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("the folders a run made go again where still empty, unless kept; a folder that was there stays", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "agentrl_folders_made_" });
+  try {
+    Deno.mkdirSync(`${dir}/there`);
+    {
+      using made = makeOutputFolders([
+        ["output_dir", `${dir}/a/b`],
+        ["render_save_dir", `${dir}/a/b/render`],
+        ["tracker_kwargs.log_dir", `${dir}/there`],
+        ["x", `${dir}/c/`],
+      ]);
+      assert.deepEqual(made.made, [`${dir}/a`, `${dir}/a/b`, `${dir}/a/b/render`, `${dir}/c`]);
+      await Deno.writeTextFile(`${dir}/c/kept.txt`, "written");
+    }
+    // empty ones went (deepest first), the one holding a file and the one made before stay
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["c", "there"]);
+    {
+      using made = makeOutputFolders([["output_dir", `${dir}/d`]]);
+      made.keep();
+    }
+    assert.ok(Deno.statSync(`${dir}/d`).isDirectory);
+    // a folder that cannot be made: those made before it in the same call go too
+    await Deno.writeTextFile(`${dir}/file`, "x");
+    assert.throws(() =>
+      makeOutputFolders([["output_dir", `${dir}/e/f`], ["render_save_dir", `${dir}/file/g`]])
+    );
+    assert.throws(() => Deno.statSync(`${dir}/e`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
