@@ -45,7 +45,7 @@ export interface Env {
   /** The task description for the system prompt (ROLL's `env_instruction`). */
   readonly instruction: string;
   /** What a valid action looks like (shown to the human policy; optional). */
-  readonly actionDescription?: string;
+  readonly actionDescription?: string | undefined;
   reset(seed: number): ResetResult | Promise<ResetResult>;
   step(action: string): StepResult | Promise<StepResult>;
   render(mode: "text"): string;
