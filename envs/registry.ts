@@ -265,8 +265,16 @@ export async function createEnv(
   // (the prompt's first user turn starts with the instruction; the human policy shows the
   // optional actionDescription)
   const fields = env as unknown as Record<string, unknown>;
+  const refuse = async (message: string): Promise<never> => {
+    try {
+      await env.close(); // (an env that holds a server or a process lets it go)
+    } catch {
+      // the refusal says what matters
+    }
+    throw new EnvConfigError(message);
+  };
   if (typeof fields.instruction !== "string") {
-    throw new EnvConfigError(
+    await refuse(
       `The env of env_type '${type}' has ${
         fields.instruction === undefined
           ? "no instruction"
@@ -274,10 +282,11 @@ export async function createEnv(
       }: expected a string (the task description at the start of the prompt)`,
     );
   }
-  if (fields.actionDescription !== undefined && typeof fields.actionDescription !== "string") {
-    throw new EnvConfigError(
+  const action = fields.actionDescription;
+  if (action !== undefined && action !== null && typeof action !== "string") {
+    await refuse(
       `The env of env_type '${type}' has actionDescription ${
-        describe(fields.actionDescription)
+        describe(action)
       }: expected a string (what a valid action looks like) or none`,
     );
   }

@@ -47,7 +47,8 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
   if (kind !== "model" && kind !== "random") {
     throw exit(2, `--policy '${kind}' is not valid: expected model or random`);
   }
-  makeOutputFolders([["render_save_dir", config.render_save_dir]]);
+  // (removed again where still empty if the evaluation fails)
+  using folders = makeOutputFolders([["render_save_dir", config.render_save_dir]]);
   await checkEnvEntries(config, val.tags); // (before the model loads)
   const path = flags.checkpoint ?? await evalModelPath(config.pretrain ?? null, kind);
   // the inference roles' device_mapping, as in training (workers=cuda: GPU 0)
@@ -116,6 +117,7 @@ export async function runEval(flags: EvalFlags, overrides: string[], exit: ExitF
     }
     console.error(`frames: ${result.samples.length} episodes in ${config.render_save_dir}/`);
   }
+  folders.keep();
   if (flags.json) {
     console.log(JSON.stringify(metrics, null, 2));
     return;

@@ -7,7 +7,9 @@
  * @module
  */
 import type { Command } from "npm:@commander-js/extra-typings@15.1.0";
+import { AgenticConfigSchema } from "../config/agentic_config.ts";
 import { ConfigError } from "../config/errors.ts";
+import { declaresPath } from "../config/schema/walk.ts";
 
 /** The subcommand `argv` runs (its first argument that names one), or undefined. */
 function subcommandOf(program: Command, argv: readonly string[]): Command | undefined {
@@ -43,19 +45,29 @@ export function withOptionHint(
   argv: readonly string[],
 ): ConfigError {
   const key = error.details.key;
-  if (key === undefined || !/no such key/.test(error.message)) return error;
+  if (key === undefined || !/^Could not override '.*': no such key/.test(error.message)) {
+    return error;
+  }
   const sub = subcommandOf(program, argv);
   const option = sub?.options.find((o) => o.long === `--${key.replaceAll("_", "-")}`);
   if (sub === undefined || option?.long === undefined) return error;
-  const written = argv.find((a) => a.replace(/^[+~]+/, "").split("=")[0] === key);
+  const written = argv.find((a) => a.replace(/^\++/, "").split("=")[0] === key);
   const value = written?.includes("=") ? written.slice(written.indexOf("=") + 1) : "";
-  const flag = option.required || option.optional
-    ? `${option.long} ${value || "VALUE"}`
-    : option.long;
+  const takesValue = option.required || option.optional;
+  const how = takesValue
+    ? `write ${option.long} ${value === "" ? "VALUE" : shellWord(value)}`
+    : /^(false|no|off|0|)$/i.test(value)
+    ? `leave ${option.long} out`
+    : `write ${option.long}`;
   return new ConfigError(error.message, {
     ...error.details,
-    hint: `'${key}' is an option of agentrl ${sub.name()}, not a config key: write ${flag}`,
+    hint: `'${key}' is an option of agentrl ${sub.name()}, not a config key: ${how}`,
   });
+}
+
+/** `text` as one shell word: as it is when that is safe, else in single quotes. */
+function shellWord(text: string): string {
+  return /^[\w.,:/@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /**
@@ -72,7 +84,9 @@ export function withOptionHint(
  */
 export function withOverrideHint(text: string): string {
   const m = /unknown option '--([A-Za-z_][\w.]*)(?:=([^']*))?'/.exec(text);
-  if (!m || (m[2] === undefined && !/[_.]/.test(m[1]!))) return text;
+  // (only a key the config declares: not Commander's near miss of an option, --env_config)
+  if (!m || /Did you mean/.test(text)) return text;
+  if (!declaresPath(AgenticConfigSchema, m[1]!.split("."))) return text;
   const hint = `(config overrides take no dashes: ${m[1]}=${m[2] ?? "VALUE"})`;
   return `${text.trimEnd()}\n${hint}\n`;
 }

@@ -522,8 +522,19 @@ Deno.test("an option written as an override, or an override written as an option
   );
   const nested = await cli("config", "--actor_train.model_args.dtype", "bf16");
   match(nested.stderr, /take no dashes: actor_train\.model_args\.dtype=VALUE/);
-  const bogus = await cli("config", "--bogus"); // an unknown option that is not config-shaped
-  doesNotMatch(bogus.stderr, /no dashes/);
+  const off = await cli("config", "json=false"); // a flag asked off: leave it out
+  match(
+    off.stderr,
+    /hint: +'json' is an option of agentrl config, not a config key: leave --json out/,
+  );
+  const deleted = await cli("config", "~json"); // a delete gets no option hint
+  doesNotMatch(deleted.stderr, /is an option/);
+  // no dashes hint for an unknown option that is no config key, or Commander's near miss
+  for (const args of [["config", "--bogus=1"], ["rollout", "--env", "x", "--env_config", "a=1"]]) {
+    const r = await cli(...args);
+    assertCleanError(r);
+    doesNotMatch(r.stderr, /no dashes/, args.join(" "));
+  }
 });
 
 Deno.test("a group override picks another option of the group", async () => {

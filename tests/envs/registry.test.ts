@@ -142,23 +142,26 @@ Deno.test("an Env without a string instruction is an error, not 'undefined' in t
       /has instruction number 7: expected/,
     ],
     [
-      { ...methods, instruction: "Guess.", actionDescription: null },
-      /has actionDescription null: expected a string \(what a valid action looks like\) or none/,
+      { ...methods, instruction: "Guess.", actionDescription: 3 },
+      /has actionDescription number 3: expected a string \(what a valid action looks like\) or none/,
     ],
   ] as const;
-  for (const [env, message] of cases) {
+  for (const [fields, message] of cases) {
+    let closed = 0; // (a refused env is closed: it may hold a server or a process)
+    const env = { ...fields, close: () => void closed++ };
     registerEnv("no_instruction", { create: () => env as never }, { replace: true });
     try {
       const e = await envError(() => createEnv("no_instruction", {}));
       match(e.message, /The env of env_type 'no_instruction'/);
       match(e.message, message);
+      equal(closed, 1, e.message);
     } finally {
       unregisterEnv("no_instruction");
     }
   }
-  // an empty instruction is the env's choice, and actionDescription is optional
+  // an empty instruction is the env's choice, and actionDescription is optional (or null)
   registerEnv("empty_instruction", {
-    create: () => ({ ...methods, instruction: "" }) as never,
+    create: () => ({ ...methods, instruction: "", actionDescription: null }) as never,
   });
   try {
     equal((await createEnv("empty_instruction", {})).instruction, "");
