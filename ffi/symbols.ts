@@ -109,6 +109,19 @@ export const SYMBOLS = {
     parameters: [ptr, /* ctx */ ptr, /* void* dst */ ptr, /* const void* src */ i64 /* bytes */],
     result: status,
   },
+  // Added without a new ABI version: optional, so that libraries built before it still load.
+  arl_upload_alternating: {
+    parameters: [
+      ptr, /* ctx */
+      ptr, /* void* dst */
+      ptr, /* const void* src [host] */
+      i64, /* int64_t bytes */
+      i32, /* int32_t parity */
+      i32, /* int32_t fresh */
+    ],
+    result: status,
+    optional: true,
+  },
   arl_l2_persist: {
     parameters: [
       ptr, /* arl_ctx* */

@@ -339,6 +339,33 @@ export class Tensor<D extends DType = DType> implements Disposable {
     );
   }
 
+  /**
+   * {@linkcode writeAsync} into one of two buffers that the work queued on the device reads in
+   * turn (`parity` 0 or 1 names this one): on CUDA the copy runs beside that work, once the last
+   * work that read this buffer has run, and the work queued after it waits for the copy. `fresh`:
+   * the buffers are new (the copy waits for all the work queued so far). Without the library's
+   * `arl_upload_alternating`, a `writeAsync`.
+   */
+  writeAlternating(data: View<D>, parity: 0 | 1, fresh: boolean): void {
+    this.#expectData(data, "writeAlternating");
+    if (this.device === "cpu") return this.write(data);
+    const k = this.kernels;
+    const alternating = k.sym.arl_upload_alternating;
+    if (alternating === null) return this.writeAsync(data);
+    if (this.byteSize === 0) return;
+    k.check(
+      "arl_upload_alternating",
+      alternating(
+        k.ctx,
+        this.ptr,
+        Deno.UnsafePointer.of(data as BufferSource)!,
+        BigInt(this.byteSize),
+        parity,
+        fresh ? 1 : 0,
+      ),
+    );
+  }
+
   /** Copies from another tensor of the same dtype and size (any devices). */
   copyFrom(src: Tensor<D>): void {
     if (src.dtype !== this.dtype || src.size !== this.size) {

@@ -49,6 +49,19 @@ inline arl_status l2_regions_args(arl_ctx* ctx, const char* fn, const void* cons
   return ARL_OK;
 }
 
+// arl_upload_alternating's: bytes at most ARL_UPLOAD_ASYNC_BYTES, parity and fresh 0 or 1.
+inline arl_status alternating_args(arl_ctx* ctx, const char* fn, int64_t bytes, int32_t parity,
+                                   int32_t fresh) {
+  if (bytes > ARL_UPLOAD_ASYNC_BYTES)
+    return fail(ctx, ARL_ERR_SIZE, "%s: bytes must be at most %d, got %lld", fn,
+                ARL_UPLOAD_ASYNC_BYTES, (long long)bytes);
+  if (parity != 0 && parity != 1)
+    return fail(ctx, ARL_ERR_VALUE, "%s: parity must be 0 or 1, got %d", fn, parity);
+  if (fresh != 0 && fresh != 1)
+    return fail(ctx, ARL_ERR_VALUE, "%s: fresh must be 0 or 1, got %d", fn, fresh);
+  return ARL_OK;
+}
+
 }  // namespace arl
 
 // Argument checks: each returns from the calling entry point with a status.

@@ -155,6 +155,17 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
   return ARL_OK;
 }
 
+arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int64_t bytes,
+                                  int32_t parity, int32_t fresh) {
+  ARL_CTX(ctx);  // (copied at once, as arl_upload_async does: nothing to order)
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  if (arl_status s = arl::alternating_args(ctx, __func__, bytes, parity, fresh)) return s;
+  std::memmove(dst, src, size_t(bytes));
+  return ARL_OK;
+}
+
 arl_status arl_l2_persist(arl_ctx* ctx, const void* const* bases, const int64_t* bytes,
                           int32_t count, int64_t* kept) {
   ARL_CTX(ctx);  // (no cache to steer here: the arguments are checked, nothing is kept)

@@ -73,6 +73,15 @@ struct arl_ctx {
   cudaEvent_t upload_done[4];  // each slot's copy, recorded on the stream
   bool upload_pending[4];
   int upload_next;
+  // arl_upload_alternating's: its stream, pinned slot a parity, each slot's copy (recorded on
+  // that stream), and where the context's stream was at the last call for each parity
+  cudaStream_t alt_stream;
+  void* alt_host;
+  cudaEvent_t alt_done[2];
+  bool alt_pending[2];
+  cudaEvent_t alt_passed[2];
+  bool alt_passed_set[2];
+  int alt_last;  // the last call's parity (-1: none)
   int cc_major;  // the device's compute capability, major (9: Hopper)
   const uint16_t* decode_next_qkv;  // the next layer's q|k|v rows while arl_decode_layers_bf16
                                     // runs a layer (null: none; AGENTRL_CUDA_DECODE_NEXT_QKV)

@@ -438,6 +438,15 @@ void arl_ctx_destroy(arl_ctx* ctx) {
     for (cudaEvent_t e : ctx->upload_done) cudaEventDestroy(e);
     cudaFreeHost(ctx->upload_host);
   }
+  if (ctx->alt_host != nullptr) {
+    cudaStreamSynchronize(ctx->alt_stream);
+    for (int i = 0; i < 2; i++) {
+      cudaEventDestroy(ctx->alt_done[i]);
+      cudaEventDestroy(ctx->alt_passed[i]);
+    }
+    cudaStreamDestroy(ctx->alt_stream);
+    cudaFreeHost(ctx->alt_host);
+  }
   for (arl::SampleSlot& slot : ctx->samples) {
     if (slot.done != nullptr) cudaEventDestroy(slot.done);
     if (slot.host != nullptr) cudaFreeHost(slot.host);
@@ -644,6 +653,85 @@ arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t by
   if (err == cudaSuccess) err = cudaEventRecord(ctx->upload_done[slot], ctx->stream);
   if (err != cudaSuccess) return arl::cuda_fail(ctx, __func__, err);
   ctx->upload_pending[slot] = true;
+  return ARL_OK;
+}
+
+// arl_upload_alternating: the stream, the two pinned slots and the four events, made at the
+// first call (a failure frees what was made and says so).
+extern "C++" {
+namespace {
+cudaError_t alternating_init(arl_ctx* ctx) {
+  if (ctx->alt_host != nullptr) return cudaSuccess;
+  void* host = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[4] = {};
+  int made = 0;
+  cudaError_t err = cudaMallocHost(&host, 2 * kUploadSlotBytes);
+  if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  for (; err == cudaSuccess && made < 4; made++) {
+    err = cudaEventCreateWithFlags(&events[made], cudaEventDisableTiming);
+    if (err != cudaSuccess) break;
+  }
+  if (err != cudaSuccess) {
+    for (int i = 0; i < made; i++) cudaEventDestroy(events[i]);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (host != nullptr) cudaFreeHost(host);
+    return err;
+  }
+  ctx->alt_host = host;
+  ctx->alt_stream = stream;
+  for (int i = 0; i < 2; i++) {
+    ctx->alt_done[i] = events[i];
+    ctx->alt_passed[i] = events[2 + i];
+    ctx->alt_pending[i] = false;
+    ctx->alt_passed_set[i] = false;
+  }
+  ctx->alt_last = -1;
+  return cudaSuccess;
+}
+}  // namespace
+}  // extern "C++"
+
+arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int64_t bytes,
+                                  int32_t parity, int32_t fresh) {
+  ARL_CTX(ctx);
+  ARL_NOT_NULL(ctx, dst);
+  ARL_NOT_NULL(ctx, src);
+  ARL_COUNT(ctx, bytes);
+  if (arl_status s = arl::alternating_args(ctx, __func__, bytes, parity, fresh)) return s;
+  if (ctx->capturing)
+    return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
+                     "%s: a copy from host memory cannot be recorded in a graph", __func__);
+  if (bytes == 0) return ARL_OK;
+  cudaError_t err = alternating_init(ctx);
+  // The last work that read dst was queued before the last call for the other parity, where
+  // the stream's point was recorded (alt_passed[parity]). Without that point (the first call,
+  // fresh buffers, or the same parity twice: the last reader may be queued since), the copy
+  // waits for everything queued so far.
+  const bool anew = fresh != 0 || ctx->alt_last == parity || !ctx->alt_passed_set[parity];
+  if (err == cudaSuccess && anew) err = cudaEventRecord(ctx->alt_passed[parity], ctx->stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(ctx->alt_stream, ctx->alt_passed[parity], 0);
+  // this parity's pinned slot is free once its last copy (two calls ago) has run
+  if (err == cudaSuccess && ctx->alt_pending[parity])
+    err = cudaEventSynchronize(ctx->alt_done[parity]);
+  ctx->alt_pending[parity] = false;
+  char* staged = static_cast<char*>(ctx->alt_host) + size_t(parity) * kUploadSlotBytes;
+  if (err == cudaSuccess) {
+    std::memcpy(staged, src, size_t(bytes));
+    err = cudaMemcpyAsync(dst, staged, size_t(bytes), cudaMemcpyHostToDevice, ctx->alt_stream);
+  }
+  if (err == cudaSuccess) err = cudaEventRecord(ctx->alt_done[parity], ctx->alt_stream);
+  if (err == cudaSuccess) ctx->alt_pending[parity] = true;
+  // the other buffer's last reader is queued by now; then the stream waits for this copy
+  if (err == cudaSuccess) err = cudaEventRecord(ctx->alt_passed[1 - parity], ctx->stream);
+  if (err == cudaSuccess) ctx->alt_passed_set[1 - parity] = true;
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(ctx->stream, ctx->alt_done[parity], 0);
+  if (err != cudaSuccess) {
+    ctx->alt_last = -1;  // (the next call starts anew)
+    ctx->alt_passed_set[0] = ctx->alt_passed_set[1] = false;
+    return arl::cuda_fail(ctx, __func__, err);
+  }
+  ctx->alt_last = parity;
   return ARL_OK;
 }
 

@@ -948,6 +948,13 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return refuse_while_capturing() ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (event == nullptr) return cudaErrorInvalidResourceHandle;
+  // (a wait inside a capture would join another stream's work into the graph: not emulated)
+  if (stream != nullptr && stream->capturing) return cudaErrorStreamCaptureUnsupported;
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (start == nullptr || end == nullptr) return cudaErrorInvalidResourceHandle;
   *ms = float(end->ms - start->ms);

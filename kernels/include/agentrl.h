@@ -92,6 +92,19 @@ ARL_API arl_status arl_copy(arl_ctx* ctx, void* dst, const void* src, int64_t by
 #define ARL_UPLOAD_ASYNC_BYTES 65536
 ARL_API arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, int64_t bytes);
 /*
+ * arl_upload_async for one of two buffers that the context's stream reads in turn, such as a
+ * decode step's placement (added without a new ABI version: optional). parity (0 or 1) names the
+ * buffer dst is. The CUDA library copies on a second stream, once the first has passed the point
+ * of the last call for the other parity (the last work that read this buffer was queued before
+ * it), and the first stream waits for that copy: its work is not held up by a copy between two
+ * steps, which is long done by the time it gets there. fresh = 1 (or the same parity twice in a
+ * row) waits for all the work queued so far instead: pass it when the buffers are new. At most
+ * ARL_UPLOAD_ASYNC_BYTES; it fails while a graph is being recorded. The CPU library copies at
+ * once.
+ */
+ARL_API arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int64_t bytes,
+                                          int32_t parity, int32_t fresh);
+/*
  * Asks the GPU's L2 cache to keep `count` regions of device memory across kernels (ABI version
  * 11): region i is bytes[i] from bases[i] (both [host] arrays), such as weights that every decode
  * step reads once and that the stream of other weights would otherwise evict. The library sets

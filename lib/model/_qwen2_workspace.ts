@@ -296,12 +296,25 @@ export function bindTrainActs(arena: Arena, cfg: Qwen2Config, t: number, b: numb
   };
 }
 
+/** Where a step's new tokens go: positions, slots and lens, one (3, idsStride) i32 upload. */
+export interface Placement {
+  placement: Tensor; // (3, idsStride) i32: the rows below
+  positions: Tensor; // (N) i32
+  slots: Tensor; // (N) i32
+  lens: Tensor; // (N) i32 = positions + 1
+}
+
 /** Scratch of a cached (decode / prefill) step over N new tokens. */
 export interface DecodeActs {
   n: number;
   ids: Tensor; // (4, idsStride) i32: the rows below, one upload
   idsStride: number;
   placement: Tensor; // (3, idsStride) i32: ids without tokens (for ids already on the device)
+  /**
+   * Two more placements, written in turn by steps whose ids are on the device under
+   * AGENTRL_DECODE_ALTERNATE_PLACEMENT=1 (Tensor.writeAlternating).
+   */
+  alternates: [Placement, Placement];
   tokens: Tensor; // (N) i32
   positions: Tensor; // (N) i32
   slots: Tensor; // (N) i32
@@ -347,6 +360,7 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
   // tokens, positions, slots and lens: rows of one region, uploaded together
   const stride = Math.ceil(n / ALIGN_WORDS) * ALIGN_WORDS;
   L.add("ids", [4, stride], "i32");
+  L.add("alternates", [2, 3, stride], "i32");
   for (const name of ["x", "h"]) L.add(name, [n, c]);
   L.add("rstd", [n]);
   L.add("a", [n, qd]);
@@ -369,6 +383,13 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
   }
   const get = arena.bind(L);
   const ids = get("ids");
+  const alternates = get("alternates");
+  const placementAt = (bytes: number): Placement => ({
+    placement: Tensor.viewOf(alternates, bytes, [3, stride]),
+    positions: Tensor.viewOf(alternates, bytes, [n]),
+    slots: Tensor.viewOf(alternates, bytes + 4 * stride, [n]),
+    lens: Tensor.viewOf(alternates, bytes + 8 * stride, [n]),
+  });
   const qkv = n === 1 ? get("qkv") : null;
   const gu = n === 1 ? get("gu") : null;
   const q = qkv ? Tensor.viewOf(qkv, 0, [1, qd]) : get("q");
@@ -380,6 +401,7 @@ export function bindDecodeActs(arena: Arena, cfg: Qwen2Config, n: number): Decod
     ids,
     idsStride: stride,
     placement: Tensor.viewOf(ids, 4 * stride, [3, stride]),
+    alternates: [placementAt(0), placementAt(12 * stride)],
     tokens: Tensor.viewOf(ids, 0, [n]),
     positions: Tensor.viewOf(ids, 4 * stride, [n]),
     slots: Tensor.viewOf(ids, 8 * stride, [n]),

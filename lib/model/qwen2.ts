@@ -291,7 +291,13 @@ export class Qwen2Model implements Disposable {
   // does not upload its placement, and reuses the one there (its positions do not advance, so
   // its tokens are wrong): what the upload between two steps costs.
   readonly #keepPlacement = envSwitchOn("AGENTRL_DECODE_KEEP_PLACEMENT");
-  #keptPlacement: Tensor | null = null;
+  #keptPlacement: { placement: Tensor; cache: Qwen2KvCache } | null = null;
+  // An experiment (session 30, not yet timed on a GPU): a step whose ids are on the device
+  // writes its placement into one of two buffers in turn, copied beside the step before instead
+  // of between the two (Tensor.writeAlternating). Its graphs are keyed by the buffer they read.
+  readonly #alternatePlacement = envSwitchOn("AGENTRL_DECODE_ALTERNATE_PLACEMENT");
+  #parity: 0 | 1 = 0;
+  #alternatingViews: DecodeActs | null = null; // (other views: the buffers are new)
   readonly #head: Arena;
   /** Scaled RoPE's frequencies (head_dim / 2) on the device, or null for theta's own. */
   readonly #ropeFreqs: Tensor<"f32"> | null;
@@ -345,7 +351,8 @@ export class Qwen2Model implements Disposable {
     // zero-fill) the whole workspace; growing by a tenth at least makes that rare
     this.#train = new Arena(kernels, 1.1);
     this.#decode = new Arena(kernels, 1.5);
-    this.#graphs = new DecodeGraphs(kernels);
+    // (with alternating placements a batch size takes three recordings: 48 for 16 sizes)
+    this.#graphs = new DecodeGraphs(kernels, this.#alternatePlacement ? 48 : 32);
     this.#head = new Arena(kernels, 1.5);
     this.#ropeFreqs = this.config.rope_scaling
       ? Tensor.from(
@@ -912,10 +919,26 @@ export class Qwen2Model implements Disposable {
     ids.set(slots, 2 * d.idsStride);
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
     // (no wait: the GPU may start on it at once)
+    let placed: DecodeActs = d;
     if (onDevice === null) (d.ids as Tensor<"i32">).writeAsync(ids);
-    else if (!this.#keepPlacement || this.#keptPlacement !== d.placement) {
+    else if (this.#alternatePlacement && !this.#keepPlacement) {
+      const parity = this.#parity;
+      this.#parity = parity === 0 ? 1 : 0;
+      const p = d.alternates[parity];
+      (p.placement as Tensor<"i32">).writeAlternating(
+        ids.subarray(d.idsStride),
+        parity,
+        this.#alternatingViews !== d,
+      );
+      this.#alternatingViews = d;
+      placed = { ...d, positions: p.positions, slots: p.slots, lens: p.lens };
+    } else if (
+      !this.#keepPlacement || this.#keptPlacement?.placement !== d.placement ||
+      this.#keptPlacement.cache !== cache
+    ) {
       (d.placement as Tensor<"i32">).writeAsync(ids.subarray(d.idsStride));
-      if (this.#keepPlacement) this.#keptPlacement = d.placement; // (once a view)
+      // (once a view and cache: the positions kept were checked against this cache)
+      if (this.#keepPlacement) this.#keptPlacement = { placement: d.placement, cache };
     }
     const tokenIds = onDevice ?? d.tokens;
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
@@ -926,11 +949,11 @@ export class Qwen2Model implements Disposable {
     const h = allRowsInOrder(logitRows, n) && this.#headInGraph
       ? bindHeadActs(this.#head, this.config, n)
       : null;
-    const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(cache.k[0]!)} ${cache.numSlots} ` +
-      `${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
+    const key = `${n} ${at(d.x)} ${at(tokenIds)} ${at(placed.positions)} ${at(cache.k[0]!)} ` +
+      `${cache.numSlots} ${cache.maxLen}${h ? ` head ${at(h.logits)}` : ""}`;
     this.#graphs.run(key, () => {
       embeddingForward(k, d.x, tokenIds, this.#wc.embed);
-      runCachedLayers(this.#decodeSetup, cache, d);
+      runCachedLayers(this.#decodeSetup, cache, placed);
       if (h) this.#headKernels(h, d.x);
     });
     if (logitRows.length === 0) return null;

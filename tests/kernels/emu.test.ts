@@ -251,9 +251,7 @@ Deno.test({
     // whose kernel 3 takes two blocks an SM through the separate calls (_MLP_PER_SM=1), the
     // shuffled one the GEMV where a block gets two column groups or more (=2), decodeLayers as
     // the persistent kernel (AGENTRL_CUDA_DECODE_TOKEN=1), decodeLayer's q|k|v in kernel 2
-    // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1), its kernels 3 and 4 as one (_MLP_FUSED=1) and, where
-    // they do not fit as one, kernels 3 and 4 in up to four waves (_MLP_PER_SM=4: three and two
-    // waves for the MLP of 9728).
+    // (AGENTRL_CUDA_DECODE_QKV_IN_ATTN=1) and its kernels 3 and 4 as one (_MLP_FUSED=1).
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
@@ -275,7 +273,6 @@ Deno.test({
               AGENTRL_CUDA_DECODE_TOKEN: "1",
               AGENTRL_CUDA_DECODE_QKV_IN_ATTN: "1",
               AGENTRL_CUDA_DECODE_MLP_FUSED: "1",
-              AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
               // The persistent kernel's decode graphs run on 8 emulated SMs (the test below),
               // where its steps are cheap (10 s a case at 132 SMs).
               AGENTRL_OPS_SKIP: "(many units)|decode with graphs, bf16 weights, batch 1",
@@ -292,7 +289,7 @@ Deno.test({
           ? ", AGENTRL_CUDA_GEMV_STREAM=1, AGENTRL_CUDA_DECODE_ATTN_CLUSTER=0, _NEXT_QKV=1, " +
             "_ATTN_TRIGGER=merge, _DOWN_TRIGGER=rows, _MLP_PER_SM=1"
           : ", AGENTRL_CUDA_GEMV_STREAM=2, AGENTRL_CUDA_DECODE_TOKEN=1, _QKV_IN_ATTN=1, " +
-            "_MLP_FUSED=1, _MLP_PER_SM=4"
+            "_MLP_FUSED=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
       const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
@@ -535,7 +532,7 @@ Deno.test({
 
 Deno.test({
   name:
-    `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers, not an MLP that needs three blocks an SM${why}`,
+    `the CUDA library, emulated: the chained decode layer takes Qwen2.5-0.5B- and 1.5B-shaped layers, not an MLP that needs three blocks an SM (unless asked, then matching the CPU)${why}`,
   ignore,
   async fn() {
     // one decodeLayer call a shape (narrow MLPs keep the emulated run short); the chain's time
@@ -585,6 +582,19 @@ Deno.test({
       if (chain) assert.match(text, /decode chain, mean of 1 layers/, `${what}: no chain`);
       else assert.doesNotMatch(text, /decode chain/, `${what}: the chain ran`);
     }
+    // That MLP's chain (kernel 3 in three waves, kernel 4 in two) against the CPU library: the
+    // ops case of its shape, with the limit at 4 (the chain's stamps say it ran)
+    const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
+      AGENTRL_KERNELS_CUDA: EMU_LIB,
+      AGENTRL_OPS_ONLY: "decodeLayer c=1536 f=9728",
+      AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
+      AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
+      NO_COLOR: "1",
+    });
+    assert.equal(code, 0, text);
+    const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
+    assert.ok(m && m[1] === m[2] && Number(m[2]) >= 6, text);
+    assert.match(text, /decode chain, mean of 1 layers/, "the MLP of 9728 did not take the chain");
   },
 });
 
@@ -650,6 +660,38 @@ Deno.test({
     assert.match(
       text,
       /decode with graphs, bf16 weights, batch 1, token ids sampled on the device/,
+    );
+  },
+});
+
+Deno.test({
+  name:
+    `the CUDA library, emulated: writeAlternating copies what the data held at the call, in turn or not, fresh or not, and not into a graph${why}`,
+  ignore,
+  async fn() {
+    const script = `import { Kernels, KernelGraph, Tensor } from ${
+      JSON.stringify(path("../../ffi/mod.ts"))
+    };
+      const k = Kernels.open({ device: "cuda" });
+      const data = new Int32Array(5);
+      const buffers = [new Tensor(k, [5], "i32"), new Tensor(k, [5], "i32")];
+      // in turn (fresh at first), then the same parity twice, then fresh again
+      const parities = [0, 1, 0, 1, 1, 0, 0, 1];
+      const seen = [];
+      parities.forEach((p, i) => {
+        data.fill(i + 1);
+        buffers[p].writeAlternating(data, p, i === 0 || i === 6);
+        data.fill(-1); // (after the call: the copy does not see it)
+        seen.push(buffers[p].read()[4]);
+      });
+      console.log(JSON.stringify(seen));
+      try { KernelGraph.record(k, () => buffers[0].writeAlternating(data, 0, false)); console.log("recorded"); }
+      catch (e) { console.log(e.message); }`;
+    const lines = await evalOnEmulator(script);
+    assert.deepEqual(JSON.parse(lines[0]!), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.match(
+      lines[1]!,
+      /arl_upload_alternating: a copy from host memory cannot be recorded in a graph/,
     );
   },
 });

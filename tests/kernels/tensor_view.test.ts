@@ -71,6 +71,32 @@ Deno.test("Tensor.writeAsync writes like write (at once on the CPU) and checks i
   );
 });
 
+Deno.test("Tensor.writeAlternating writes like write on the CPU; the native entry checks its parity, fresh and size", () => {
+  using k = openKernels();
+  using t = new Tensor(k, [3], "i32");
+  t.writeAlternating(Int32Array.of(7, 8, 9), 1, false);
+  assert.deepEqual(Array.from(t.read()), [7, 8, 9]);
+  const call = (bytes: bigint, parity: number, fresh: number, src: Uint8Array | null) => () =>
+    k.check(
+      "arl_upload_alternating",
+      k.sym.arl_upload_alternating!(
+        k.ctx,
+        t.ptr,
+        src === null ? null : Deno.UnsafePointer.of(src as BufferSource),
+        bytes,
+        parity,
+        fresh,
+      ),
+    );
+  const src = new Uint8Array(70000);
+  assert.throws(call(12n, 2, 0, src), /arl_upload_alternating: parity must be 0 or 1, got 2/);
+  assert.throws(call(12n, 0, -1, src), /arl_upload_alternating: fresh must be 0 or 1, got -1/);
+  assert.throws(call(12n, 0, 0, null), /arl_upload_alternating: src must not be null/);
+  assert.throws(call(70000n, 0, 0, src), /bytes must be at most 65536, got 70000/);
+  call(12n, 0, 1, Uint8Array.of(1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0))();
+  assert.deepEqual(Array.from(t.read()), [1, 2, 3]);
+});
+
 Deno.test("CPU tensors: read, write and writeAsync copy (a view of a view too), also after their context closes", () => {
   const k = Kernels.open({ threads: 1 });
   const t = Tensor.from(k, Int32Array.from({ length: 8 }, (_, i) => i), [8]);

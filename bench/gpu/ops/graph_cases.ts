@@ -180,35 +180,14 @@ export function graphCases(seed: number): Case[] {
     // one of two id tensors, which the next forwardCached reads (a graph for each).
     op: "decode with graphs, bf16 weights, batch 1, token ids sampled on the device",
     tol: { logits: TOL_GEMM, tokens: EXACT },
-    run: (s) => {
-      using model = graphModel(s.k, "bf16", 64);
-      using cache = model.createKvCache(1, 16);
-      const ids = [s.i32(new Int32Array(1)), s.i32(new Int32Array(1))];
-      const greedy = [{ temperature: 0, seed: 0, counter: 0 }];
-      const out: number[] = [];
-      const sampled: number[] = [];
-      const prompt = Int32Array.from(tokens.subarray(0, 4));
-      out.push(
-        ...model.forwardCached(
-          cache,
-          prompt,
-          Int32Array.of(0, 1, 2, 3),
-          new Int32Array(4),
-          Int32Array.of(3),
-        )!
-          .read(),
-      );
-      for (let step = 0; step < 8; step++) {
-        const oneHot = new Float32Array(96);
-        oneHot[tokens[4 + step]!] = 10;
-        const pending = sampleStart(s.k, s.f32(oneHot, [1, 96]), greedy, ids[step % 2]!);
-        const zero = new Int32Array(1);
-        const l = model.forwardCached(cache, ids[step % 2]!, Int32Array.of(4 + step), zero, zero)!;
-        sampled.push(...pending.wait().tokens);
-        out.push(...l.read());
-      }
-      return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
-    },
+    run: (s) => deviceIdsDecode(s, tokens, false),
+  }, {
+    // The same with each step's placement written into one of two buffers in turn, copied beside
+    // the step before (AGENTRL_DECODE_ALTERNATE_PLACEMENT=1; on the CPU library a plain write)
+    op:
+      "decode with graphs, bf16 weights, batch 1, ids on the device, placements alternating (AGENTRL_DECODE_ALTERNATE_PLACEMENT=1)",
+    tol: { logits: TOL_GEMM, tokens: EXACT },
+    run: (s) => deviceIdsDecode(s, tokens, true),
   }, {
     // Qwen3: each head's query and key normed between the projections and RoPE, so no fused
     // layer call; bf16 weights, batch 1 (the stacked q|k|v GEMV), then two sequences (f32)
@@ -273,4 +252,52 @@ export function graphCases(seed: number): Case[] {
       return { logits: Float32Array.from(out) };
     },
   }];
+}
+
+/**
+ * Token ids from the device: each step's id is sampled (greedy, from one-hot logits) into one of
+ * two id tensors, which the next forwardCached reads (a graph for each); `alternate`: the model
+ * writes its placements into two buffers in turn (AGENTRL_DECODE_ALTERNATE_PLACEMENT=1).
+ */
+function deviceIdsDecode(
+  s: Scope,
+  tokens: Int32Array,
+  alternate: boolean,
+): Record<string, Float32Array | Int32Array> {
+  const before = Deno.env.get("AGENTRL_DECODE_ALTERNATE_PLACEMENT");
+  Deno.env.set("AGENTRL_DECODE_ALTERNATE_PLACEMENT", alternate ? "1" : "0");
+  let made: Qwen2Model;
+  try {
+    made = graphModel(s.k, "bf16", 64);
+  } finally {
+    if (before === undefined) Deno.env.delete("AGENTRL_DECODE_ALTERNATE_PLACEMENT");
+    else Deno.env.set("AGENTRL_DECODE_ALTERNATE_PLACEMENT", before);
+  }
+  using model = made;
+  using cache = model.createKvCache(1, 16);
+  const ids = [s.i32(new Int32Array(1)), s.i32(new Int32Array(1))];
+  const greedy = [{ temperature: 0, seed: 0, counter: 0 }];
+  const out: number[] = [];
+  const sampled: number[] = [];
+  const prompt = Int32Array.from(tokens.subarray(0, 4));
+  out.push(
+    ...model.forwardCached(
+      cache,
+      prompt,
+      Int32Array.of(0, 1, 2, 3),
+      new Int32Array(4),
+      Int32Array.of(3),
+    )!
+      .read(),
+  );
+  for (let step = 0; step < 8; step++) {
+    const oneHot = new Float32Array(96);
+    oneHot[tokens[4 + step]!] = 10;
+    const pending = sampleStart(s.k, s.f32(oneHot, [1, 96]), greedy, ids[step % 2]!);
+    const zero = new Int32Array(1);
+    const l = model.forwardCached(cache, ids[step % 2]!, Int32Array.of(4 + step), zero, zero)!;
+    sampled.push(...pending.wait().tokens);
+    out.push(...l.read());
+  }
+  return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
 }
