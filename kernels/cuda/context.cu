@@ -703,20 +703,24 @@ arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int6
     return arl::fail(ctx, ARL_ERR_UNSUPPORTED,
                      "%s: a copy from host memory cannot be recorded in a graph", __func__);
   if (bytes == 0) return ARL_OK;
-  cudaError_t err = alternating_init(ctx);
+  if (alternating_init(ctx) != cudaSuccess) {
+    cudaGetLastError();  // (no pinned memory or stream to spare: the copy in the stream's order)
+    return arl_upload_async(ctx, dst, src, bytes);
+  }
   // The last work that read dst was queued before the last call for the other parity, where
   // the stream's point was recorded (alt_passed[parity]). Without that point (the first call,
   // fresh buffers, or the same parity twice: the last reader may be queued since), the copy
   // waits for everything queued so far.
   const bool anew = fresh != 0 || ctx->alt_last == parity || !ctx->alt_passed_set[parity];
-  if (err == cudaSuccess && anew) err = cudaEventRecord(ctx->alt_passed[parity], ctx->stream);
+  cudaError_t err = cudaSuccess;
+  if (anew) err = cudaEventRecord(ctx->alt_passed[parity], ctx->stream);
   if (err == cudaSuccess) err = cudaStreamWaitEvent(ctx->alt_stream, ctx->alt_passed[parity], 0);
   // this parity's pinned slot is free once its last copy (two calls ago) has run
   if (err == cudaSuccess && ctx->alt_pending[parity])
     err = cudaEventSynchronize(ctx->alt_done[parity]);
-  ctx->alt_pending[parity] = false;
-  char* staged = static_cast<char*>(ctx->alt_host) + size_t(parity) * kUploadSlotBytes;
+  if (err == cudaSuccess) ctx->alt_pending[parity] = false;
   if (err == cudaSuccess) {
+    char* staged = static_cast<char*>(ctx->alt_host) + size_t(parity) * kUploadSlotBytes;
     std::memcpy(staged, src, size_t(bytes));
     err = cudaMemcpyAsync(dst, staged, size_t(bytes), cudaMemcpyHostToDevice, ctx->alt_stream);
   }
@@ -727,6 +731,9 @@ arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int6
   if (err == cudaSuccess) ctx->alt_passed_set[1 - parity] = true;
   if (err == cudaSuccess) err = cudaStreamWaitEvent(ctx->stream, ctx->alt_done[parity], 0);
   if (err != cudaSuccess) {
+    // copies queued but not waited for: done before anything reuses their slots or reads dst
+    cudaStreamSynchronize(ctx->alt_stream);
+    ctx->alt_pending[0] = ctx->alt_pending[1] = false;
     ctx->alt_last = -1;  // (the next call starts anew)
     ctx->alt_passed_set[0] = ctx->alt_passed_set[1] = false;
     return arl::cuda_fail(ctx, __func__, err);

@@ -99,8 +99,8 @@ ARL_API arl_status arl_upload_async(arl_ctx* ctx, void* dst, const void* src, in
  * it), and the first stream waits for that copy: its work is not held up by a copy between two
  * steps, which is long done by the time it gets there. fresh = 1 (or the same parity twice in a
  * row) waits for all the work queued so far instead: pass it when the buffers are new. At most
- * ARL_UPLOAD_ASYNC_BYTES; it fails while a graph is being recorded. The CPU library copies at
- * once.
+ * ARL_UPLOAD_ASYNC_BYTES; it fails while a graph is being recorded. Without pinned memory or a
+ * stream to spare it copies as arl_upload_async does. The CPU library copies at once.
  */
 ARL_API arl_status arl_upload_alternating(arl_ctx* ctx, void* dst, const void* src, int64_t bytes,
                                           int32_t parity, int32_t fresh);
