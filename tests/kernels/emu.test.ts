@@ -51,6 +51,19 @@ async function evalOnEmulator(script: string, env: Record<string, string> = {}):
   return text.trim().split("\n");
 }
 
+/** ops_compare on the emulated CUDA library: its output, and the outputs within tolerance of all. */
+async function opsOnEmulator(
+  env: Record<string, string>,
+): Promise<{ code: number; text: string; within: number; total: number }> {
+  const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
+    AGENTRL_KERNELS_CUDA: EMU_LIB,
+    NO_COLOR: "1",
+    ...env,
+  });
+  const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
+  return { code, text, within: m ? Number(m[1]) : NaN, total: m ? Number(m[2]) : NaN };
+}
+
 let harness: Promise<string> | null = null;
 
 /** Translates and compiles emu_harness.cu with the emulator's runtime, once. */
@@ -255,8 +268,7 @@ Deno.test({
     const orders = ["forward", "reverse", "shuffle"];
     const results = await Promise.all(
       orders.map((order) =>
-        run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
-          AGENTRL_KERNELS_CUDA: EMU_LIB,
+        opsOnEmulator({
           AGENTRL_CUDA_EMU_ORDER: order,
           AGENTRL_OPS_SKIP: "(many units)",
           ...(order === "forward" ? {} : order === "reverse"
@@ -277,11 +289,10 @@ Deno.test({
               // where its steps are cheap (10 s a case at 132 SMs).
               AGENTRL_OPS_SKIP: "(many units)|decode with graphs, bf16 weights, batch 1",
             }),
-          NO_COLOR: "1",
         })
       ),
     );
-    results.forEach(({ code, text }, i) => {
+    results.forEach(({ code, text, within, total }, i) => {
       const what = `ops_compare on the emulated CUDA library, ${orders[i]} order${
         orders[i] === "forward"
           ? ""
@@ -292,10 +303,9 @@ Deno.test({
             "_MLP_FUSED=1"
       }`;
       assert.equal(code, 0, `${what} failed:\n${text}`);
-      const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
-      assert.ok(m, `${what}: no summary line in:\n${text}`);
-      assert.equal(m[1], m[2], what);
-      assert.ok(Number(m[2]) > 100, `${what}: only ${m[2]} outputs compared`);
+      assert.ok(Number.isFinite(total), `${what}: no summary line in:\n${text}`);
+      assert.equal(within, total, what);
+      assert.ok(total > 100, `${what}: only ${total} outputs compared`);
     });
   },
 });
@@ -584,16 +594,13 @@ Deno.test({
     }
     // That MLP's chain (kernel 3 in three waves, kernel 4 in two) against the CPU library: the
     // ops case of its shape, with the limit at 4 (the chain's stamps say it ran)
-    const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
+    const { code, text, within, total } = await opsOnEmulator({
       AGENTRL_OPS_ONLY: "decodeLayer c=1536 f=9728",
       AGENTRL_CUDA_DECODE_MLP_PER_SM: "4",
       AGENTRL_CUDA_DECODE_CHAIN_TIMES: "1",
-      NO_COLOR: "1",
     });
     assert.equal(code, 0, text);
-    const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
-    assert.ok(m && m[1] === m[2] && Number(m[2]) >= 6, text);
+    assert.ok(within === total && total >= 6, text);
     assert.match(text, /decode chain, mean of 1 layers/, "the MLP of 9728 did not take the chain");
   },
 });
@@ -644,17 +651,14 @@ Deno.test({
     `the CUDA library, emulated on 8 SMs: the persistent decode kernel matches the CPU library with many units a block, several waves a step, more layers than a launch, and in decode graphs${why}`,
   ignore,
   async fn() {
-    const { code, text } = await run(Deno.execPath(), ["run", "-A", OPS_COMPARE], {
-      AGENTRL_KERNELS_CUDA: EMU_LIB,
+    const { code, text, within, total } = await opsOnEmulator({
       AGENTRL_CUDA_EMU_SMS: "8",
       AGENTRL_CUDA_DECODE_TOKEN: "1",
       AGENTRL_OPS_ONLY: "decodeLayers|decode with graphs, bf16 weights, batch 1",
-      NO_COLOR: "1",
     });
     assert.equal(code, 0, text);
-    const m = /(\d+) of (\d+) outputs within tolerance \(cpu-\S+ vs cuda-emulated\)/.exec(text);
-    assert.ok(m, `no summary line in:\n${text}`);
-    assert.equal(m[1], m[2], text);
+    assert.ok(Number.isFinite(total), `no summary line in:\n${text}`);
+    assert.equal(within, total, text);
     assert.match(text, /decodeLayers 50 layers .*\(many units\)/);
     assert.match(text, /decodeLayers 2 layers c=1152 .*\(many units\)/);
     assert.match(

@@ -225,16 +225,7 @@ export function graphCases(seed: number): Case[] {
       "decode with graphs, bf16 weights, batch 1, separate calls a layer (AGENTRL_DECODE_LAYER=0)",
     tol: TOL_GEMM,
     run: (s) => {
-      const before = Deno.env.get("AGENTRL_DECODE_LAYER");
-      Deno.env.set("AGENTRL_DECODE_LAYER", "0");
-      let made: Qwen2Model;
-      try {
-        made = graphModel(s.k, "bf16", 64);
-      } finally {
-        if (before === undefined) Deno.env.delete("AGENTRL_DECODE_LAYER");
-        else Deno.env.set("AGENTRL_DECODE_LAYER", before);
-      }
-      using model = made;
+      using model = withEnv("AGENTRL_DECODE_LAYER", "0", () => graphModel(s.k, "bf16", 64));
       using cache = model.createKvCache(1, 40);
       const out: number[] = [];
       // a 30-token prefill, then positions 30..37: split decode attention's key splits (32 keys
@@ -264,16 +255,11 @@ function deviceIdsDecode(
   tokens: Int32Array,
   alternate: boolean,
 ): Record<string, Float32Array | Int32Array> {
-  const before = Deno.env.get("AGENTRL_DECODE_ALTERNATE_PLACEMENT");
-  Deno.env.set("AGENTRL_DECODE_ALTERNATE_PLACEMENT", alternate ? "1" : "0");
-  let made: Qwen2Model;
-  try {
-    made = graphModel(s.k, "bf16", 64);
-  } finally {
-    if (before === undefined) Deno.env.delete("AGENTRL_DECODE_ALTERNATE_PLACEMENT");
-    else Deno.env.set("AGENTRL_DECODE_ALTERNATE_PLACEMENT", before);
-  }
-  using model = made;
+  using model = withEnv(
+    "AGENTRL_DECODE_ALTERNATE_PLACEMENT",
+    alternate ? "1" : "0",
+    () => graphModel(s.k, "bf16", 64),
+  );
   using cache = model.createKvCache(1, 16);
   const ids = [s.i32(new Int32Array(1)), s.i32(new Int32Array(1))];
   const greedy = [{ temperature: 0, seed: 0, counter: 0 }];
@@ -300,4 +286,16 @@ function deviceIdsDecode(
     out.push(...l.read());
   }
   return { logits: Float32Array.from(out), tokens: Int32Array.from(sampled) };
+}
+
+/** `make()` with the environment variable `name` set to `value` (a model reads its switches once). */
+function withEnv<T>(name: string, value: string, make: () => T): T {
+  const before = Deno.env.get(name);
+  Deno.env.set(name, value);
+  try {
+    return make();
+  } finally {
+    if (before === undefined) Deno.env.delete(name);
+    else Deno.env.set(name, before);
+  }
 }
