@@ -54,3 +54,38 @@ function flatten(
   }
   return out;
 }
+
+/**
+ * What some of {@linkcode configChanges}' lines mean for a resumed run: a changed model path is
+ * not where the actor and critic come from (the checkpoint's weights are; `withReference`: the
+ * reference model loads `pretrain` as set now), and a changed `max_steps` reshapes a decaying
+ * learning-rate schedule from the step resumed on.
+ *
+ * @example
+ * ```ts
+ * import { resumeChangeNotes } from "./config_changes.ts";
+ * console.log(resumeChangeNotes(["pretrain: \"a\" -> \"b\""], "out/checkpoints/checkpoint-4").length); // 1
+ * ```
+ */
+export function resumeChangeNotes(
+  changes: readonly string[],
+  checkpoint: string,
+  withReference = false,
+): string[] {
+  const keyOf = (line: string) => line.slice(0, line.indexOf(":"));
+  const notes: string[] = [];
+  const paths = changes.map(keyOf).filter((k) =>
+    k === "pretrain" || k === "reward_pretrain" || k.endsWith("model_name_or_path")
+  );
+  if (paths.length > 0) {
+    notes.push(
+      `${paths.join(", ")} changed, but a resumed run's actor (and critic) load the weights ` +
+        `saved in ${checkpoint}` +
+        (withReference ? "; the reference (the KL term's) loads pretrain as set now" : ""),
+    );
+  }
+  if (changes.some((line) => keyOf(line) === "max_steps")) {
+    notes.push("max_steps changed: a decaying learning-rate schedule takes the new length");
+  }
+  return notes;
+}

@@ -65,8 +65,10 @@ import {
 } from "../train/checkpoint_dir.ts";
 import { describePreviousRun } from "./previous_run.ts";
 import { acquireRunLock } from "./run_lock.ts";
-import { configChanges } from "./config_changes.ts";
+import { configChanges, resumeChangeNotes } from "./config_changes.ts";
 import { CheckpointError } from "../model/safetensors.ts";
+import { RolloutError } from "../rollout/errors.ts";
+import { writeRefusal } from "../util/write_refusal.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
 import { inferBatching } from "../train/micro_batches.ts";
@@ -300,7 +302,14 @@ export async function runPipeline(
         );
         for (const line of changes.slice(0, 12)) log(`  ${line}`);
         if (changes.length > 12) log(`  ... and ${changes.length - 12} more`);
+        for (const note of resumeChangeNotes(changes, from.dir, needsRef)) log(`note: ${note}`);
       }
+    }
+    if (startStep === config.max_steps) {
+      log(
+        `note: ${from.dir} is at max_steps ${config.max_steps}: nothing left to train (raise ` +
+          "max_steps to go on)",
+      );
     }
     if (startStep > config.max_steps) {
       throw new CheckpointError(
@@ -411,30 +420,35 @@ export async function runPipeline(
   };
 
   const save = async (nextStep: number, metrics: Record<string, number>) => {
-    const info = await saveCheckpoint(outputDir, nextStep, async (dir) => {
-      await actor.save(model, `${dir}/model`);
-      await Deno.mkdir(`${dir}/optimizer`, { recursive: true });
-      await optimizer.save(`${dir}/optimizer`);
-      if (critic && criticOptimizer) {
-        await actor.save(critic.model, `${dir}/critic`);
-        await Deno.mkdir(`${dir}/critic_optimizer`, { recursive: true });
-        await criticOptimizer.save(`${dir}/critic_optimizer`);
-      }
-      const state: TrainerState = {
-        step: nextStep,
-        klController: klController.toJSON(),
-        seed: config.seed,
-      };
-      await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
-      await Deno.writeTextFile(`${dir}/${CONFIG_FILE}`, JSON.stringify(config, null, 2));
-    }, {
-      // max_ckpt_to_keep: that many of the highest steps stay (0 keeps every one)
-      ...(config.max_ckpt_to_keep > 0 ? { keepLastN: config.max_ckpt_to_keep } : {}),
-      // the validation success of each tag, when this step validated
-      meta: Object.fromEntries(
-        Object.entries(metrics).filter(([k]) => /^val\/env\/[^/]+\/success$/.test(k)),
-      ),
-    });
+    const info = await saveOrSay(
+      outputDir,
+      nextStep,
+      () =>
+        saveCheckpoint(outputDir, nextStep, async (dir) => {
+          await actor.save(model, `${dir}/model`);
+          await Deno.mkdir(`${dir}/optimizer`, { recursive: true });
+          await optimizer.save(`${dir}/optimizer`);
+          if (critic && criticOptimizer) {
+            await actor.save(critic.model, `${dir}/critic`);
+            await Deno.mkdir(`${dir}/critic_optimizer`, { recursive: true });
+            await criticOptimizer.save(`${dir}/critic_optimizer`);
+          }
+          const state: TrainerState = {
+            step: nextStep,
+            klController: klController.toJSON(),
+            seed: config.seed,
+          };
+          await Deno.writeTextFile(`${dir}/${STATE_FILE}`, JSON.stringify(state, null, 2));
+          await Deno.writeTextFile(`${dir}/${CONFIG_FILE}`, JSON.stringify(config, null, 2));
+        }, {
+          // max_ckpt_to_keep: that many of the highest steps stay (0 keeps every one)
+          ...(config.max_ckpt_to_keep > 0 ? { keepLastN: config.max_ckpt_to_keep } : {}),
+          // the validation success of each tag, when this step validated
+          meta: Object.fromEntries(
+            Object.entries(metrics).filter(([k]) => /^val\/env\/[^/]+\/success$/.test(k)),
+          ),
+        }),
+    );
     checkpoints.push(info.dir);
     log(`checkpoint: ${info.dir}`);
   };
@@ -727,5 +741,27 @@ function isFile(path: string): boolean {
     return Deno.statSync(path).isFile;
   } catch {
     return false;
+  }
+}
+
+/**
+ * `save()`, with a failure (a full disk, a refused write) said as the save of step `step`'s
+ * checkpoint in `outputDir`, and that the ones saved before it are intact; agentrl's own errors
+ * pass unchanged.
+ */
+export async function saveOrSay<T>(
+  outputDir: string,
+  step: number,
+  save: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await save();
+  } catch (e) {
+    if (e instanceof CheckpointError || e instanceof RolloutError || !(e instanceof Error)) throw e;
+    throw new RolloutError(
+      `Saving the checkpoint of step ${step} in ${outputDir}/checkpoints failed: ` +
+        `${writeRefusal(e, `${outputDir}/checkpoints`)} (the checkpoints saved before it are ` +
+        "intact, and resume_from_checkpoint=true goes on from the latest)",
+    );
   }
 }

@@ -221,6 +221,15 @@ export function loadCheckpointManifest(dir: string): CheckpointManifest {
     text = Deno.readTextFileSync(path);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
+      // a model folder (config.json beside its weights) given where a checkpoint belongs
+      if (isFileAt(join(dir, "config.json")) && !isFileAt(join(dir, "model", "config.json"))) {
+        throw new CheckpointError(
+          `${dir} is a model folder, not a training checkpoint (one holds model/, optimizer/ ` +
+            `and ${MANIFEST_FILE}): to start from these weights, set pretrain=${dir} and ` +
+            "resume_from_checkpoint=false",
+          { file: path },
+        );
+      }
       throw new CheckpointError(
         `${dir} is not a complete checkpoint: it has no ${MANIFEST_FILE} (an interrupted save?)`,
         { file: path },
@@ -600,4 +609,12 @@ export function readCheckpointJson(path: string): Record<string, unknown> {
     );
   }
   return value as Record<string, unknown>;
+}
+
+function isFileAt(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { configChanges } from "../../lib/pipeline/config_changes.ts";
+import { configChanges, resumeChangeNotes } from "../../lib/pipeline/config_changes.ts";
 
 Deno.test("configChanges names each changed, added or removed leaf, but not where output goes", () => {
   const saved = {
@@ -25,4 +25,20 @@ Deno.test("configChanges names each changed, added or removed leaf, but not wher
     'tags: ["A","B"] -> ["A"]',
   ]);
   assert.deepEqual(configChanges(now, structuredClone(now)), []);
+});
+
+Deno.test("resumeChangeNotes: a changed model path is not what a resumed actor loads; max_steps reshapes the schedule", () => {
+  const changes = configChanges(
+    { pretrain: "a", actor_train: { model_args: { model_name_or_path: "a" } }, max_steps: 3 },
+    { pretrain: "b", actor_train: { model_args: { model_name_or_path: "b" } }, max_steps: 5 },
+  );
+  const notes = resumeChangeNotes(changes, "out/checkpoints/checkpoint-2", true);
+  assert.equal(notes.length, 2);
+  assert.match(
+    notes[0]!,
+    /^actor_train\.model_args\.model_name_or_path, pretrain changed, but a resumed run's actor \(and critic\) load the weights saved in out\/checkpoints\/checkpoint-2; the reference/,
+  );
+  assert.match(notes[1]!, /^max_steps changed: a decaying learning-rate schedule/);
+  assert.doesNotMatch(resumeChangeNotes(changes, "c", false)[0]!, /reference/);
+  assert.deepEqual(resumeChangeNotes(configChanges({ seed: 1 }, { seed: 2 }), "c"), []);
 });

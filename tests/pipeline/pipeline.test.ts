@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../lib/config/load_config.ts";
-import { runPipeline } from "../../lib/pipeline/pipeline.ts";
+import { runPipeline, saveOrSay } from "../../lib/pipeline/pipeline.ts";
+import { RolloutError } from "../../lib/rollout/errors.ts";
 import { acquireRunLock, RUN_LOCK_FILE } from "../../lib/pipeline/run_lock.ts";
 import { readJsonlMetrics } from "../../lib/track/jsonl.ts";
 import {
@@ -344,4 +345,22 @@ Deno.test("pipeline: an output_dir holding a run is refused unless resumed; max_
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("a checkpoint save that fails (a full disk) says which save and what is intact; agentrl's errors pass", async () => {
+  const full = () => Promise.reject(new Error("No space left on device (os error 28)"));
+  await assert.rejects(
+    () => saveOrSay("out/run", 4, full),
+    (e: Error) => {
+      assert.ok(e instanceof RolloutError, String(e));
+      assert.match(
+        e.message,
+        /^Saving the checkpoint of step 4 in out\/run\/checkpoints failed: No space left on device \(os error 28\) \(the checkpoints saved before it are intact/,
+      );
+      return true;
+    },
+  );
+  const own = new CheckpointError("damaged", { file: "x" });
+  await assert.rejects(() => saveOrSay("out/run", 4, () => Promise.reject(own)), (e) => e === own);
+  assert.equal(await saveOrSay("out/run", 4, () => Promise.resolve(7)), 7);
 });

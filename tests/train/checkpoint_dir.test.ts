@@ -102,6 +102,17 @@ Deno.test("what a crash leaves behind is never a checkpoint, and can be removed"
       () => loadCheckpointManifest(join(root, "checkpoint-60")),
       /weights.bin is 10 bytes; its manifest says 160/,
     );
+    // a model folder where a checkpoint belongs: named as such, with what to set instead
+    const modelDir = await Deno.makeTempDir();
+    await Deno.writeTextFile(join(modelDir, "config.json"), "{}");
+    assert.throws(
+      () => loadCheckpointManifest(modelDir),
+      new RegExp(
+        `${modelDir} is a model folder, not a training checkpoint .*set pretrain=${modelDir} ` +
+          "and resume_from_checkpoint=false",
+      ),
+    );
+    await Deno.remove(modelDir, { recursive: true });
     const removed = (await removeIncompleteCheckpoints(out)).map((d) => d.slice(root.length + 1));
     assert.deepEqual(removed.sort(), [
       "checkpoint-40.tmp-1a2b3c4d",
