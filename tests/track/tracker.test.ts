@@ -138,9 +138,19 @@ Deno.test("createTracker: unknown names list the valid ones", async () => {
 Deno.test("createTracker: resume drops later jsonl rows and marks the restart for TensorBoard", async () => {
   await withTempDir(async (dir) => {
     const t1 = await createTracker("tensorboard", {}, dir);
-    for (let s = 1; s <= 5; s++) t1.log(s, { x: s });
+    for (let s = 1; s <= 5; s++) t1.log(s, s === 5 ? { x: s, "val/score": 1 } : { x: s });
     await t1.close();
-    const t2 = await createTracker("tensorboard", {}, dir, { resumeStep: 3 });
+    const warned: string[] = [];
+    const t2 = await createTracker("tensorboard", {}, dir, {
+      resumeStep: 3,
+      warn: (l) => void warned.push(l),
+    });
+    // the drop is said, and a validation among the dropped rows is named
+    deepStrictEqual(warned, [
+      "metrics.jsonl: 2 row(s) after step 3 dropped (steps 4, 5), which the resumed run writes " +
+      "again; the validation at step 5 goes with them (this run validates every eval_steps and " +
+      "at its last step)",
+    ]);
     t2.log(4, { x: 40 });
     await t2.close();
     const rows = await readJsonlMetrics(`${dir}/metrics.jsonl`);
