@@ -528,9 +528,10 @@ export async function removeIncompleteCheckpoints(
 }
 
 /**
- * Renames the complete checkpoints of steps after `step` to `checkpoint-<N>.superseded-<tag>`
- * (kept, but no longer listed): a run resumed from `step` replaces their history, and the
- * latest checkpoint must be its own. Returns the new folder names.
+ * Renames the checkpoints of steps after `step`, complete or damaged, to
+ * `checkpoint-<N>.superseded-<tag>` (kept, but no longer listed): a run resumed from `step`
+ * replaces their history, and the latest checkpoint must be its own. Returns the new folder
+ * names.
  *
  * @example
  * ```ts
@@ -543,7 +544,9 @@ export async function removeIncompleteCheckpoints(
  */
 export async function setAsideCheckpointsAfter(outputDir: string, step: number): Promise<string[]> {
   const moved: string[] = [];
-  for (const c of listCheckpoints(outputDir)) {
+  // (damaged ones too: a save of their step would otherwise replace them)
+  const { complete, damaged } = scanCheckpoints(outputDir);
+  for (const c of [...complete, ...damaged]) {
     if (c.step <= step) continue;
     const to = `${c.dir}.superseded-${randomTag()}`;
     await Deno.rename(c.dir, to);

@@ -162,6 +162,11 @@ Deno.test("pruning never removes the checkpoint just saved; a resumed run sets l
     assert.deepEqual(await removeIncompleteCheckpoints(out, { keepDamaged: true }), []);
     assert.ok(names(out).includes("checkpoint-30"));
     assert.equal(names(out).length, 4);
+    // resumed from an earlier step, the damaged one is set aside too (its step's save would
+    // otherwise replace it)
+    const aside = (await setAsideCheckpointsAfter(out, 12)).map((d) => d.slice(root.length + 1));
+    assert.ok(aside.length === 1 && /^checkpoint-30\.superseded-/.test(aside[0]!), aside.join());
+    assert.ok(!names(out).includes("checkpoint-30"));
   });
 });
 
