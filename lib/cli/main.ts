@@ -23,13 +23,18 @@ import {
 /** Exit status for a user's mistake in a config, an override or an argument. */
 export const USAGE_ERROR = 2;
 
+/** Commander's error text through {@linkcode withOverrideHint} (`--max_steps=1`). */
+const HINTED_ERRORS = {
+  outputError: (text: string, write: (s: string) => void) => write(withOverrideHint(text)),
+};
+
 /** Builds the `agentrl` command line. */
 export function buildProgram(): Command {
   const program = new Command("agentrl")
     .description("Train LLM agents with reinforcement learning on multi-turn environments")
     .version("0.1.0")
     .showHelpAfterError("(run with --help for usage)")
-    .configureOutput({ outputError: (text, write) => write(withOverrideHint(text)) })
+    .configureOutput(HINTED_ERRORS)
     .exitOverride();
   for (
     const sub of [
@@ -42,9 +47,8 @@ export function buildProgram(): Command {
     ]
   ) {
     program.addCommand(
-      sub.exitOverride().showHelpAfterError("(run with --help for usage)").configureOutput({
-        outputError: (text, write) => write(withOverrideHint(text)),
-      }) as unknown as Command,
+      sub.exitOverride().showHelpAfterError("(run with --help for usage)")
+        .configureOutput(HINTED_ERRORS) as unknown as Command,
     );
   }
   return program as unknown as Command;

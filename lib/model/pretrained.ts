@@ -13,6 +13,7 @@ import { Qwen2Model } from "./qwen2.ts";
 import type { Precision } from "./_mixed_precision.ts";
 import { ChatTemplate, missingChatMlTokens } from "./chat_template.ts";
 import { Tokenizer, TokenizerLoadError } from "./tokenizer.ts";
+import { isFile } from "../util/fs_probe.ts";
 
 /** Files besides the weights that travel with a model folder. */
 export const TOKENIZER_FILES = [
@@ -60,14 +61,7 @@ export function expectModelFolder(dir: string): void {
     throw new CheckpointError(`${dir}: no such folder: ${expected}`, { file: dir });
   }
   if (!isFolder) throw new CheckpointError(`${dir} is not a folder: ${expected}`, { file: dir });
-  const has = (path: string) => {
-    try {
-      return Deno.statSync(path).isFile;
-    } catch {
-      return false;
-    }
-  };
-  if (!has(`${dir}/config.json`) && has(`${dir}/model/config.json`)) {
+  if (!isFile(`${dir}/config.json`) && isFile(`${dir}/model/config.json`)) {
     throw new CheckpointError(
       `${dir} has no config.json: it looks like a training checkpoint, whose model is in ` +
         `${dir.replace(/\/+$/, "")}/model`,
@@ -75,7 +69,7 @@ export function expectModelFolder(dir: string): void {
     );
   }
   // (before the tokenizer's check, which would name tokenizer.json in a folder that is no model)
-  if (!has(`${dir}/config.json`)) {
+  if (!isFile(`${dir}/config.json`)) {
     throw new CheckpointError(`${dir} has no config.json: ${expected}`, {
       file: `${dir}/config.json`,
     });

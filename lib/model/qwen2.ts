@@ -919,27 +919,8 @@ export class Qwen2Model implements Disposable {
     ids.set(slots, 2 * d.idsStride);
     for (let i = 0; i < n; i++) ids[3 * d.idsStride + i] = positions[i]! + 1;
     // (no wait: the GPU may start on it at once)
-    let placed: DecodeActs = d;
     if (onDevice === null) (d.ids as Tensor<"i32">).writeAsync(ids);
-    else if (this.#alternatePlacement && !this.#keepPlacement) {
-      const parity = this.#parity;
-      this.#parity = parity === 0 ? 1 : 0;
-      const p = d.alternates[parity];
-      (p.placement as Tensor<"i32">).writeAlternating(
-        ids.subarray(d.idsStride),
-        parity,
-        this.#alternatingViews !== d,
-      );
-      this.#alternatingViews = d;
-      placed = { ...d, positions: p.positions, slots: p.slots, lens: p.lens };
-    } else if (
-      !this.#keepPlacement || this.#keptPlacement?.placement !== d.placement ||
-      this.#keptPlacement.cache !== cache
-    ) {
-      (d.placement as Tensor<"i32">).writeAsync(ids.subarray(d.idsStride));
-      // (once a view and cache: the positions kept were checked against this cache)
-      if (this.#keepPlacement) this.#keptPlacement = { placement: d.placement, cache };
-    }
+    const placed = onDevice === null ? d : this.#placeOnDevice(d, ids.subarray(d.idsStride), cache);
     const tokenIds = onDevice ?? d.tokens;
     // The embedding's and the layers' pointers and sizes depend only on these: replayed as one
     // graph on CUDA.
@@ -958,6 +939,34 @@ export class Qwen2Model implements Disposable {
     });
     if (logitRows.length === 0) return null;
     return h ? h.logits as Tensor<"f32"> : this.#headRows(d.x, logitRows, n);
+  }
+
+  /**
+   * Uploads the placement (positions, slots, lens) of a step whose token ids are on the device,
+   * and returns the views its layers read: `d`'s own, or under AGENTRL_DECODE_ALTERNATE_PLACEMENT
+   * one of its two alternates in turn; AGENTRL_DECODE_KEEP_PLACEMENT uploads once a view and
+   * cache.
+   */
+  #placeOnDevice(d: DecodeActs, placement: Int32Array, cache: Qwen2KvCache): DecodeActs {
+    if (this.#alternatePlacement && !this.#keepPlacement) {
+      const parity = this.#parity;
+      this.#parity = parity === 0 ? 1 : 0;
+      const p = d.alternates[parity];
+      (p.placement as Tensor<"i32">).writeAlternating(
+        placement,
+        parity,
+        this.#alternatingViews !== d,
+      );
+      this.#alternatingViews = d;
+      return { ...d, positions: p.positions, slots: p.slots, lens: p.lens };
+    }
+    const kept = this.#keptPlacement;
+    if (!this.#keepPlacement || kept?.placement !== d.placement || kept.cache !== cache) {
+      (d.placement as Tensor<"i32">).writeAsync(placement);
+      // (once a view and cache: the positions kept were checked against this cache)
+      if (this.#keepPlacement) this.#keptPlacement = { placement: d.placement, cache };
+    }
+    return d;
   }
 
   /** What {@linkcode runCachedLayers} reads: the weights as bound now, and the switches. */

@@ -69,6 +69,7 @@ import { configChanges, resumeChangeNotes } from "./config_changes.ts";
 import { CheckpointError } from "../model/safetensors.ts";
 import { RolloutError } from "../rollout/errors.ts";
 import { writeRefusal } from "../util/write_refusal.ts";
+import { isFile, isFolder } from "../util/fs_probe.ts";
 import { makeOutputFolders } from "./output_folders.ts";
 import { lrAt, type LrScheduleType, resolveWarmupSteps } from "../train/lr_schedule.ts";
 import { inferBatching } from "../train/micro_batches.ts";
@@ -726,22 +727,6 @@ function transcript(s: TrajectorySample): string {
     .map((m) => JSON.stringify(m.content))
     .join(" ");
   return `  sample ${s.trajId}: score ${s.score.toFixed(2)}, ${s.endReason}, responses ${turns}`;
-}
-
-function isFolder(path: string): boolean {
-  try {
-    return Deno.statSync(path).isDirectory;
-  } catch {
-    return false;
-  }
-}
-
-function isFile(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
 }
 
 /**

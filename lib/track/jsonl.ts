@@ -156,8 +156,8 @@ export async function readJsonlMetrics(path: string): Promise<MetricsRow[]> {
 /**
  * For a resumed run: rewrites the file (atomically) without rows whose step
  * is greater than `step` and without a truncated last line, and returns the
- * rows kept. A missing file gives `[]`. Call it before opening a
- * {@linkcode JsonlMetricsWriter} on the file.
+ * rows kept (`dropped`, if given, is called with the rows removed, when there are some). A
+ * missing file gives `[]`. Call it before opening a {@linkcode JsonlMetricsWriter} on the file.
  *
  * @example
  * ```ts
@@ -169,7 +169,11 @@ export async function readJsonlMetrics(path: string): Promise<MetricsRow[]> {
  * await Deno.remove(dir, { recursive: true });
  * ```
  */
-export async function truncateJsonlMetrics(path: string, step: number): Promise<MetricsRow[]> {
+export async function truncateJsonlMetrics(
+  path: string,
+  step: number,
+  dropped?: (rows: MetricsRow[]) => void,
+): Promise<MetricsRow[]> {
   let text: string;
   try {
     text = await Deno.readTextFile(path);
@@ -181,6 +185,8 @@ export async function truncateJsonlMetrics(path: string, step: number): Promise<
   const keep = rows.map((r) => r.step <= step);
   const out = lines.filter((_, i) => keep[i]).map((l) => l + "\n").join("");
   if (out !== text) await writeFileAtomic(path, out);
+  const gone = rows.filter((_, i) => !keep[i]);
+  if (gone.length > 0) dropped?.(gone);
   return rows.filter((_, i) => keep[i]);
 }
 

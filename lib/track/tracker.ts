@@ -13,12 +13,7 @@
  */
 import { didYouMean } from "../util/did_you_mean.ts";
 import { formatNumber } from "./format_number.ts";
-import {
-  JsonlMetricsWriter,
-  METRICS_JSONL,
-  readJsonlMetrics,
-  truncateJsonlMetrics,
-} from "./jsonl.ts";
+import { JsonlMetricsWriter, METRICS_JSONL, truncateJsonlMetrics } from "./jsonl.ts";
 import { TfEventsWriter } from "./tfevents.ts";
 
 /** Metric values of one step, by name (e.g. `actor/pg_loss`). */
@@ -167,15 +162,13 @@ export async function createTracker(
     );
   }
   const dir = outputDir.replace(/\/+$/, "") || "/";
-  if (options.resumeStep !== undefined) {
-    const path = `${dir}/${METRICS_JSONL}`;
-    const before = await readJsonlMetrics(path).catch(() => []); // (none yet, or unreadable)
-    const kept = await truncateJsonlMetrics(path, options.resumeStep);
-    const dropped = before.filter((r) => r.step > options.resumeStep!);
-    if (dropped.length > 0 && kept.length + dropped.length === before.length) {
+  const resumeStep = options.resumeStep;
+  if (resumeStep !== undefined) {
+    // the rows a resumed run writes again go, and saying so (a validation among them too)
+    await truncateJsonlMetrics(`${dir}/${METRICS_JSONL}`, resumeStep, (dropped) => {
       const validated = dropped.filter((r) => Object.keys(r).some((k) => k.startsWith("val/")));
       (options.warn ?? console.warn)(
-        `${METRICS_JSONL}: ${dropped.length} row(s) after step ${options.resumeStep} dropped ` +
+        `${METRICS_JSONL}: ${dropped.length} row(s) after step ${resumeStep} dropped ` +
           `(steps ${dropped.map((r) => r.step).join(", ")}), which the resumed run writes again` +
           (validated.length > 0
             ? `; the validation at step ${
@@ -183,7 +176,7 @@ export async function createTracker(
             } goes with them (this run validates every eval_steps and at its last step)`
             : ""),
       );
-    }
+    });
   }
   const sink = await openSink(trackWith as TrackWith, kwargs, dir, options);
   let jsonl: JsonlMetricsWriter;

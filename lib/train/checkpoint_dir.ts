@@ -27,6 +27,7 @@
  */
 import { basename, join, relative } from "node:path";
 import { CheckpointError } from "../model/safetensors.ts";
+import { isFile } from "../util/fs_probe.ts";
 
 /** The folder under `output_dir` that holds the checkpoints. */
 export const CHECKPOINTS_DIR = "checkpoints";
@@ -222,7 +223,7 @@ export function loadCheckpointManifest(dir: string): CheckpointManifest {
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
       // a model folder (config.json beside its weights) given where a checkpoint belongs
-      if (isFileAt(join(dir, "config.json")) && !isFileAt(join(dir, "model", "config.json"))) {
+      if (isFile(join(dir, "config.json")) && !isFile(join(dir, "model", "config.json"))) {
         throw new CheckpointError(
           `${dir} is a model folder, not a training checkpoint (one holds model/, optimizer/ ` +
             `and ${MANIFEST_FILE}): to start from these weights, set pretrain=${dir} and ` +
@@ -612,12 +613,4 @@ export function readCheckpointJson(path: string): Record<string, unknown> {
     );
   }
   return value as Record<string, unknown>;
-}
-
-function isFileAt(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
 }
